@@ -1,0 +1,31 @@
+# Every target sets itself up: a fresh clone needs only python3 (3.11+) and make.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: test lint bench demo clean
+
+$(STAMP): pyproject.toml
+	@echo "== setting up $(VENV) (first run only)"
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $(STAMP)
+
+# pytest exits 5 when it collected nothing; that is a failure here too (no `|| true`).
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check host guest_sdk tests bench examples
+	$(VENV)/bin/mypy host guest_sdk/wkguest
+
+bench: $(STAMP)
+	$(PY) -m bench
+
+demo: $(STAMP)
+	$(PY) -m wkhost.demo
+
+clean:
+	rm -rf $(VENV) .cache

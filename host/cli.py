@@ -1,0 +1,254 @@
+"""The `wkhost` command line. Exit codes: 0 ok, 1 the operation failed, 2 bad usage."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from . import logs
+from .config import HostConfig
+from .http_fetch import FetchPolicy
+from .serve import ServeOptions, serve
+
+DEFAULT_SERVER = "http://127.0.0.1:8080"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "run", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.run(args))
+    except KeyboardInterrupt:
+        return 130
+
+
+def make_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="wkhost",
+        description="A durable-execution host for WebAssembly actors.",
+        epilog="Run `wkhost COMMAND --help` for a command's options.",
+    )
+    sub = p.add_subparsers(title="commands", metavar="COMMAND")
+    _add_serve(sub)
+    _add_call(sub)
+    _add_actors(sub)
+    try:
+        from .build import add_build_command
+    except ImportError:  # the build module is optional only while it is being written
+        pass
+    else:
+        add_build_command(sub)
+    try:
+        from .workflow_cli import add_workflow_command
+    except ImportError:
+        pass
+    else:
+        add_workflow_command(sub)
+    return p
+
+
+# -- serve --------------------------------------------------------------------------------
+def _add_serve(sub: Any) -> None:
+    s = sub.add_parser(
+        "serve", help="serve actor classes over HTTP",
+        description="Serve actor classes: /{class}/{id}/{path} goes to that actor's handle.",
+        epilog="example: wkhost serve --actor orders=orders.wasm --actor app=app.wasm "
+               "--access orders=internal",
+    )
+    s.add_argument("--actor", action="append", default=[], metavar="NAME=FILE.wasm",
+                   required=True, help="serve FILE.wasm as class NAME (repeatable)")
+    s.add_argument("--access", action="append", default=[], metavar="NAME=internal|public",
+                   help="internal: only actors and operators may call NAME (default public)")
+    s.add_argument("--data", type=Path, default=Path("wkdata"),
+                   help="data directory: actor databases, index, cache (default ./wkdata)")
+    s.add_argument("--host", default="127.0.0.1", help="address to listen on (default %(default)s)")
+    s.add_argument("--port", type=int, default=8080, help="port (default %(default)s; 0: any)")
+    s.add_argument("--cpu-budget-ms", type=int, default=50,
+                   help="CPU per event, metered as fuel (default %(default)s)")
+    s.add_argument("--wall-budget-ms", type=int, default=30_000,
+                   help="wall-clock time per event, calls included (default %(default)s)")
+    s.add_argument("--memory-mb", type=int, default=256,
+                   help="linear memory per instance (default %(default)s)")
+    s.add_argument("--db-max-mb", type=int, default=1024,
+                   help="size cap of each actor's database (default %(default)s)")
+    s.add_argument("--max-body-kb", type=int, default=1024,
+                   help="largest request or response body (default %(default)s)")
+    s.add_argument("--workers", type=int, default=16, help="event threads (default %(default)s)")
+    s.add_argument("--allow-http", action="append", default=[], metavar="HOST[:PORT]",
+                   help="let guests fetch from HOST (repeatable; default: nowhere)")
+    s.add_argument("--admin-token-file", type=Path,
+                   help="operator token file (default DATA/_host/admin-token, made if missing)")
+    s.add_argument("--log-level", default="info",
+                   choices=["debug", "info", "warning", "error"], help="(default %(default)s)")
+    s.add_argument("--fake-clock", action="store_true",
+                   help="testing only: a clock that moves only by POST /_wk/clock/advance")
+    s.add_argument("--always-fresh-instance", action="store_true",
+                   help="testing only: a new instance for every event (always replay)")
+    s.set_defaults(run=run_serve)
+
+
+def _pairs(items: list[str], what: str) -> list[tuple[str, str]]:
+    out = []
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name or not value:
+            raise SystemExit(f"wkhost: error: {what} takes NAME=VALUE, got {item!r}")
+        out.append((name, value))
+    return out
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    logs.setup(args.log_level)
+    actors = [(n, Path(f)) for n, f in _pairs(args.actor, "--actor")]
+    access: dict[str, Any] = {}
+    for name, value in _pairs(args.access, "--access"):
+        if value not in ("internal", "public"):
+            print(f"wkhost: error: --access {name}= takes internal or public", file=sys.stderr)
+            return 2
+        access[name] = value
+    unknown = set(access) - {n for n, _ in actors}
+    if unknown:
+        print(f"wkhost: error: --access names no served class: {sorted(unknown)}",
+              file=sys.stderr)
+        return 2
+    try:
+        policy = FetchPolicy.parse(args.allow_http)
+    except ValueError as e:
+        print(f"wkhost: error: {e}", file=sys.stderr)
+        return 2
+    config = HostConfig(
+        data_dir=args.data, cpu_budget_ms=args.cpu_budget_ms,
+        wall_budget_ms=args.wall_budget_ms, memory_limit_bytes=args.memory_mb << 20,
+        db_max_bytes=args.db_max_mb << 20, max_body_bytes=args.max_body_kb << 10,
+        workers=args.workers, http=policy, always_fresh_instance=args.always_fresh_instance,
+    )
+    opts = ServeOptions(actors, access, args.host, args.port, args.admin_token_file,
+                        args.fake_clock)
+    from .errors import HostError
+
+    try:
+        asyncio.run(serve(config, opts))
+    except HostError as e:
+        print(f"wkhost: error: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f"wkhost: error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+# -- talking to a running server ------------------------------------------------------------
+def add_server_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--server", default=os.environ.get("WKHOST_SERVER", DEFAULT_SERVER),
+                   help="the server's URL (default $WKHOST_SERVER or %(default)s)")
+    p.add_argument("--data", type=Path, default=Path("wkdata"),
+                   help="the server's data directory, to read its admin token (default ./wkdata)")
+    p.add_argument("--token", default=os.environ.get("WKHOST_TOKEN"),
+                   help="the admin token (default $WKHOST_TOKEN, else read from --data)")
+
+
+def operator_token(args: argparse.Namespace) -> str:
+    if args.token:
+        return str(args.token)
+    path = args.data / "_host" / "admin-token"
+    try:
+        return path.read_text().strip()
+    except OSError:
+        raise SystemExit(f"wkhost: error: no admin token: pass --token, set WKHOST_TOKEN, "
+                         f"or point --data at the server's data directory ({path} not found)")
+
+
+def _add_call(sub: Any) -> None:
+    c = sub.add_parser("call", help="send one request to an actor (as an operator)",
+                       description="Send one request to CLASS/ID through the operator path "
+                                   "and print the answer.")
+    c.add_argument("target", metavar="CLASS/ID", help="the actor, e.g. counter/c1")
+    c.add_argument("path", nargs="?", default="/", help="path inside the actor (default /)")
+    c.add_argument("--method", "-X", default=None, help="default GET, or POST with --body")
+    c.add_argument("--body", "-d", default=None, help="TEXT, or @FILE to send a file")
+    c.add_argument("--include", "-i", action="store_true", help="print the status line too")
+    add_server_args(c)
+    c.set_defaults(run=run_call)
+
+
+def run_call(args: argparse.Namespace) -> int:
+    from urllib.parse import quote
+
+    cls, sep, actor_id = args.target.partition("/")
+    if not sep or not cls or not actor_id:
+        print("wkhost: error: the target is CLASS/ID, e.g. counter/c1", file=sys.stderr)
+        return 2
+    body = _read_body(args.body)
+    method = args.method or ("POST" if body is not None else "GET")
+    path = args.path if args.path.startswith("/") else "/" + args.path
+    url = f"{args.server.rstrip('/')}/{cls}/{quote(actor_id, safe='')}{path}"
+    status, data = http_request(method, url, operator_token(args), body)
+    if args.include:
+        print(f"HTTP {status}")
+    sys.stdout.buffer.write(data)
+    sys.stdout.flush()
+    return 0 if status < 400 else 1
+
+
+def _read_body(spec: str | None) -> bytes | None:
+    if spec is None:
+        return None
+    if spec.startswith("@"):
+        try:
+            return Path(spec[1:]).read_bytes()
+        except OSError as e:
+            raise SystemExit(f"wkhost: error: cannot read {spec[1:]}: {e.strerror}") from None
+    return spec.encode()
+
+
+def http_request(method: str, url: str, token: str, body: bytes | None = None,
+                 headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+    req = urllib.request.Request(url, data=body, method=method)
+    req.add_header("Authorization", f"Bearer {token}")
+    for k, v in (headers or {}).items():
+        req.add_header(k, v)
+    try:
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+    except urllib.error.URLError as e:
+        raise SystemExit(f"wkhost: error: cannot reach {url}: {e.reason}") from None
+
+
+def _add_actors(sub: Any) -> None:
+    a = sub.add_parser("actors", help="list the actors of a class",
+                       description="List the ids of a class's actors, as the host knows them.")
+    a.add_argument("cls", metavar="CLASS")
+    a.add_argument("--after", default="", help="list ids after this one (paging)")
+    a.add_argument("--limit", type=int, default=1000)
+    add_server_args(a)
+    a.set_defaults(run=run_actors)
+
+
+def run_actors(args: argparse.Namespace) -> int:
+    import json
+    from urllib.parse import quote, urlencode
+
+    q = urlencode({"after": args.after, "limit": args.limit})
+    url = f"{args.server.rstrip('/')}/_wk/actors/{quote(args.cls, safe='')}?{q}"
+    status, data = http_request("GET", url, operator_token(args))
+    if status != 200:
+        sys.stderr.write(data.decode(errors="replace"))
+        return 1
+    for actor_id in json.loads(data)["ids"]:
+        print(actor_id)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

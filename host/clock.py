@@ -1,0 +1,64 @@
+"""The host's clock: every guest-visible time comes from here.
+
+Alarm delivery and `lifecycle.now` read `Clock.now_ms()`, so a test that uses `FakeClock`
+moves guest time by days with `jump()` instead of sleeping. Budgets and deadlines are not
+guest-visible: they use the real monotonic clock even under a fake.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+
+class Clock:
+    """Wall time in ms since the Unix epoch, plus a way to be told when it jumps."""
+
+    def __init__(self) -> None:
+        self._listeners: list[Callable[[], None]] = []
+
+    def now_ms(self) -> int:
+        return time.time_ns() // 1_000_000
+
+    def on_jump(self, listener: Callable[[], None]) -> None:
+        """Call `listener` whenever the time moves other than by itself (a fake's jump)."""
+        self._listeners.append(listener)
+
+    def _notify(self) -> None:
+        for listener in list(self._listeners):
+            listener()
+
+
+class SystemClock(Clock):
+    """The real clock."""
+
+
+class FakeClock(Clock):
+    """A clock that moves only forward and only when told. Thread-safe."""
+
+    def __init__(self, start_ms: int | None = None) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+        self._now = time.time_ns() // 1_000_000 if start_ms is None else start_ms
+
+    def now_ms(self) -> int:
+        with self._lock:
+            return self._now
+
+    def jump(self, ms: int) -> int:
+        """Move forward by `ms` (never back) and wake whoever waits on the time."""
+        if ms < 0:
+            raise ValueError("a clock only moves forward")
+        with self._lock:
+            self._now += ms
+            now = self._now
+        self._notify()
+        return now
+
+    def set(self, at_ms: int) -> int:
+        with self._lock:
+            self._now = max(self._now, at_ms)
+            now = self._now
+        self._notify()
+        return now

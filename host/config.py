@@ -1,0 +1,43 @@
+"""Settings of one host process, with the defaults a user gets from `wkhost serve`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .http_fetch import FetchPolicy
+
+
+@dataclass
+class HostConfig:
+    data_dir: Path = Path("wkdata")
+    # Budgets per event.
+    cpu_budget_ms: int = 50
+    wall_budget_ms: int = 30_000
+    memory_limit_bytes: int = 256 << 20
+    # Storage.
+    db_max_bytes: int = 1 << 30
+    # Payloads crossing the boundary (bodies, responses). Far below what a WIT string can
+    # carry (10 MB measured), and the front door refuses bigger bodies with 413.
+    max_body_bytes: int = 1 << 20
+    # Concurrency and backpressure.
+    workers: int = 16
+    max_pending_events: int = 1024   # queued host-wide before the front door says 503
+    max_queue_per_actor: int = 64    # events waiting on one actor before 503
+    max_call_depth: int = 16
+    # Instances kept warm: idle ones are dropped, with their database connection.
+    max_live_instances: int = 512
+    idle_instance_s: float = 60.0
+    # Guest stdout/stderr kept per event before the rest is dropped (logged with the actor).
+    max_guest_output_bytes: int = 16 << 10
+    # Retry of a failed on-alarm whose event did not re-set the alarm.
+    alarm_retry_base_ms: int = 1_000
+    alarm_retry_max_ms: int = 300_000
+    http: FetchPolicy = field(default_factory=FetchPolicy)
+    # Test-only: drop every instance after each event (the "always replay" mode).
+    always_fresh_instance: bool = False
+
+    def fuel_per_event(self) -> int:
+        from .engine import FUEL_PER_MS
+
+        return self.cpu_budget_ms * FUEL_PER_MS

@@ -1,0 +1,67 @@
+"""The host's public exceptions.
+
+    HostError                      base of everything the host raises on purpose
+    ├── BadRequest                 malformed input: a bad id, class or header (HTTP 400)
+    ├── UnknownClass               no actor class of that name is served (404)
+    ├── Forbidden                  an internal class asked by the public (403)
+    ├── TooLarge                   a body or result over its cap (413)
+    ├── Overloaded                 backpressure: too many events waiting (503 + Retry-After)
+    ├── CallRefused                re-entry, a cross-thread cycle, the depth cap (409)
+    ├── DeadlineExceeded           the event's time ran out while waiting (504)
+    └── GuestFailed                the guest trapped (500)
+        └── BudgetExceeded         the CPU (fuel) or wall-clock budget cut the event (503)
+
+Every message is one line, fit to show a user: the front door sends it as the reason.
+"""
+
+from __future__ import annotations
+
+
+class HostError(Exception):
+    """Base of every exception the host raises on purpose."""
+
+    http_status = 500
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message.splitlines()[0] if message else type(self).__name__)
+
+    @property
+    def reason(self) -> str:
+        return str(self)
+
+
+class BadRequest(HostError):
+    http_status = 400
+
+
+class UnknownClass(HostError):
+    http_status = 404
+
+
+class Forbidden(HostError):
+    http_status = 403
+
+
+class TooLarge(HostError):
+    http_status = 413
+
+
+class Overloaded(HostError):
+    http_status = 503
+    retry_after_s = 1
+
+
+class CallRefused(HostError):
+    http_status = 409
+
+
+class DeadlineExceeded(HostError):
+    http_status = 504
+
+
+class GuestFailed(HostError):
+    http_status = 500
+
+
+class BudgetExceeded(GuestFailed):
+    http_status = 503

@@ -1,0 +1,140 @@
+"""The HTTP front door: aiohttp routing `/{class}/{id}/{path...}` to the actor's handle.
+
+- The id segment is percent-decoded, so an id may hold any character the core allows
+  ("/" as %2F). The rest of the path, decoded, is the request's `path`.
+- A request carrying `Authorization: Bearer <admin token>` is an operator's: it may reach
+  internal classes and its sender is "operator". The header is removed before the guest
+  sees it. Any other request is the public's. Nothing else a client sends can change the
+  sender, which travels beside the request, not in it.
+- Every failure is a status with a one-line reason in the body, never a traceback.
+- `/_wk/...` is the host's own: health, listing a class's actors (operator only), and, with
+  `--fake-clock` only, moving the clock (tests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+from urllib.parse import unquote
+
+from aiohttp import web
+
+from .clock import FakeClock
+from .errors import BadRequest, HostError, Overloaded
+from .runtime import Host
+from .types import Request, Response, Sender
+
+log = logging.getLogger("wkhost.http")
+
+_HOP_BY_HOP = frozenset({"connection", "content-length", "transfer-encoding", "keep-alive",
+                         "upgrade", "te", "trailer", "proxy-authenticate"})
+
+
+def make_app(host: Host, admin_token: str) -> web.Application:
+    app = web.Application(client_max_size=host.config.max_body_bytes,
+                          middlewares=[_errors_middleware])
+    app["host"] = host
+    app["token"] = admin_token
+    app.router.add_get("/_wk/health", _health)
+    app.router.add_get("/_wk/actors/{cls}", _list_actors)
+    app.router.add_post("/_wk/clock/advance", _advance_clock)
+    app.router.add_route("*", "/{tail:.*}", _to_actor)
+    return app
+
+
+def plain(status: int, reason: str, **headers: str) -> web.Response:
+    return web.Response(status=status, text=reason.rstrip("\n") + "\n", headers=headers)
+
+
+@web.middleware
+async def _errors_middleware(request: web.Request, handler):  # type: ignore[no-untyped-def]
+    try:
+        return await handler(request)
+    except HostError as e:
+        extra = {"Retry-After": str(e.retry_after_s)} if isinstance(e, Overloaded) else {}
+        return plain(e.http_status, e.reason, **extra)
+    except web.HTTPException as e:
+        return plain(e.status, e.reason)
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        log.exception("unexpected failure serving %s %s", request.method, request.path)
+        return plain(500, "internal error in the host (see its log)")
+
+
+def is_operator(request: web.Request) -> bool:
+    auth = request.headers.get("Authorization", "")
+    if not auth.startswith("Bearer "):
+        return False
+    if hmac.compare_digest(auth[7:].strip().encode(), request.app["token"].encode()):
+        return True
+    raise web.HTTPUnauthorized(reason="the bearer token is not this host's admin token")
+
+
+async def _to_actor(request: web.Request) -> web.Response:
+    host: Host = request.app["host"]
+    cls, actor_id, path = split_target(request.raw_path)
+    ref = host.actor_ref(cls, actor_id)
+    operator = is_operator(request)
+    headers = [(k.lower(), v) for k, v in request.headers.items()
+               if not (operator and k.lower() == "authorization")]
+    body = await request.read()
+    req = Request(request.method, path, request.query_string, headers, body)
+    sender = Sender.operator() if operator else Sender.public()
+    resp = await asyncio.wrap_future(host.submit(host.request, ref, req, sender))
+    return to_web(resp)
+
+
+def split_target(raw_path: str) -> tuple[str, str, str]:
+    """`/cls/id/rest?q` -> (cls, decoded id, "/" + decoded rest)."""
+    raw = raw_path.split("?", 1)[0]
+    parts = raw.split("/", 3)
+    if len(parts) < 3 or not parts[1] or not parts[2]:
+        raise BadRequest("the path must be /{class}/{id}/{path...}")
+    try:
+        actor_id = unquote(parts[2], errors="strict")
+        rest = "/" + unquote(parts[3], errors="strict") if len(parts) > 3 else "/"
+    except UnicodeDecodeError:
+        raise BadRequest("the id or path is not valid percent-encoded UTF-8") from None
+    return parts[1], actor_id, rest
+
+
+def to_web(resp: Response) -> web.Response:
+    out = web.Response(status=resp.status, body=resp.body)
+    for k, v in resp.headers:
+        if k.lower() not in _HOP_BY_HOP and "\n" not in v and "\r" not in v:
+            out.headers.add(k, v)
+    return out
+
+
+async def _health(request: web.Request) -> web.Response:
+    host: Host = request.app["host"]
+    return web.json_response({"ok": True, "classes": sorted(host.classes),
+                              "alarms_pending": host.scheduler.pending()})
+
+
+async def _list_actors(request: web.Request) -> web.Response:
+    if not is_operator(request):
+        return plain(403, "listing actors is for operators (send the admin token)")
+    host: Host = request.app["host"]
+    after = request.query.get("after", "")
+    try:
+        limit = min(10_000, int(request.query.get("limit", "1000")))
+    except ValueError:
+        raise BadRequest("limit must be a whole number") from None
+    ids = host.list_actors(request.match_info["cls"], after, limit)
+    return web.json_response({"ids": ids})
+
+
+async def _advance_clock(request: web.Request) -> web.Response:
+    host: Host = request.app["host"]
+    if not isinstance(host.clock, FakeClock):
+        return plain(404, "the clock moves only on a host started with --fake-clock")
+    if not is_operator(request):
+        return plain(403, "moving the clock is for operators")
+    try:
+        ms = int(request.query["ms"])
+    except (KeyError, ValueError):
+        raise BadRequest("give ?ms=N, a whole number of milliseconds") from None
+    return web.json_response({"now": host.clock.jump(ms)})

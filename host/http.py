@@ -1,0 +1,42 @@
+"""The `http` interface: the guest's outgoing fetch, done by `http_fetch` on its thread."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from wasmtime.component import Record
+
+from . import event
+from .http_fetch import FetchError, FetchRequest, fetch
+
+if TYPE_CHECKING:
+    from .runtime import Host
+
+
+def register(root: Any, guard: Any, host: Host) -> None:
+    policy = host.config.http
+
+    def fetch_for_guest(_store: Any, req: Record) -> Record | str:
+        ev = event.current()
+        try:
+            request = FetchRequest(
+                method=req.method,
+                url=req.url,
+                headers=list(req.headers),
+                body=req.body.encode("latin-1"),
+                timeout_ms=getattr(req, "timeout-ms"),
+            )
+        except UnicodeEncodeError:
+            return "invalid: the body is not bytes-as-Latin-1 (use wkguest's http.fetch)"
+        try:
+            resp = fetch(request, policy, deadline=ev.deadline)
+        except FetchError as e:
+            return str(e)
+        out = Record()
+        out.status = resp.status
+        out.headers = resp.headers
+        out.body = resp.body.decode("latin-1")
+        return out
+
+    with root.add_instance("wk:host/http@0.1.0") as iface:
+        iface.add_func("fetch", guard(fetch_for_guest))

@@ -1,0 +1,122 @@
+"""The host's index of actors and pending alarms, derived from the actors' own databases.
+
+It lets the host schedule alarms and list a class's actors without opening every
+database. It can always be rebuilt from them, and is: a marker file says the host is
+running, so a start that finds it knows the last stop was unclean and rebuilds.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import apsw
+
+from . import paths
+from .sqlite import delete_db_files
+from .types import ActorRef
+
+log = logging.getLogger("wkhost.index")
+
+_SCHEMA = """
+PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;
+CREATE TABLE IF NOT EXISTS actors (cls TEXT, id TEXT, PRIMARY KEY (cls, id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS alarms (cls TEXT, id TEXT, at_ms INTEGER NOT NULL,
+                                   PRIMARY KEY (cls, id)) WITHOUT ROWID;
+"""
+
+
+class Index:
+    def __init__(self, data_dir: Path) -> None:
+        self.dir = data_dir / "_host"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self._marker = self.dir / "running"
+        self.was_unclean = self._marker.exists()
+        self._lock = threading.Lock()
+        self.conn = apsw.Connection(str(self.dir / "index.db"))
+        self.conn.setbusytimeout(5000)
+        list(self.conn.execute(_SCHEMA))  # list(): apsw runs a script lazily
+        self._marker.write_text("wkhost is running; a start that finds this file rebuilds\n")
+
+    def close(self) -> None:
+        """A clean stop: the next start trusts the index instead of rebuilding it."""
+        with self._lock:
+            self.conn.close()
+        self._marker.unlink(missing_ok=True)
+
+    def _exec(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+        with self._lock:
+            return list(self.conn.execute(sql, params))
+
+    def add_actor(self, ref: ActorRef) -> None:
+        self._exec("INSERT OR IGNORE INTO actors VALUES (?, ?)", (ref.cls, ref.id))
+
+    def remove_actor(self, ref: ActorRef) -> None:
+        self._exec("DELETE FROM actors WHERE cls = ? AND id = ?; "
+                   "DELETE FROM alarms WHERE cls = ? AND id = ?",
+                   (ref.cls, ref.id, ref.cls, ref.id))
+
+    def set_alarm(self, ref: ActorRef, at_ms: int | None) -> None:
+        if at_ms is None:
+            self._exec("DELETE FROM alarms WHERE cls = ? AND id = ?", (ref.cls, ref.id))
+        else:
+            self._exec("INSERT OR REPLACE INTO alarms VALUES (?, ?, ?)",
+                       (ref.cls, ref.id, at_ms))
+
+    def alarms(self) -> list[tuple[ActorRef, int]]:
+        rows = self._exec("SELECT cls, id, at_ms FROM alarms")
+        return [(ActorRef(str(c), str(i)), int(str(t))) for c, i, t in rows]
+
+    def actors(self, cls: str, after: str = "", limit: int = 1000) -> list[str]:
+        rows = self._exec("SELECT id FROM actors WHERE cls = ? AND id > ? ORDER BY id LIMIT ?",
+                          (cls, after, limit))
+        return [str(r[0]) for r in rows]
+
+    def rebuild(self, data_dir: Path) -> int:
+        """Re-derive both tables from every actor database. Returns the actor count."""
+        found: list[tuple[ActorRef, int | None]] = []
+        for path in _actor_files(data_dir):
+            entry = _read_actor(path)
+            if entry is not None:
+                found.append(entry)
+        with self._lock, self.conn:
+            list(self.conn.execute("DELETE FROM actors; DELETE FROM alarms"))
+            for ref, at_ms in found:
+                self.conn.execute("INSERT OR IGNORE INTO actors VALUES (?, ?)", (ref.cls, ref.id))
+                if at_ms is not None:
+                    self.conn.execute("INSERT OR REPLACE INTO alarms VALUES (?, ?, ?)",
+                                      (ref.cls, ref.id, at_ms))
+        log.info("index rebuilt from %d actor databases", len(found))
+        return len(found)
+
+
+def _actor_files(data_dir: Path) -> Iterator[Path]:
+    root = data_dir / "actors"
+    if root.is_dir():
+        yield from root.glob("*/*/*.db")
+
+
+def _read_actor(path: Path) -> tuple[ActorRef, int | None] | None:
+    """An initialized actor's identity and alarm; a half-created one is deleted."""
+    try:
+        conn = apsw.Connection(str(path))
+        try:
+            meta = dict(conn.execute("SELECT k, v FROM _wk_host_meta"))
+            alarm = conn.execute("SELECT at_ms FROM _wk_host_alarm").fetchall()
+        finally:
+            conn.close()
+    except apsw.Error as e:
+        log.warning("skipping %s in the rebuild: %s", path, e)
+        return None
+    if meta.get("initialized") != 1:
+        # The host died during on-init: the actor was never created, so nothing stays.
+        delete_db_files(path)
+        return None
+    cls, actor_id = str(meta["class"]), str(meta["id"])
+    if paths.db_path(path.parents[3], cls, actor_id) != path:
+        log.warning("%s does not belong where it is; skipped", path)
+        return None
+    return ActorRef(cls, actor_id), (int(alarm[0][0]) if alarm and alarm[0][0] is not None
+                                      else None)

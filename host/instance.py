@@ -1,0 +1,76 @@
+"""One live instance of a component, serving exactly one actor, with per-event budgets.
+
+An instance never serves two ids, so a guest's module globals never leak between actors.
+Any trap (fuel, epoch, a guest exception, memory, a host-side failure) leaves the
+instance and its Store unusable ("cannot enter component instance"), so the caller drops
+this object after any `GuestFailed`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from wasmtime import Engine, Store, WasiConfig, WasmtimeError
+from wasmtime.component import Component, Linker
+
+from .engine import ticks_for
+from .errors import BudgetExceeded, GuestFailed
+
+log = logging.getLogger("wkhost.instance")
+
+HANDLER = "wk:host/handler@0.1.0"
+EXPORTS = ("on-init", "on-alarm", "handle")
+
+
+class ComponentExports:
+    """Export indices resolved once on the Component, valid for all its instances."""
+
+    def __init__(self, component: Component) -> None:
+        self.component = component
+        iface = component.get_export_index(HANDLER)
+        if iface is None:
+            raise GuestFailed(f"the component does not export {HANDLER}: build it with "
+                              "`wkhost build`, which targets the wkhost world")
+        self.index = {name: component.get_export_index(name, iface) for name in EXPORTS}
+
+
+class Instance:
+    def __init__(self, engine: Engine, linker: Linker, exports: ComponentExports,
+                 memory_limit: int, output: Callable[[bytes], None]) -> None:
+        store = Store(engine)
+        wasi = WasiConfig()  # no preopens, no environment, no argv, no sockets
+        wasi.stdout_custom = output
+        wasi.stderr_custom = output
+        store.set_wasi(wasi)  # without it the first WASI call aborts the process
+        store.set_limits(memory_size=memory_limit)
+        store.set_fuel(50_000_000)  # instantiation burns ~6k; the first call ~120k
+        store.set_epoch_deadline(ticks_for(30_000))  # must be set before instantiate
+        self.store = store
+        instance = linker.instantiate(store, exports.component)
+        self.funcs = {n: instance.get_func(store, i) for n, i in exports.index.items()}
+
+    def call(self, name: str, args: tuple[Any, ...], fuel: int, wall_ms: float) -> Any:
+        """Call an export within the budgets; a trap raises GuestFailed / BudgetExceeded."""
+        store = self.store
+        store.set_fuel(fuel)
+        store.set_epoch_deadline(ticks_for(wall_ms))
+        try:
+            return self.funcs[name](store, *args)
+        except WasmtimeError as e:
+            raise classify_trap(e) from None
+
+    def fuel_used(self, budget: int) -> int:
+        return budget - self.store.get_fuel()
+
+
+def classify_trap(e: WasmtimeError) -> GuestFailed:
+    text = str(e)
+    if "all fuel consumed" in text:
+        return BudgetExceeded("the event used its CPU budget (--cpu-budget-ms)")
+    if "wasm trap: interrupt" in text:
+        return BudgetExceeded("the event used its wall-clock budget (--wall-budget-ms)")
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    last = lines[-1] if lines else "unknown trap"
+    return GuestFailed(f"guest trapped: {last}")

@@ -1,0 +1,34 @@
+"""The `lifecycle` interface: who am I, what time is it, and delete me."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from wasmtime.component import Record
+
+from . import event
+
+if TYPE_CHECKING:
+    from .runtime import Host
+
+
+def register(root: Any, guard: Any, host: Host) -> None:
+    clock = host.clock
+
+    def self_ref(_store: Any) -> Record:
+        ref = event.current().slot.ref
+        r = Record()
+        setattr(r, "class", ref.cls)
+        r.id = ref.id
+        return r
+
+    def now(_store: Any) -> int:
+        return clock.now_ms()
+
+    def delete_self(_store: Any) -> None:
+        event.current().delete_requested = True
+
+    with root.add_instance("wk:host/lifecycle@0.1.0") as iface:
+        iface.add_func("self-ref", guard(self_ref))
+        iface.add_func("now", guard(now))
+        iface.add_func("delete-self", guard(delete_self))

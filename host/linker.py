@@ -1,0 +1,52 @@
+"""The Linker: WASI (with nothing granted) plus one module per wkhost WIT interface."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from wasmtime import Engine, WasmtimeError
+from wasmtime.component import Linker
+
+from . import actors, alarms, http, lifecycle, sqlite
+
+if TYPE_CHECKING:
+    from .runtime import Host
+
+log = logging.getLogger("wkhost.linker")
+
+HostFunc = Callable[..., Any]
+
+
+def guard(fn: HostFunc) -> HostFunc:
+    """Keep Python exceptions from crossing into wasmtime-py.
+
+    wasmtime-py parks an exception raised by a host function in a process-wide global and
+    re-raises it from whichever thread leaves wasm next; with two guests running, the spike
+    saw 8 of 400 delivered to the wrong thread. A WasmtimeError travels through wasmtime's
+    own error value instead, which stays on its thread. Either way the instance traps, which
+    is right for a host function that failed unexpectedly.
+    """
+
+    def guarded(store: Any, *args: Any) -> Any:
+        try:
+            return fn(store, *args)
+        except Exception as e:
+            log.exception("host function %s failed", getattr(fn, "__name__", fn))
+            raise WasmtimeError(f"host function failed: {type(e).__name__}: {e}") from None
+
+    guarded.__name__ = getattr(fn, "__name__", "host_function")
+    return guarded
+
+
+def make_linker(engine: Engine, host: Host) -> Linker:
+    linker = Linker(engine)
+    linker.add_wasip2()
+    with linker.root() as root:
+        sqlite.register(root, guard)
+        alarms.register(root, guard)
+        actors.register(root, guard, host)
+        http.register(root, guard, host)
+        lifecycle.register(root, guard, host)
+    return linker

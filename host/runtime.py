@@ -1,0 +1,345 @@
+"""The Host: actor classes, actors, their events, and the process-wide machinery.
+
+Events of one actor run one at a time (the actor's lock); different actors run in
+parallel on worker threads, since wasmtime releases the GIL while a guest runs. Every
+entry point here blocks: call it from a worker thread (`submit`), never the event loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from . import alarms, event, paths
+from .clock import Clock, SystemClock
+from .config import HostConfig
+from .engine import EpochTicker, load_component, make_engine
+from .errors import Forbidden, GuestFailed, HostError, Overloaded, TooLarge, UnknownClass
+from .event import CallGraph, Chain, Event
+from .index import Index
+from .instance import ComponentExports, Instance
+from .linker import make_linker
+from .scheduler import Scheduler
+from .slot import ActorSlot
+from .sqlite import ActorDb, delete_db_files
+from .types import ActorRef, Request, Response, Sender
+from .wire import request_record, response_from_record, sender_variant
+
+log = logging.getLogger("wkhost")
+T = TypeVar("T")
+Access = Literal["public", "internal"]
+
+# Each nested actor call costs about a dozen Python frames inside ctypes callbacks.
+_RECURSION_LIMIT = 20_000
+_THREAD_STACK_BYTES = 64 << 20
+
+
+@dataclass
+class ActorClass:
+    name: str
+    wasm: Path
+    exports: ComponentExports
+    access: Access = "public"
+
+
+class Host:
+    def __init__(self, config: HostConfig, clock: Clock | None = None) -> None:
+        self.config = config
+        self.clock = clock or SystemClock()
+        self.engine = make_engine()
+        self.linker = make_linker(self.engine, self)
+        self.classes: dict[str, ActorClass] = {}
+        self.graph = CallGraph()
+        self._slots: dict[ActorRef, ActorSlot] = {}
+        self._slots_lock = threading.Lock()
+        self._pending = 0
+        self._pending_lock = threading.Lock()
+        config.data_dir.mkdir(parents=True, exist_ok=True)
+        self.index = Index(config.data_dir)
+        self.scheduler = Scheduler(self.clock, self._dispatch_alarm,
+                                   max_inflight=max(2, config.workers))
+        self._ticker = EpochTicker(self.engine)
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), _RECURSION_LIMIT))
+        threading.stack_size(_THREAD_STACK_BYTES)
+        self.executor = ThreadPoolExecutor(config.workers, thread_name_prefix="wk-event")
+        self._started = False
+
+    # -- set-up and shutdown ------------------------------------------------------------
+    def add_class(self, name: str, wasm: Path, access: Access = "public") -> ActorClass:
+        paths.check_class(name)
+        if not wasm.is_file():
+            raise HostError(f"no component at {wasm}")
+        component = load_component(self.engine, wasm, self.config.data_dir / "_host" / "cache")
+        cls = ActorClass(name, wasm, ComponentExports(component), access)
+        self.classes[name] = cls
+        return cls
+
+    def start(self) -> None:
+        if self.index.was_unclean:
+            log.warning("the last stop was not clean: rebuilding the alarm index")
+            self.index.rebuild(self.config.data_dir)
+        for ref, at_ms in self.index.alarms():
+            self.scheduler.set(ref, at_ms)
+        self._ticker.start()
+        self.scheduler.start()
+        self._started = True
+
+    def close(self, timeout_s: float = 10.0) -> None:
+        """Stop handing out alarms, let running events finish (bounded), close every db."""
+        self.scheduler.stop()
+        deadline = time.monotonic() + timeout_s
+        self.executor.shutdown(wait=False, cancel_futures=True)
+        while self._pending > 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        with self._slots_lock:
+            slots = list(self._slots.values())
+        for slot in slots:
+            if slot.lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+                slot.close()
+                slot.lock.release()
+        self._ticker.stop()
+        self.index.close()
+
+    # -- entry points -------------------------------------------------------------------
+    def actor_ref(self, cls: str, actor_id: str) -> ActorRef:
+        if cls not in self.classes:
+            raise UnknownClass(f"no actor class named {cls!r}")
+        return ActorRef(cls, paths.check_id(actor_id))
+
+    def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
+        """Run `fn` on a worker, or refuse at once when too much is queued host-wide."""
+        with self._pending_lock:
+            if self._pending >= self.config.max_pending_events:
+                raise Overloaded("the host is at its limit of waiting events; retry shortly")
+            self._pending += 1
+        try:
+            fut = self.executor.submit(fn, *args)
+        except RuntimeError:
+            self._finish_pending()
+            raise Overloaded("the host is shutting down") from None
+        fut.add_done_callback(lambda _f: self._finish_pending())
+        return fut
+
+    def _finish_pending(self) -> None:
+        with self._pending_lock:
+            self._pending -= 1
+
+    def request(self, ref: ActorRef, req: Request, sender: Sender) -> Response:
+        """A request from outside (the public or an operator) to `ref`'s handle."""
+        if sender.kind == "public" and self.classes[ref.cls].access == "internal":
+            raise Forbidden(f"class {ref.cls!r} is internal: only actors and operators call it")
+        if len(req.body) > self.config.max_body_bytes:
+            raise TooLarge(f"the body is over the {self.config.max_body_bytes}-byte cap")
+        record = request_record(req)
+        deadline = time.monotonic() + self.config.wall_budget_ms / 1000
+        out = self._run_event(ref, "request", Chain(), deadline,
+                              lambda slot, ev: self._handle(slot, ev, record, sender))
+        return response_from_record(out, self.config.max_body_bytes)
+
+    def call_from_actor(self, ref: ActorRef, record: Any, sender: Sender, caller: Event) -> Any:
+        """`actors.call`: the request and response records pass through unconverted."""
+        deadline = min(caller.deadline, time.monotonic() + self.config.wall_budget_ms / 1000)
+        return self._run_event(ref, "request", caller.chain, deadline,
+                               lambda slot, ev: self._handle(slot, ev, record, sender))
+
+    def list_actors(self, cls: str, after: str = "", limit: int = 1000) -> list[str]:
+        if cls not in self.classes:
+            raise UnknownClass(f"no actor class named {cls!r}")
+        return self.index.actors(cls, after, limit)
+
+    # -- events -------------------------------------------------------------------------
+    def _slot(self, ref: ActorRef) -> ActorSlot:
+        with self._slots_lock:
+            slot = self._slots.get(ref)
+            if slot is None:
+                slot = self._slots[ref] = ActorSlot(ref, paths.db_path(
+                    self.config.data_dir, ref.cls, ref.id))
+            return slot
+
+    def _run_event(self, ref: ActorRef, kind: str, chain: Chain, deadline: float,
+                   body: Callable[[ActorSlot, Event], T], create: bool = True) -> T:
+        slot = self._slot(ref)
+        with self._slots_lock:
+            if slot.waiting >= self.config.max_queue_per_actor:
+                raise Overloaded(f"{ref} has {slot.waiting} events waiting; retry shortly")
+            slot.waiting += 1
+        try:
+            self.graph.acquire(chain, slot, deadline - time.monotonic())
+        finally:
+            with self._slots_lock:
+                slot.waiting -= 1
+        ev = Event(slot, kind, deadline, chain)
+        stack = event.stack()
+        stack.append(ev)
+        try:
+            if not self._ready(slot, ev, create):
+                raise UnknownClass(f"{ref} does not exist")
+            return body(slot, ev)
+        finally:
+            stack.pop()
+            try:
+                self._after_event(slot, ev)
+            finally:
+                self.graph.release(chain, slot)
+
+    def _ready(self, slot: ActorSlot, ev: Event, create: bool) -> bool:
+        """Open the db and an instance; create the actor (on-init) if it is new."""
+        if slot.db is None:
+            if not create and not slot.path.exists():
+                return False
+            slot.db = ActorDb(slot.path, self.config.db_max_bytes // 4096)
+            slot.alarm_seen = alarms.read(slot.db)
+        if slot.initialized is None:
+            meta = dict(slot.db.host_exec("SELECT k, v FROM _wk_host_meta"))
+            slot.initialized = meta.get("initialized") == 1
+            if not slot.initialized and meta:
+                # An earlier on-init never finished (the host died in it): start clean.
+                slot.close()
+                delete_db_files(slot.path)
+                slot.db = ActorDb(slot.path, self.config.db_max_bytes // 4096)
+                slot.alarm_seen = alarms.read(slot.db)
+                slot.initialized = False
+        if slot.instance is None:
+            slot.instance = self._instantiate(slot)
+        if not slot.initialized:
+            if not create:
+                return False
+            self._create(slot, ev)
+        return True
+
+    def _instantiate(self, slot: ActorSlot) -> Instance:
+        cls = self.classes[slot.ref.cls]
+        return Instance(self.engine, self.linker, cls.exports,
+                        self.config.memory_limit_bytes, self._guest_output)
+
+    def _create(self, slot: ActorSlot, ev: Event) -> None:
+        db = slot.require_db()
+        db.host_exec("INSERT OR REPLACE INTO _wk_host_meta VALUES ('class', ?), ('id', ?), "
+                     "('initialized', 0)", (slot.ref.cls, slot.ref.id))
+        try:
+            err = self._call(slot, ev, "on-init", ())
+            if err is not None:
+                raise GuestFailed(f"on-init failed: {err}")
+        except GuestFailed as e:
+            log.warning("%s: on-init failed, the actor was not created: %s", slot.ref, e)
+            self._destroy(slot)
+            raise GuestFailed(f"{slot.ref} could not be created: {e}") from None
+        db.end_event()
+        db.host_exec("UPDATE _wk_host_meta SET v = 1 WHERE k = 'initialized'")
+        db.durable_pending = True
+        db.sync_if_pending()
+        slot.initialized = True
+        self.index.add_actor(slot.ref)
+
+    def _call(self, slot: ActorSlot, ev: Event, export: str, args: tuple[Any, ...]) -> Any:
+        inst = slot.instance
+        assert inst is not None
+        wall_ms = max(0.0, ev.remaining_s() * 1000)
+        try:
+            return inst.call(export, args, self.config.fuel_per_event(), wall_ms)
+        except GuestFailed:
+            slot.instance = None  # a trap poisons the instance and its Store
+            raise
+
+    def _handle(self, slot: ActorSlot, ev: Event, record: Any, sender: Sender) -> Any:
+        return self._call(slot, ev, "handle", (record, sender_variant(sender)))
+
+    def _after_event(self, slot: ActorSlot, ev: Event) -> None:
+        self._flush_output(slot, ev)
+        db = slot.db
+        if db is None:
+            return
+        if db.end_event():
+            log.info("%s: rolled back a transaction the event left open", slot.ref)
+        if ev.delete_requested and slot.instance is not None:
+            self._destroy(slot)
+            return
+        if ev.alarm_touched or ev.kind != "request":
+            self._sync_alarm(slot)
+        if self.config.always_fresh_instance:
+            slot.instance = None
+        slot.last_used = time.monotonic()
+
+    def _sync_alarm(self, slot: ActorSlot) -> None:
+        row = alarms.read(slot.require_db())
+        if slot.alarm_seen is None or row.at_ms != slot.alarm_seen.at_ms:
+            self.index.set_alarm(slot.ref, row.at_ms)
+            self.scheduler.set(slot.ref, row.at_ms)
+        slot.alarm_seen = row
+
+    def _destroy(self, slot: ActorSlot) -> None:
+        """Remove the actor: instance, database files, index entries and alarm."""
+        slot.close()
+        delete_db_files(slot.path)
+        self.index.remove_actor(slot.ref)
+        self.scheduler.set(slot.ref, None)
+
+    # -- alarms -------------------------------------------------------------------------
+    def _dispatch_alarm(self, ref: ActorRef) -> None:
+        self.executor.submit(self._fire_alarm, ref)
+
+    def _fire_alarm(self, ref: ActorRef) -> None:
+        deadline = time.monotonic() + self.config.wall_budget_ms / 1000
+        try:
+            self._run_event(ref, "alarm", Chain(), deadline, self._on_alarm, create=False)
+        except HostError as e:
+            log.warning("%s: alarm event failed: %s", ref, e)
+        except Exception:
+            log.exception("%s: alarm event failed", ref)
+        finally:
+            self.scheduler.done(ref)
+
+    def _on_alarm(self, slot: ActorSlot, ev: Event) -> None:
+        db = slot.require_db()
+        before = alarms.read(db)
+        if before.at_ms is None or before.at_ms > self.clock.now_ms():
+            return  # stale: cleared or moved since it was scheduled
+        failure: str | None = None
+        try:
+            err = self._call(slot, ev, "on-alarm", ())
+            failure = None if err is None else f"on-alarm returned an error: {err}"
+        except GuestFailed as e:
+            failure = str(e)
+        db.end_event()
+        after = alarms.read(db)
+        if after.gen != before.gen:
+            return  # the event set or cleared the alarm: its choice wins
+        if failure is None:
+            alarms.host_clear(db)
+            return
+        delay = alarms.retry_delay_ms(before.retries, self.config.alarm_retry_base_ms,
+                                      self.config.alarm_retry_max_ms)
+        alarms.host_retry(db, self.clock.now_ms() + delay, before.retries + 1)
+        log.warning("%s: %s; retrying in %d ms", slot.ref, failure, delay)
+
+    # -- guest output ---------------------------------------------------------------------
+    def _guest_output(self, data: bytes) -> None:
+        evs = event.stack()
+        if not evs:
+            return
+        ev = evs[-1]
+        room = self.config.max_guest_output_bytes - ev.output_bytes
+        if room <= 0:
+            ev.output_dropped += len(data)
+            return
+        ev.guest_output.append(data[:room].decode("utf-8", "replace"))
+        ev.output_bytes += min(room, len(data))
+        ev.output_dropped += max(0, len(data) - room)
+
+    def _flush_output(self, slot: ActorSlot, ev: Event) -> None:
+        if not ev.guest_output:
+            return
+        text = "".join(ev.guest_output).rstrip("\n")
+        guest_log = logging.getLogger(f"wkhost.guest.{slot.ref.cls}")
+        for line in text.splitlines():
+            guest_log.info("[%s] %s", slot.ref, line)
+        if ev.output_dropped:
+            guest_log.warning("[%s] %d more bytes of output dropped (cap %d per event)",
+                              slot.ref, ev.output_dropped, self.config.max_guest_output_bytes)

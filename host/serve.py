@@ -1,0 +1,79 @@
+"""`wkhost serve`: load the classes, start the host, serve HTTP, stop cleanly on a signal."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import secrets
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aiohttp import web
+
+from .clock import FakeClock, SystemClock
+from .config import HostConfig
+from .frontdoor import make_app
+from .runtime import Access, Host
+
+log = logging.getLogger("wkhost")
+
+
+@dataclass
+class ServeOptions:
+    actors: list[tuple[str, Path]]
+    access: dict[str, Access] = field(default_factory=dict)
+    host: str = "127.0.0.1"
+    port: int = 8080
+    admin_token_file: Path | None = None
+    fake_clock: bool = False
+    shutdown_timeout_s: float = 10.0
+
+
+def admin_token(config: HostConfig, path: Path | None) -> tuple[str, Path]:
+    """Read the operator token, or make one (0600) at the default place."""
+    path = path or config.data_dir / "_host" / "admin-token"
+    if path.exists():
+        token = path.read_text().strip()
+        if len(token) >= 16:
+            return token, path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    token = secrets.token_urlsafe(32)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(token + "\n")
+    return token, path
+
+
+def build_host(config: HostConfig, opts: ServeOptions) -> Host:
+    clock = FakeClock() if opts.fake_clock else SystemClock()
+    host = Host(config, clock)
+    for name, wasm in opts.actors:
+        log.info("loading class %s from %s", name, wasm)
+        host.add_class(name, wasm, opts.access.get(name, "public"))
+    return host
+
+
+async def serve(config: HostConfig, opts: ServeOptions) -> None:
+    host = build_host(config, opts)
+    token, token_path = admin_token(config, opts.admin_token_file)
+    host.start()
+    runner = web.AppRunner(make_app(host, token), access_log=None,
+                           shutdown_timeout=opts.shutdown_timeout_s)
+    await runner.setup()
+    site = web.TCPSite(runner, opts.host, opts.port)
+    await site.start()
+    bound = runner.addresses[0] if runner.addresses else (opts.host, opts.port)
+    log.info("serving %s on http://%s:%s (admin token in %s)",
+             ", ".join(sorted(host.classes)), bound[0], bound[1], token_path)
+    print(f"wkhost: listening on http://{bound[0]}:{bound[1]}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("stopping: no new requests; letting running events finish")
+    await runner.cleanup()
+    await asyncio.to_thread(host.close, opts.shutdown_timeout_s)
+    log.info("stopped cleanly")

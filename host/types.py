@@ -1,0 +1,55 @@
+"""Host-side values for what crosses the `handler` and `actors` interfaces."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+SenderKind = Literal["public", "actor", "operator"]
+
+
+@dataclass(frozen=True)
+class ActorRef:
+    cls: str
+    id: str
+
+    def __str__(self) -> str:
+        return f"{self.cls}/{self.id}"
+
+
+@dataclass(frozen=True)
+class Sender:
+    kind: SenderKind
+    actor: ActorRef | None = None
+
+    @staticmethod
+    def public() -> Sender:
+        return _PUBLIC
+
+    @staticmethod
+    def operator() -> Sender:
+        return _OPERATOR
+
+    @staticmethod
+    def of_actor(ref: ActorRef) -> Sender:
+        return Sender("actor", ref)
+
+
+_PUBLIC = Sender("public")
+_OPERATOR = Sender("operator")
+
+
+@dataclass
+class Request:
+    method: str = "GET"
+    path: str = "/"
+    query: str = ""
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    body: bytes = b""
+
+
+@dataclass
+class Response:
+    status: int = 200
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    body: bytes = b""
