@@ -26,15 +26,17 @@ from wasmtime.component import Record, Variant
 SqlValue = None | int | float | str | bytes
 
 HOST_TABLE_PREFIX = "_wk_host_"
-# Pragmas a guest may read; the second set it may also set. Everything else is denied.
-_READ_PRAGMAS = frozenset(
+# Pragmas a guest may use; everything else is denied. Info pragmas take a table or index
+# name as their argument; the settable ones are harmless to durability and confinement;
+# the read-only ones are allowed only without an argument (with one, they would set).
+_INFO_PRAGMAS = frozenset(
     "table_info table_xinfo table_list index_list index_info index_xinfo foreign_key_list "
-    "foreign_key_check integrity_check quick_check user_version application_id data_version "
-    "page_count page_size freelist_count foreign_keys defer_foreign_keys recursive_triggers "
-    "collation_list function_list compile_options encoding".split()
+    "foreign_key_check integrity_check quick_check".split()
 )
 _SET_PRAGMAS = frozenset("user_version application_id foreign_keys defer_foreign_keys "
                          "recursive_triggers".split())
+_READ_ONLY_PRAGMAS = frozenset("page_count page_size freelist_count data_version "
+                               "compile_options collation_list function_list encoding".split())
 _DENIED_FUNCTIONS = frozenset({"load_extension", "fts3_tokenizer"})
 _TABLE_OPS = {
     apsw.SQLITE_READ: 0, apsw.SQLITE_INSERT: 0, apsw.SQLITE_UPDATE: 0, apsw.SQLITE_DELETE: 0,
@@ -88,8 +90,9 @@ class ActorDb:
             return apsw.SQLITE_DENY
         if op == apsw.SQLITE_PRAGMA:
             name = (p1 or "").lower()
-            allowed = _SET_PRAGMAS if p2 is not None else _READ_PRAGMAS
-            return apsw.SQLITE_OK if name in allowed else apsw.SQLITE_DENY
+            ok = name in _INFO_PRAGMAS or name in _SET_PRAGMAS or (
+                p2 is None and name in _READ_ONLY_PRAGMAS)
+            return apsw.SQLITE_OK if ok else apsw.SQLITE_DENY
         if op == apsw.SQLITE_FUNCTION:
             return apsw.SQLITE_DENY if (p2 or "").lower() in _DENIED_FUNCTIONS else apsw.SQLITE_OK
         slot = _TABLE_OPS.get(op)

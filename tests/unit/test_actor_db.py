@@ -1,0 +1,99 @@
+"""The actor database on a real file: durability modes, the authorizer, the size cap."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from wkhost.sqlite import ActorDb, SqlError, pack_rows
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> ActorDb:
+    d = ActorDb(tmp_path / "a.db", max_pages=64)
+    yield d
+    d.close()
+
+
+def run(db: ActorDb, sql: str, params: tuple = (), durable: bool = False):  # type: ignore[no-untyped-def]
+    return db.guest_exec(sql, list(params), durable)
+
+
+def test_wal_and_normal_sync_are_in_force(db: ActorDb) -> None:
+    assert db.host_exec("PRAGMA journal_mode")[0][0] == "wal"
+    assert db.host_exec("PRAGMA synchronous")[0][0] == 1  # NORMAL
+
+
+def test_exec_returns_columns_rows_and_values_of_every_type(db: ActorDb) -> None:
+    run(db, "CREATE TABLE t (a, b, c, d, e)")
+    run(db, "INSERT INTO t VALUES (?, ?, ?, ?, ?)", (None, 7, 2.5, "x", b"\x00\xff"))
+    cols, rows = run(db, "SELECT * FROM t")
+    assert cols == ["a", "b", "c", "d", "e"]
+    assert rows == [(None, 7, 2.5, "x", b"\x00\xff")]
+
+
+def test_durable_write_syncs_at_commit_not_inside_a_transaction(db: ActorDb, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    syncs: list[int] = []
+    monkeypatch.setattr(db, "_fsync_wal", lambda: syncs.append(1))
+    run(db, "CREATE TABLE t (x)")
+    run(db, "INSERT INTO t VALUES (1)", durable=True)
+    assert syncs == [1]
+    run(db, "BEGIN")
+    run(db, "INSERT INTO t VALUES (2)", durable=True)
+    assert syncs == [1]            # still inside the transaction
+    run(db, "COMMIT")
+    assert syncs == [1, 1]         # the COMMIT, in a plain exec, carried the sync
+
+
+def test_the_event_end_rolls_back_an_open_transaction(db: ActorDb) -> None:
+    run(db, "CREATE TABLE t (x)")
+    run(db, "BEGIN")
+    run(db, "INSERT INTO t VALUES (1)")
+    assert db.end_event() is True
+    assert run(db, "SELECT count(*) FROM t")[1] == [(0,)]
+
+
+@pytest.mark.parametrize("sql", [
+    "ATTACH DATABASE '/tmp/other.db' AS o",
+    "VACUUM INTO '/tmp/copy.db'",
+    "SELECT load_extension('/tmp/evil.so')",
+    "PRAGMA writable_schema = ON",
+    "PRAGMA journal_mode = OFF",
+    "PRAGMA journal_mode = DELETE",
+    "PRAGMA synchronous = OFF",
+    "PRAGMA max_page_count = 100000000",
+    "PRAGMA mmap_size = 1000000",
+    "PRAGMA temp_store_directory = '/tmp'",
+    "PRAGMA locking_mode = EXCLUSIVE",
+    "SELECT * FROM _wk_host_alarm",
+    "UPDATE _wk_host_meta SET v = 0",
+    "DROP TABLE _wk_host_alarm",
+    "CREATE INDEX i ON _wk_host_alarm (at_ms)",
+])
+def test_the_authorizer_denies(db: ActorDb, sql: str) -> None:
+    with pytest.raises(SqlError):
+        run(db, sql)
+    assert db.host_exec("PRAGMA journal_mode")[0][0] == "wal"
+    assert db.host_exec("PRAGMA synchronous")[0][0] == 1
+
+
+def test_harmless_pragmas_are_allowed(db: ActorDb) -> None:
+    run(db, "CREATE TABLE t (x)")
+    assert run(db, "PRAGMA table_info(t)")[1][0][1] == "x"
+    run(db, "PRAGMA user_version = 3")
+    assert run(db, "PRAGMA user_version")[1] == [(3,)]
+
+
+def test_the_size_cap_fails_a_write_cleanly(db: ActorDb) -> None:
+    run(db, "CREATE TABLE t (x)")
+    with pytest.raises(SqlError, match="full"):
+        for _ in range(200):
+            run(db, "INSERT INTO t VALUES (?)", (b"x" * 8000,))
+    assert run(db, "PRAGMA integrity_check")[1] == [("ok",)]
+    assert run(db, "SELECT count(*) FROM t")[1][0][0] > 0
+
+
+def test_packed_rows_encode_blobs_as_base64() -> None:
+    assert pack_rows(["a", "b"], [(1, b"\x00\x01"), (None, "t")]) == \
+        '[["a","b"],[1,{"b64":"AAE="}],[null,"t"]]'
