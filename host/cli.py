@@ -70,6 +70,8 @@ def _add_serve(sub: Any) -> None:
                    help="internal: only actors and operators may call NAME (default public)")
     s.add_argument("--data", type=Path, default=Path("wkdata"),
                    help="data directory: actor databases, index, cache (default ./wkdata)")
+    s.add_argument("--cache-dir", type=Path, default=None,
+                   help="compiled components (default DATA/_host/cache)")
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default %(default)s)")
     s.add_argument("--port", type=int, default=8080, help="port (default %(default)s; 0: any)")
     s.add_argument("--cpu-budget-ms", type=int, default=50,
@@ -126,7 +128,7 @@ def run_serve(args: argparse.Namespace) -> int:
         print(f"wkhost: error: {e}", file=sys.stderr)
         return 2
     config = HostConfig(
-        data_dir=args.data, cpu_budget_ms=args.cpu_budget_ms,
+        data_dir=args.data, cache_dir=args.cache_dir, cpu_budget_ms=args.cpu_budget_ms,
         wall_budget_ms=args.wall_budget_ms, memory_limit_bytes=args.memory_mb << 20,
         db_max_bytes=args.db_max_mb << 20, max_body_bytes=args.max_body_kb << 10,
         workers=args.workers, http=policy, always_fresh_instance=args.always_fresh_instance,

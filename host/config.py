@@ -11,6 +11,9 @@ from .http_fetch import FetchPolicy
 @dataclass
 class HostConfig:
     data_dir: Path = Path("wkdata")
+    # Compiled components, keyed by content; default DATA/_host/cache. Shareable between
+    # hosts (tests point every host at one), since entries are written atomically.
+    cache_dir: Path | None = None
     # Budgets per event.
     cpu_budget_ms: int = 50
     wall_budget_ms: int = 30_000
@@ -36,6 +39,9 @@ class HostConfig:
     http: FetchPolicy = field(default_factory=FetchPolicy)
     # Test-only: drop every instance after each event (the "always replay" mode).
     always_fresh_instance: bool = False
+
+    def compile_cache(self) -> Path:
+        return self.cache_dir or self.data_dir / "_host" / "cache"
 
     def fuel_per_event(self) -> int:
         from .engine import FUEL_PER_MS

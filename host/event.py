@@ -40,9 +40,6 @@ class Event:
     chain: Chain
     delete_requested: bool = False
     alarm_touched: bool = False   # the guest set or cleared its alarm in this event
-    guest_output: list[str] = field(default_factory=list)
-    output_bytes: int = 0
-    output_dropped: int = 0
 
     def remaining_s(self) -> float:
         return self.deadline - time.monotonic()

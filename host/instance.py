@@ -59,6 +59,10 @@ class Instance:
         try:
             return self.funcs[name](store, *args)
         except WasmtimeError as e:
+            # The Store is dead: let it go now. A traceback that keeps this frame alive
+            # (a test runner's, a log's) must not keep the Store and its WASI threads.
+            self.funcs = {}
+            del self.store
             raise classify_trap(e) from None
 
     def fuel_used(self, budget: int) -> int:

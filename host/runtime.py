@@ -76,7 +76,7 @@ class Host:
         paths.check_class(name)
         if not wasm.is_file():
             raise HostError(f"no component at {wasm}")
-        component = load_component(self.engine, wasm, self.config.data_dir / "_host" / "cache")
+        component = load_component(self.engine, wasm, self.config.compile_cache())
         cls = ActorClass(name, wasm, ComponentExports(component), access)
         self.classes[name] = cls
         return cls
@@ -216,8 +216,10 @@ class Host:
 
     def _instantiate(self, slot: ActorSlot) -> Instance:
         cls = self.classes[slot.ref.cls]
+        cap = self.config.max_guest_output_bytes
         return Instance(self.engine, self.linker, cls.exports,
-                        self.config.memory_limit_bytes, self._guest_output)
+                        self.config.memory_limit_bytes,
+                        lambda data: slot.output.write(data, cap))
 
     def _create(self, slot: ActorSlot, ev: Event) -> None:
         db = slot.require_db()
@@ -320,26 +322,13 @@ class Host:
         log.warning("%s: %s; retrying in %d ms", slot.ref, failure, delay)
 
     # -- guest output ---------------------------------------------------------------------
-    def _guest_output(self, data: bytes) -> None:
-        evs = event.stack()
-        if not evs:
-            return
-        ev = evs[-1]
-        room = self.config.max_guest_output_bytes - ev.output_bytes
-        if room <= 0:
-            ev.output_dropped += len(data)
-            return
-        ev.guest_output.append(data[:room].decode("utf-8", "replace"))
-        ev.output_bytes += min(room, len(data))
-        ev.output_dropped += max(0, len(data) - room)
-
     def _flush_output(self, slot: ActorSlot, ev: Event) -> None:
-        if not ev.guest_output:
+        text, dropped = slot.output.take()
+        if not text and not dropped:
             return
-        text = "".join(ev.guest_output).rstrip("\n")
         guest_log = logging.getLogger(f"wkhost.guest.{slot.ref.cls}")
-        for line in text.splitlines():
+        for line in text.rstrip("\n").splitlines():
             guest_log.info("[%s] %s", slot.ref, line)
-        if ev.output_dropped:
+        if dropped:
             guest_log.warning("[%s] %d more bytes of output dropped (cap %d per event)",
-                              slot.ref, ev.output_dropped, self.config.max_guest_output_bytes)
+                              slot.ref, dropped, self.config.max_guest_output_bytes)

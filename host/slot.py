@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,6 +11,35 @@ from .alarms import AlarmRow
 from .instance import Instance
 from .sqlite import ActorDb
 from .types import ActorRef
+
+
+class GuestOutput:
+    """The guest's stdout and stderr of the current event, capped.
+
+    wasmtime calls the output callback from one of its own threads, not the guest's,
+    so this is bound to the actor, not looked up from the thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.dropped = 0
+
+    def write(self, data: bytes, cap: int) -> None:
+        if sys.is_finalizing():
+            return
+        with self._lock:
+            room = max(0, cap - self.size)
+            self.chunks.append(data[:room])
+            self.size += min(room, len(data))
+            self.dropped += max(0, len(data) - room)
+
+    def take(self) -> tuple[str, int]:
+        with self._lock:
+            text = b"".join(self.chunks).decode("utf-8", "replace")
+            dropped = self.dropped
+            self.chunks, self.size, self.dropped = [], 0, 0
+        return text, dropped
 
 
 @dataclass(eq=False)
@@ -23,6 +53,7 @@ class ActorSlot:
     initialized: bool | None = None      # None: not read from the db yet
     alarm_seen: AlarmRow | None = None   # the row as last synced to the index
     last_used: float = 0.0
+    output: GuestOutput = field(default_factory=lambda: GuestOutput())
 
     def require_db(self) -> ActorDb:
         if self.db is None:

@@ -1,0 +1,322 @@
+"""Cache wasmtime-py's component type reflection. Written against wasmtime-py 50.0.1 exactly.
+
+Why: wasmtime-py converts every component value by asking the C API for its type again,
+on every call. `Func.__call__` fetches the FuncType and its params/result, and each nested
+`RecordType.fields`, `VariantType.cases`, `ListType.element`, `OptionType.payload`,
+`ResultType.ok/err` and `VariantLikeType._tagged()` builds new ctypes structures and new
+ValType wrappers through `valtype_from_ptr`. A variant is even worse: lowering one value
+re-derives `_cases()` and `_tagged()` and the Python classes of every case. That
+reflection was most of a ~125 us `handle(request, sender) -> response` event and ~40 us
+per typed `sqlite.value`.
+
+What `install()` changes (results and error messages are the same as upstream's):
+- The reflection properties above remember their answer on the ValType object, the
+  variant-likes also their cases with each case's Python classes and a name -> type map.
+  Wrappers are still created fresh by upstream code, so this pays only for ValTypes that
+  are reused, which the next two points make happen:
+- `Func.__call__` keeps the FuncType (its owner) and its param/result ValTypes on the Func
+  object. A Func belongs to one Store, which one thread uses at a time.
+- Host functions: the callback handed to the C API (`_linker.func_impl`) is replaced. It
+  keeps, per FUNCTIONS index, the signatures it has seen: a clone of the FuncType (owner),
+  its ValTypes, and the raw C valtypes. The C API passes a new temporary FuncType on every
+  call and one host function may be imported by several components with different types,
+  so each call first checks the incoming type against the cached one with
+  `wasmtime_component_valtype_equal`, one C call per param/result (no Python reflection).
+- Variant lowering no longer uses upstream's module-global `case_test_cache` set, which
+  two threads converting variants at once could clear under each other.
+
+Only Linkers whose functions are added after `install()` get the new host callback, so
+install it before building the Linker (wkhost: first thing in `engine.make_engine`).
+Caches hold immutable tuples published with `dict.setdefault`, so threads racing on a
+miss both compute an equal answer and one of them is kept. Set WKHOST_FASTCONV=0 to run
+stock wasmtime-py (install() then does nothing and returns False).
+
+`install()` refuses any other wasmtime-py version: this file leans on private internals
+(`_types`, `_func`, `_linker`, `_bindings`). After a bump, diff those files against this
+one, then update WASMTIME_VERSION.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from ctypes import byref, pointer
+from importlib.metadata import version
+from typing import Any
+
+from wasmtime import _bindings as capi
+from wasmtime import _ffi as ffi
+from wasmtime.component import _func, _linker
+from wasmtime.component import _types as T
+from wasmtime.component._enter import catch_exceptions, enter_wasm
+
+WASMTIME_VERSION = "50.0.1"
+
+_lock = threading.Lock()
+_saved: list[tuple[Any, str, Any]] = []  # (owner, attribute, original) for uninstall()
+_MISSING = object()
+
+
+def wasmtime_version() -> str:
+    return version("wasmtime")
+
+
+def installed() -> bool:
+    return bool(_saved)
+
+
+def install() -> bool:
+    """Patch wasmtime-py (idempotent). Returns False if disabled by WKHOST_FASTCONV=0."""
+    if os.environ.get("WKHOST_FASTCONV", "1") == "0":
+        return False
+    found = wasmtime_version()
+    if found != WASMTIME_VERSION:
+        raise RuntimeError(f"wkhost.fastconv is written against wasmtime-py {WASMTIME_VERSION}"
+                           f", found {found}: review the patch before using this version")
+    with _lock:
+        if _saved:
+            return True
+        cls: Any
+        for cls, name in ((T.ListType, "element"), (T.OptionType, "payload"),
+                          (T.ResultType, "ok"), (T.ResultType, "err")):
+            _patch(cls, name, property(_memo(vars(cls)[name].fget, name)))
+        for cls, name in ((T.RecordType, "fields"), (T.TupleType, "elements"),
+                          (T.VariantType, "cases")):
+            _patch(cls, name, property(_memo_list(vars(cls)[name].fget, name)))
+        for cls in (T.VariantType, T.OptionType, T.ResultType):
+            _patch(cls, "_cases", _memo_tuple(vars(cls)["_cases"], "_cases"))
+        _patch(T.ListType, "_is_bytes", _memo(T.ListType._is_bytes, "_is_bytes"))
+        _patch(T.VariantLikeType, "_tagged", _memo(T.VariantLikeType._tagged, "_tagged"))
+        _patch(T.VariantLikeType, "_lower", _lower)
+        _patch(T.VariantLikeType, "_lift", _lift)
+        _patch(_func.Func, "__call__", _func_call)
+        _patch(_linker, "func_impl", _func_impl)
+        _patch(_linker, "func_finalize", _func_finalize)
+    return True
+
+
+def uninstall() -> None:
+    """Restore upstream (for tests and benchmarks). Linkers built meanwhile keep our callback."""
+    with _lock:
+        while _saved:
+            owner, name, original = _saved.pop()
+            setattr(owner, name, original)
+
+
+def _patch(owner: Any, name: str, new: Any) -> None:
+    _saved.append((owner, name, vars(owner)[name]))
+    setattr(owner, name, new)
+
+
+# -- memoized reflection on ValType objects -----------------------------------------------
+def _memo(compute: Any, name: str) -> Any:
+    key = "_fastconv_" + name
+
+    def get(self: Any) -> Any:
+        d = self.__dict__
+        v = d.get(key, _MISSING)
+        if v is _MISSING:
+            v = d.setdefault(key, compute(self))
+        return v
+
+    get.__name__ = name
+    return get
+
+
+def _memo_tuple(compute: Any, name: str) -> Any:
+    return _memo(lambda self: tuple(compute(self)), name)
+
+
+def _memo_list(compute: Any, name: str) -> Any:
+    cached = _memo_tuple(compute, name)
+
+    def get(self: Any) -> list[Any]:
+        return list(cached(self))  # a fresh list, as upstream returns
+
+    get.__name__ = name
+    return get
+
+
+def _variant_info(self: Any) -> tuple[bool, tuple[Any, ...], dict[str, Any]]:
+    """(tagged, ((name, type, classes of the case or None), ...), {name: type})."""
+    info = self.__dict__.get("_fastconv_info")
+    if info is None:
+        cases = []
+        by_name: dict[str, Any] = {}
+        for name, ty in self._cases():
+            classes = None
+            if ty is not None:
+                s: set[type] = set()
+                ty.add_classes(s)
+                classes = tuple(s)
+            cases.append((name, ty, classes))
+            by_name.setdefault(name, ty)
+        info = self.__dict__.setdefault("_fastconv_info",
+                                        (self._tagged(), tuple(cases), by_name))
+    return info  # type: ignore[no-any-return]
+
+
+def _lower(self: Any, store: Any, val: Any) -> tuple[str, Any]:
+    """VariantLikeType._lower with cached case data (same case choice, same errors)."""
+    tagged, cases, by_name = _variant_info(self)
+    if tagged:
+        if not isinstance(val, T.Variant):
+            raise TypeError("expected Variant type")
+        name = val.tag
+        ty = by_name.get(name, _MISSING)
+        if ty is _MISSING:
+            raise ValueError("value not valid for this variant")
+        payload = val.payload
+    else:
+        for name, ty, classes in cases:  # noqa: B007 (name is used after the loop)
+            if (val is None) if ty is None else isinstance(val, classes):
+                break
+        else:
+            raise ValueError("value not valid for this variant")
+        payload = val
+    if ty is None:
+        return (name, None)
+    raw = ffi.wasmtime_component_val_t()
+    ty.convert_to_c(store, payload, pointer(raw))
+    return (name, ffi.wasmtime_component_val_new(byref(raw)))
+
+
+def _lift(self: Any, tag: str, ptr: Any) -> Any:
+    tagged, _, by_name = _variant_info(self)
+    ty = by_name.get(tag, _MISSING)
+    if ty is _MISSING:
+        raise ValueError(f"tag {tag} not found in variant cases")
+    if ty is None:
+        return T.Variant(tag) if tagged else None
+    payload = ty.convert_from_c(ptr.contents)
+    ptr.contents.kind = ffi.WASMTIME_COMPONENT_BOOL
+    ptr.contents.of.boolean = False
+    ffi.wasmtime_component_val_delete(ptr)
+    return T.Variant(tag, payload) if tagged else payload
+
+
+# -- exported functions: the signature cached on the Func ---------------------------------
+def _func_call(self: Any, store: Any, *params: Any) -> Any:
+    """Func.__call__, reflecting the FuncType once per Func instead of once per call."""
+    sig = self.__dict__.get("_fastconv_sig")
+    if sig is None:
+        fty = self.type(store)
+        sig = (fty, tuple(ty for _, ty in fty.params), fty.result)  # fty: owner, kept alive
+        self._fastconv_sig = sig
+    _, param_tys, result_ty = sig
+    if len(params) != len(param_tys):
+        raise TypeError("wrong number of parameters provided: given "
+                        f"{len(params)}, expected {len(param_tys)}")
+    param_capi = (ffi.wasmtime_component_val_t * len(params))()
+    n = 0
+    try:
+        for ty, val in zip(param_tys, params, strict=True):
+            ty.convert_to_c(store, val, pointer(param_capi[n]))
+            n += 1
+        if result_ty is None:
+            result_space = result_capi = None
+            result_len = 0
+        else:
+            result_space = ffi.wasmtime_component_val_t()
+            result_capi = byref(result_space)
+            result_len = 1
+        func = self._func
+        enter_wasm(lambda: ffi.wasmtime_component_func_call(
+            byref(func), store._context(), param_capi, n, result_capi, result_len))
+        if result_space is None:
+            return None
+        return result_ty.convert_from_c(result_space)
+    finally:
+        for i in range(n):
+            ffi.wasmtime_component_val_delete(byref(param_capi[i]))
+
+
+# -- host functions: signatures cached per FUNCTIONS index, checked on every call ---------
+class _HostSig:
+    """One FuncType a host function was called with: a clone (owner), its ValTypes and
+    the raw C valtypes (kept valid by the ValTypes, which own their pointers)."""
+
+    def __init__(self, ty_raw: Any) -> None:
+        self.fty = T.FuncType._from_ptr(ffi.wasmtime_component_func_type_clone(ty_raw))
+        raws, tys = [], []
+        name, name_len = ctypes.POINTER(ctypes.c_char)(), ctypes.c_size_t()
+        for i in range(ffi.wasmtime_component_func_type_param_count(self.fty.ptr())):
+            raw = ffi.wasmtime_component_valtype_t()
+            found = ffi.wasmtime_component_func_type_param_nth(
+                self.fty.ptr(), i, byref(name), byref(name_len), byref(raw))
+            assert found
+            tys.append(T.valtype_from_ptr(raw))
+            raws.append(raw)
+        self.result: Any = None
+        self.raw_result: Any = None
+        raw = ffi.wasmtime_component_valtype_t()
+        if ffi.wasmtime_component_func_type_result(self.fty.ptr(), byref(raw)):
+            self.result = T.valtype_from_ptr(raw)
+            self.raw_result = raw
+        self.params = tuple(tys)
+        self.raw_params = tuple(raws)
+
+    def matches(self, ty_raw: Any) -> bool:
+        if _param_count(ty_raw) != len(self.raw_params):
+            return False
+        name, name_len = ctypes.POINTER(ctypes.c_char)(), ctypes.c_size_t()
+        raw = ffi.wasmtime_component_valtype_t()
+        for i, want in enumerate(self.raw_params):
+            _param_nth(ty_raw, i, byref(name), byref(name_len), byref(raw))
+            same = _valtype_equal(byref(raw), byref(want))
+            _valtype_delete(byref(raw))
+            if not same:
+                return False
+        if not _func_result(ty_raw, byref(raw)):
+            return self.raw_result is None
+        same = self.raw_result is not None and _valtype_equal(byref(raw), byref(self.raw_result))
+        _valtype_delete(byref(raw))
+        return bool(same)
+
+
+# The raw ctypes functions, skipping the Python wrappers in _bindings on the hot path.
+_param_count = capi._wasmtime_component_func_type_param_count
+_param_nth = capi._wasmtime_component_func_type_param_nth
+_func_result = capi._wasmtime_component_func_type_result
+_valtype_equal = capi._wasmtime_component_valtype_equal
+_valtype_delete = capi._wasmtime_component_valtype_delete
+
+_host_sigs: dict[int, tuple[_HostSig, ...]] = {}
+
+
+def _host_sig(idx: int, ty_raw: Any) -> _HostSig:
+    for sig in _host_sigs.get(idx, ()):
+        if sig.matches(ty_raw):
+            return sig
+    sig = _HostSig(ty_raw)
+    with _lock:
+        _host_sigs[idx] = (*_host_sigs.get(idx, ()), sig)
+    return sig
+
+
+@ffi.wasmtime_component_func_callback_t
+def _func_impl(idx, context, ty_raw, args, nargs, results, nresults):  # type: ignore[no-untyped-def]
+    """_linker.func_impl with the signature from _host_sig instead of fresh reflection."""
+
+    def run(store: Any) -> None:
+        func = _linker.FUNCTIONS.get(idx or 0)
+        sig = _host_sig(idx or 0, ty_raw)
+        result_ty = sig.result
+        assert len(sig.params) == nargs
+        assert nresults == (0 if result_ty is None else 1)
+        pyargs = [ty.convert_from_c(args[i]) for i, ty in enumerate(sig.params)]
+        result = func(store, *pyargs)
+        if result_ty is None:
+            assert result is None
+        else:
+            result_ty.convert_to_c(store, result, results)
+
+    return catch_exceptions(context, run)
+
+
+@ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+def _func_finalize(idx):  # type: ignore[no-untyped-def]
+    _host_sigs.pop(idx or 0, None)  # the index may be reused for another function
+    if _linker.FUNCTIONS:
+        _linker.FUNCTIONS.deallocate(idx or 0)

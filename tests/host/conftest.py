@@ -1,0 +1,44 @@
+"""An in-process Host on a real data directory, serving real built components.
+
+Compiled components go to one shared cache (<repo>/.cache/compiled), so only the first
+host of a run compiles (seconds); the others load the artifact (milliseconds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from wkhost.clock import FakeClock
+from wkhost.config import HostConfig
+from wkhost.runtime import Host
+
+from .support import COMPILED, START_MS, MakeProbe, Probe
+
+
+@pytest.fixture
+def make_probe(tmp_path: Path, probe_wasm: Path) -> Iterator[MakeProbe]:
+    hosts: list[Host] = []
+
+    def make(data_dir: Path | None = None, **settings: Any) -> Probe:
+        config = HostConfig(data_dir=data_dir or tmp_path / "data", cache_dir=COMPILED,
+                            **settings)
+        clock = FakeClock(START_MS)
+        host = Host(config, clock)
+        host.add_class("probe", probe_wasm)
+        host.add_class("inner", probe_wasm, access="internal")
+        host.start()
+        hosts.append(host)
+        return Probe(host, clock)
+
+    yield make
+    for h in hosts:
+        h.close(timeout_s=2)
+
+
+@pytest.fixture
+def probe(make_probe: MakeProbe) -> Probe:
+    return make_probe()

@@ -1,0 +1,87 @@
+"""on-init, traps, delete-self, and ids: with a real component on real files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from wkhost.errors import GuestFailed
+
+from .support import Probe
+
+
+def db_files(p: Probe) -> list[Path]:
+    return sorted((p.host.config.data_dir / "actors").rglob("*.db"))
+
+
+def test_on_init_runs_once_before_the_first_event(probe: Probe) -> None:
+    probe.json("a", "GET", "/now")
+    probe.json("a", "GET", "/now")
+    rows = probe.json("a", "GET", "/log")["rows"]
+    assert [r[0] for r in rows] == ["init"]
+
+
+def test_a_trap_in_on_init_leaves_nothing_and_the_next_event_tries_again(probe: Probe) -> None:
+    for _ in range(2):
+        with pytest.raises(GuestFailed, match="could not be created"):
+            probe.send("init-trap-1", "GET", "/now")
+        assert db_files(probe) == []
+        assert probe.host.list_actors("probe") == []
+
+
+def test_on_init_that_failed_runs_again_and_completes(probe: Probe) -> None:
+    # The probe's on-init traps for an "init-trap-until-<ms>" id while the host clock is
+    # before <ms>: the first event fails, and once time has passed, on-init runs again.
+    actor_id = f"init-trap-until-{probe.clock.now_ms() + 1000}"
+    with pytest.raises(GuestFailed):
+        probe.send(actor_id, "GET", "/now")
+    probe.clock.jump(1000)
+    assert [r[0] for r in probe.json(actor_id, "GET", "/log")["rows"]] == ["init"]
+    assert probe.host.list_actors("probe") == [actor_id]
+
+
+def test_an_error_from_on_init_is_a_failed_creation_too(probe: Probe) -> None:
+    with pytest.raises(GuestFailed, match="init refused by probe"):
+        probe.send("init-err-1", "GET", "/now")
+    assert db_files(probe) == []
+
+
+def test_a_trapped_actor_is_served_again_by_a_fresh_instance(probe: Probe) -> None:
+    probe.sql("t", "CREATE TABLE k (v)")
+    probe.sql("t", "INSERT INTO k VALUES (1)")
+    with pytest.raises(GuestFailed, match="trapped"):
+        probe.send("t", "POST", "/trap")
+    assert probe.sql("t", "SELECT v FROM k")["rows"] == [[1]]
+
+
+def test_delete_self_removes_the_database_and_the_alarm(probe: Probe) -> None:
+    probe.json("d", "POST", "/alarm/set", query=f"at={probe.clock.now_ms() + 60_000}")
+    assert probe.host.scheduler.pending() == 1
+    probe.json("d", "POST", "/delete-self")
+    assert db_files(probe) == []
+    assert probe.host.scheduler.pending() == 0
+    assert probe.host.list_actors("probe") == []
+    # The next event creates it anew: on-init again, and nothing of the old one.
+    assert [r[0] for r in probe.json("d", "GET", "/log")["rows"]] == ["init"]
+    assert probe.json("d", "GET", "/alarm")["at"] is None
+
+
+def test_a_traversal_id_stays_inside_the_data_directory(probe: Probe) -> None:
+    for actor_id in ["../../etc/passwd", "..", "/abs", "a\\..\\b"]:
+        probe.json(actor_id, "GET", "/now")
+    data = probe.host.config.data_dir.resolve()
+    files = db_files(probe)
+    assert len(files) == 4
+    assert all(f.resolve().is_relative_to(data / "actors" / "probe") for f in files)
+    assert sorted(probe.host.list_actors("probe")) == sorted(
+        ["../../etc/passwd", "..", "/abs", "a\\..\\b"])
+
+
+def test_instances_never_serve_two_ids(probe: Probe) -> None:
+    a = probe.json("x", "GET", "/whoami")
+    b = probe.json("y", "GET", "/whoami")
+    assert a["self"] == ["probe", "x"] and b["self"] == ["probe", "y"]
+    slots = probe.host._slots
+    assert slots[probe.host.actor_ref("probe", "x")].instance is not \
+        slots[probe.host.actor_ref("probe", "y")].instance

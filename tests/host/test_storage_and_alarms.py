@@ -1,0 +1,116 @@
+"""SQLite through the guest, and the alarm: delivery, moved clock, retries, restarts."""
+
+from __future__ import annotations
+
+import base64
+from unittest import mock
+
+from wkhost.sqlite import ActorDb
+
+from .support import MakeProbe, Probe, wait_until
+
+DAY = 86_400_000
+
+
+def alarm_kinds(p: Probe, actor_id: str) -> list[str]:
+    return [r[0] for r in p.json(actor_id, "GET", "/log")["rows"] if r[0] == "alarm"]
+
+
+def test_exec_and_exec_durable_differ_only_in_the_fsync(probe: Probe) -> None:
+    probe.sql("s", "CREATE TABLE t (x)")
+    with mock.patch.object(ActorDb, "_fsync_wal") as fsync:
+        probe.sql("s", "INSERT INTO t VALUES (1)")
+        assert fsync.call_count == 0
+        probe.sql("s", "INSERT INTO t VALUES (2)", durable=True)
+        assert fsync.call_count == 1
+    assert probe.sql("s", "SELECT x FROM t ORDER BY x")["rows"] == [[1], [2]]
+
+
+def test_values_of_every_type_round_trip(probe: Probe) -> None:
+    blob = {"b64": base64.b64encode(bytes(range(256))).decode()}
+    probe.sql("v", "CREATE TABLE t (a, b, c, d, e)")
+    probe.sql("v", "INSERT INTO t VALUES (?, ?, ?, ?, ?)", [None, -(2**63), 0.5, "é\u2603", blob])
+    assert probe.sql("v", "SELECT * FROM t")["rows"] == [[None, -(2**63), 0.5, "é\u2603", blob]]
+
+
+def test_a_packed_query_of_5000_rows(probe: Probe) -> None:
+    probe.sql("q", "CREATE TABLE t (i INTEGER, s TEXT)")
+    probe.sql("q", "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5000)"
+                   " INSERT INTO t SELECT i, 'row-' || i FROM n")
+    rows = probe.json("q", "POST", "/query", {"sql": "SELECT i, s FROM t ORDER BY i",
+                                               "params": []})["rows"]
+    assert len(rows) == 5000
+    assert rows[0] == [1, "row-1"] and rows[-1] == [5000, "row-5000"]
+
+
+def test_guest_sql_is_denied_what_the_authorizer_forbids(probe: Probe) -> None:
+    for sql in ["ATTACH DATABASE '/tmp/x.db' AS x", "PRAGMA journal_mode=OFF",
+                "PRAGMA synchronous=OFF", "PRAGMA writable_schema=ON",
+                "SELECT load_extension('x')", "SELECT * FROM _wk_host_alarm"]:
+        error = probe.sql("h", sql)["error"]
+        assert any(w in error for w in ("not authorized", "prohibited", "too many attached")), \
+            (sql, error)
+
+
+def test_a_far_alarm_fires_when_the_host_clock_moves_days_ahead(probe: Probe) -> None:
+    at = probe.clock.now_ms() + 3 * DAY
+    probe.json("f", "POST", "/alarm/set", query=f"at={at}")
+    probe.clock.jump(3 * DAY - 1)
+    assert not wait_until(lambda: alarm_kinds(probe, "f") != [], timeout=0.3)
+    probe.clock.jump(1)
+    assert wait_until(lambda: alarm_kinds(probe, "f") == ["alarm"])
+    # Delivered once, then cleared by the host since on-alarm did not set it again.
+    assert wait_until(lambda: probe.json("f", "GET", "/alarm")["at"] is None)
+
+
+def test_an_alarm_in_the_past_fires_at_once(probe: Probe) -> None:
+    probe.json("p", "POST", "/alarm/set", query=f"at={probe.clock.now_ms() - 5000}")
+    assert wait_until(lambda: alarm_kinds(probe, "p") == ["alarm"])
+
+
+def test_a_trapped_on_alarm_is_retried_with_backoff(probe: Probe) -> None:
+    now = probe.clock.now_ms()
+    probe.json("alarm-trap-1", "POST", "/alarm/set", query=f"at={now}")
+    # It trapped (after committing its log row): the host retries one second out, then
+    # two, doubling, since the guest did not touch its alarm.
+    assert wait_until(lambda: probe.json("alarm-trap-1", "GET", "/alarm")["at"] == now + 1000)
+    assert alarm_kinds(probe, "alarm-trap-1") == ["alarm"]
+    probe.clock.jump(1000)
+    assert wait_until(lambda: probe.json("alarm-trap-1", "GET", "/alarm")["at"] == now + 3000)
+    assert alarm_kinds(probe, "alarm-trap-1") == ["alarm", "alarm"]
+
+
+def test_the_guest_that_re_sets_its_alarm_wins_over_the_host(probe: Probe) -> None:
+    now = probe.clock.now_ms()
+    probe.sql("r", "INSERT INTO rearm VALUES (?)", [now + DAY])
+    probe.json("r", "POST", "/alarm/set", query=f"at={now}")
+    assert wait_until(lambda: alarm_kinds(probe, "r") == ["alarm"])
+    assert wait_until(lambda: probe.json("r", "GET", "/alarm")["at"] == now + DAY)
+
+
+def test_an_alarm_survives_a_clean_restart_and_fires(make_probe: MakeProbe, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    data = tmp_path / "restart"
+    first = make_probe(data_dir=data)
+    at = first.clock.now_ms() + DAY
+    first.json("k", "POST", "/alarm/set", query=f"at={at}")
+    first.host.close()
+    assert not (data / "_host" / "running").exists()
+    second = make_probe(data_dir=data)
+    assert not second.host.index.was_unclean
+    assert second.host.scheduler.pending() == 1
+    second.clock.jump(DAY)
+    assert wait_until(lambda: alarm_kinds(second, "k") == ["alarm"])
+
+
+def test_an_unclean_stop_rebuilds_the_index_from_the_databases(make_probe: MakeProbe,
+                                                                tmp_path) -> None:  # type: ignore[no-untyped-def]
+    data = tmp_path / "unclean"
+    first = make_probe(data_dir=data)
+    first.json("u", "POST", "/alarm/set", query=f"at={first.clock.now_ms() + DAY}")
+    first.host.index._exec("DELETE FROM alarms")  # the index lost it, the db has it
+    first.host.close()
+    (data / "_host" / "running").write_text("as if the host had been killed\n")
+    second = make_probe(data_dir=data)
+    assert second.host.index.was_unclean
+    assert second.host.scheduler.pending() == 1
+    assert second.host.list_actors("probe") == ["u"]
