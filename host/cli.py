@@ -85,6 +85,11 @@ def _add_serve(sub: Any) -> None:
     s.add_argument("--max-body-kb", type=int, default=1024,
                    help="largest request or response body (default %(default)s)")
     s.add_argument("--workers", type=int, default=16, help="event threads (default %(default)s)")
+    s.add_argument("--max-pending", type=int, default=1024,
+                   help="events waiting host-wide before new requests get 503 "
+                        "(default %(default)s)")
+    s.add_argument("--max-queue-per-actor", type=int, default=64,
+                   help="events waiting on one actor before it gets 503 (default %(default)s)")
     s.add_argument("--allow-http", action="append", default=[], metavar="HOST[:PORT]",
                    help="let guests fetch from HOST (repeatable; default: nowhere)")
     s.add_argument("--admin-token-file", type=Path,
@@ -131,7 +136,8 @@ def run_serve(args: argparse.Namespace) -> int:
         data_dir=args.data, cache_dir=args.cache_dir, cpu_budget_ms=args.cpu_budget_ms,
         wall_budget_ms=args.wall_budget_ms, memory_limit_bytes=args.memory_mb << 20,
         db_max_bytes=args.db_max_mb << 20, max_body_bytes=args.max_body_kb << 10,
-        workers=args.workers, http=policy, always_fresh_instance=args.always_fresh_instance,
+        workers=args.workers, max_pending_events=args.max_pending,
+        max_queue_per_actor=args.max_queue_per_actor, http=policy, always_fresh_instance=args.always_fresh_instance,
     )
     opts = ServeOptions(actors, access, args.host, args.port, args.admin_token_file,
                         args.fake_clock)

@@ -80,7 +80,8 @@ async def _to_actor(request: web.Request) -> web.Response:
     headers = [(k.lower(), v) for k, v in request.headers.items()
                if not (operator and k.lower() == "authorization")]
     body = await request.read()
-    req = Request(request.method, path, request.query_string, headers, body)
+    raw_query = request.raw_path.partition("?")[2]  # aiohttp's query_string is decoded
+    req = Request(request.method, path, raw_query, headers, body)
     sender = Sender.operator() if operator else Sender.public()
     resp = await asyncio.wrap_future(host.submit(host.request, ref, req, sender))
     return to_web(resp)

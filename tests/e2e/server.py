@@ -1,0 +1,124 @@
+"""A real `wkhost serve` subprocess on 127.0.0.1, and a small client for the tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+REPO = Path(__file__).resolve().parents[2]
+COMPILED = REPO / ".cache" / "compiled"
+
+
+class Server:
+    def __init__(self, data: Path, actors: dict[str, Path], extra: list[str] | None = None,
+                 access: dict[str, str] | None = None) -> None:
+        self.data = data
+        self.actors = actors
+        self.extra = extra or []
+        self.access = access or {}
+        self.proc: subprocess.Popen[str] | None = None
+        self.url = ""
+        self.log: list[str] = []
+
+    # -- the process ------------------------------------------------------------------------
+    def command(self) -> list[str]:
+        cmd = [sys.executable, "-m", "wkhost.cli", "serve", "--port", "0", "--data",
+               str(self.data), "--cache-dir", str(COMPILED), "--fake-clock",
+               "--log-level", "info"]
+        for name, wasm in self.actors.items():
+            cmd += ["--actor", f"{name}={wasm}"]
+        for name, level in self.access.items():
+            cmd += ["--access", f"{name}={level}"]
+        return cmd + self.extra
+
+    def start(self, timeout: float = 60) -> Server:
+        self.proc = subprocess.Popen(self.command(), stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, cwd=REPO)
+        threading.Thread(target=self._drain_stderr, daemon=True).start()
+        end = time.monotonic() + timeout
+        assert self.proc.stdout is not None
+        while time.monotonic() < end:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError("wkhost serve exited early:\n" + "\n".join(self.log[-30:]))
+            if "listening on " in line:
+                self.url = line.strip().split("listening on ", 1)[1]
+                return self
+        raise RuntimeError("wkhost serve did not start in time")
+
+    def _drain_stderr(self) -> None:
+        assert self.proc is not None and self.proc.stderr is not None
+        try:
+            for line in self.proc.stderr:
+                self.log.append(line.rstrip("\n"))
+        except (OSError, ValueError):  # the pipe was closed under us at stop
+            pass
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> int:
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout)
+        finally:
+            self._close_pipes()
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+        self._close_pipes()
+
+    def _close_pipes(self) -> None:
+        assert self.proc is not None
+        for pipe in (self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                try:
+                    pipe.close()
+                except (OSError, ValueError):
+                    pass
+
+    @property
+    def token(self) -> str:
+        return (self.data / "_host" / "admin-token").read_text().strip()
+
+    # -- requests ---------------------------------------------------------------------------
+    def request(self, method: str, path: str, body: bytes | None = None,
+                headers: dict[str, str] | None = None, operator: bool = False,
+                timeout: float = 60) -> tuple[int, dict[str, str], bytes]:
+        req = urllib.request.Request(self.url + path, data=body, method=method)
+        for k, v in (headers or {}).items():
+            req.add_header(k, v)
+        if operator:
+            req.add_header("Authorization", f"Bearer {self.token}")
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
+                return resp.status, dict(resp.headers), resp.read()
+        except urllib.error.HTTPError as e:
+            return e.code, dict(e.headers), e.read()
+
+    def actor(self, cls: str, actor_id: str, method: str, path: str, payload: Any = None,
+              query: str = "", operator: bool = True, **kw: Any) -> tuple[int, Any]:
+        body = None if payload is None else json.dumps(payload).encode()
+        url = f"/{cls}/{quote(actor_id, safe='')}{path}" + (f"?{query}" if query else "")
+        status, _, data = self.request(method, url, body, operator=operator, **kw)
+        try:
+            return status, json.loads(data)
+        except ValueError:
+            return status, data.decode(errors="replace")
+
+    def advance(self, ms: int) -> int:
+        status, _, data = self.request("POST", f"/_wk/clock/advance?ms={ms}", b"",
+                                       operator=True)
+        assert status == 200, data
+        return int(json.loads(data)["now"])
