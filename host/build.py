@@ -349,7 +349,7 @@ exit status: 0 built, 1 build error, 2 usage error"""
 def add_build_command(
     subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
 ) -> argparse.ArgumentParser:
-    """Register `build` on the CLI's subparsers; it dispatches through `args.func`."""
+    """Register `build` on the CLI's subparsers (sets `args.run`, alias `args.func`)."""
     p = subparsers.add_parser(
         "build",
         help="build a Python actor into a wasm component",
@@ -368,7 +368,7 @@ def add_build_command(
     p.add_argument("--cache-dir", type=Path, default=None, metavar="DIR",
                    help="the build cache (default: $WKHOST_CACHE_DIR or "
                    "~/.cache/wkhost/components)")
-    p.set_defaults(func=run_build)
+    p.set_defaults(run=run_build, func=run_build)  # wkhost.cli dispatches on `run`
     return p
 
 

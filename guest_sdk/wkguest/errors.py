@@ -1,0 +1,74 @@
+"""Exceptions of the guest SDK (plain CPython, no bindings).
+
+    WkError                 base of everything the SDK raises for a host `result` error
+    ├── SqliteError         sqlite.exec / exec_durable / query failed (SQL error, denial, cap)
+    ├── AlarmError          alarm.set / alarm.clear failed
+    ├── CallError           actors.call failed; `.reason` is the host's one-line reason
+    ├── FetchError          http.fetch failed; `.kind` (denied, timeout, too-large,
+    │                       incomplete, connect, invalid) and `.message`
+    └── InitError           raise it from `Actor.on_init` to refuse creation cleanly
+
+A guest that lets a WkError escape from `handle` traps like any other exception (the
+caller gets 500); catch the ones you expect. Misuse of the SDK itself (a wrong argument
+type) raises the usual TypeError/ValueError, not a WkError.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+FetchKind = Literal["denied", "timeout", "too-large", "incomplete", "connect", "invalid"]
+FETCH_KINDS: frozenset[str] = frozenset(get_args(FetchKind))
+
+
+class WkError(Exception):
+    """Base of every SDK exception; `str(e)` is the host's one-line message."""
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
+
+class SqliteError(WkError):
+    """A statement failed: SQL error, authorizer denial, size cap, busy database."""
+
+
+class AlarmError(WkError):
+    """Setting or clearing the alarm failed."""
+
+
+class CallError(WkError):
+    """An actor call failed: unknown class, refused (re-entry, cycle, depth, backpressure),
+    the callee trapped or ran out of budget, or the deadline passed."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class FetchError(WkError):
+    """An outgoing HTTP request failed. `kind` is parsed from the host's "kind: message"
+    reason; a reason without a known kind prefix gets kind "invalid" and keeps its text."""
+
+    def __init__(self, kind: FetchKind, message: str) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.kind: FetchKind = kind
+        self._message = message
+
+    @property
+    def message(self) -> str:
+        return self._message
+
+    @classmethod
+    def from_reason(cls, reason: str) -> FetchError:
+        """Parse the host's "kind: message" string. Never raises."""
+        head, sep, rest = reason.partition(":")
+        kind = head.strip()
+        if sep and kind in FETCH_KINDS:
+            return cls(kind, rest.strip())  # type: ignore[arg-type]  # checked just above
+        return cls("invalid", reason.strip())
+
+
+class InitError(WkError):
+    """Raised by `Actor.on_init` to say "not created": the event's `on-init` returns this
+    message as its error, nothing is kept, and the next event tries again."""

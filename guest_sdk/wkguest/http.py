@@ -1,0 +1,50 @@
+"""Outgoing HTTP, performed by the host (WIT interface `http`).
+
+    r = http.fetch("https://api.example.com/v1/x", headers=[("accept", "application/json")])
+    data = r.json()
+
+Every status is a response (check `r.status`); only the transport failing is an error.
+The host enforces an allow-list, a body size cap and the event's deadline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from wkguest import _bindings as _b
+from wkguest.codec import from_wire, to_wire
+from wkguest.errors import FetchError
+from wkguest.types import HttpResponse
+
+__all__ = ["HttpResponse", "fetch"]
+
+
+def fetch(
+    url: str,
+    method: str = "GET",
+    headers: Sequence[tuple[str, str]] = (),
+    body: bytes | bytearray | memoryview | str = b"",
+    timeout_ms: int | None = None,
+) -> HttpResponse:
+    """Fetch an absolute http(s) `url` (redirects followed, each one allow-listed).
+
+    `body` may be str (sent as UTF-8). `timeout_ms` is capped by the event's time left.
+    Raises FetchError with `.kind` one of: "denied" (not allowed), "timeout", "too-large"
+    (body over the host's cap), "incomplete" (body cut short), "connect", "invalid"
+    (malformed request); ValueError for a negative `timeout_ms`.
+    """
+    if timeout_ms is not None and timeout_ms < 0:
+        raise ValueError(f"timeout_ms must be >= 0, got {timeout_ms}")
+    raw = body.encode("utf-8") if isinstance(body, str) else body
+    req = _b.http.HttpRequest(
+        method=method,
+        url=url,
+        headers=[(str(k), str(v)) for k, v in headers],
+        body=to_wire(raw),
+        timeout_ms=None if timeout_ms is None else min(int(timeout_ms), 2**32 - 1),
+    )
+    try:
+        r = _b.http.fetch(req)
+    except _b.Err as e:
+        raise FetchError.from_reason(str(e.value)) from None
+    return HttpResponse(int(r.status), list(r.headers), from_wire(r.body))

@@ -1,0 +1,121 @@
+"""The actor's own SQLite database (WIT interface `sqlite`).
+
+    rows = sqlite.exec("SELECT id, name FROM users WHERE id = ?", (7,))
+    name = rows.scalar()
+    for uid, name in sqlite.query("SELECT id, name FROM users"):   # many rows: faster
+        ...
+
+Parameters are None, int (bool counts as int), float, str, or bytes-like (a BLOB).
+A transaction left open when the event ends is rolled back by the host.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from wkguest import _bindings as _b
+from wkguest.codec import SqlValue, decode_packed, from_wire, normalize_params, to_wire
+from wkguest.errors import SqliteError
+
+__all__ = ["Rows", "exec", "exec_durable", "query", "query_packed"]
+
+
+@dataclass
+class Rows:
+    """The result of `exec`: the last statement's columns and rows."""
+
+    columns: list[str] = field(default_factory=list)
+    rows: list[tuple[SqlValue, ...]] = field(default_factory=list)
+    changes: int = 0
+    last_insert_rowid: int = 0
+
+    def first(self) -> tuple[SqlValue, ...] | None:
+        """The first row, or None if there are none."""
+        return self.rows[0] if self.rows else None
+
+    def scalar(self) -> SqlValue:
+        """The first column of the first row, or None if there are no rows."""
+        row = self.first()
+        return row[0] if row else None
+
+
+def _to_value(v: SqlValue) -> Any:
+    if v is None:
+        return _b.sqlite.Value_Null()
+    if isinstance(v, int):
+        return _b.sqlite.Value_Integer(v)
+    if isinstance(v, float):
+        return _b.sqlite.Value_Real(v)
+    if isinstance(v, str):
+        return _b.sqlite.Value_Text(v)
+    return _b.sqlite.Value_Blob(to_wire(v))
+
+
+def _from_value(v: Any) -> SqlValue:
+    if isinstance(v, _b.sqlite.Value_Null):
+        return None
+    if isinstance(v, _b.sqlite.Value_Blob):
+        return from_wire(v.value)
+    value: SqlValue = v.value
+    return value
+
+
+def _wit_params(params: Sequence[object]) -> list[Any]:
+    return [_to_value(p) for p in normalize_params(params)]
+
+
+def _rows(r: Any) -> Rows:
+    return Rows(
+        columns=list(r.columns),
+        rows=[tuple(_from_value(v) for v in row) for row in r.rows],
+        changes=int(r.changes),
+        last_insert_rowid=int(r.last_insert_rowid),
+    )
+
+
+def exec(sql: str, params: Sequence[object] = ()) -> Rows:
+    """Run `sql` (one statement, or several separated by ";": the last one's rows).
+
+    The commit survives a process crash, not a power loss (see `exec_durable`).
+    Raises SqliteError (SQL error, denial, size cap, busy), TypeError (a bad parameter).
+    """
+    wit_params = _wit_params(params)
+    try:
+        return _rows(_b.sqlite.exec(sql, wit_params))
+    except _b.Err as e:
+        raise SqliteError(str(e.value)) from None
+
+
+def exec_durable(sql: str, params: Sequence[object] = ()) -> Rows:
+    """As `exec`, and the commit is fsynced before this returns (survives power loss).
+
+    Raises SqliteError, TypeError (as `exec`).
+    """
+    wit_params = _wit_params(params)
+    try:
+        return _rows(_b.sqlite.exec_durable(sql, wit_params))
+    except _b.Err as e:
+        raise SqliteError(str(e.value)) from None
+
+
+def query_packed(sql: str, params: Sequence[object] = ()) -> str:
+    """The raw `query-packed` JSON: [[columns...], [row values...], ...]; blobs as
+    {"b64": ...}. Raises SqliteError, TypeError (as `exec`)."""
+    wit_params = _wit_params(params)
+    try:
+        packed: str = _b.sqlite.query_packed(sql, wit_params)
+    except _b.Err as e:
+        raise SqliteError(str(e.value)) from None
+    return packed
+
+
+def query(sql: str, params: Sequence[object] = ()) -> list[tuple[SqlValue, ...]]:
+    """The rows of a read, as tuples (blobs as bytes): one string crosses the boundary
+    instead of one value per cell, so prefer this for more than a few rows.
+
+    Raises SqliteError, TypeError (as `exec`), ValueError if the host's JSON is malformed.
+    """
+    _columns, rows = decode_packed(query_packed(sql, params))
+    return rows

@@ -1,0 +1,295 @@
+# mypy: allow-subclassing-any
+"""The bindings-backed SDK modules on CPython, against the real generated bindings.
+
+`componentize-py bindings` writes the same `wit_world` package a build generates (its
+import functions just raise NotImplementedError); each test replaces the host functions it
+needs with fakes. The modules are removed from sys.modules afterwards, so other tests
+still see a CPython without bindings.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any, cast
+
+import pytest
+import wkguest
+from wkhost.build import WIT_DIR, componentize_command
+
+GENERATED = ("wit_world", "componentize_py_types", "componentize_py_async_support", "poll_loop")
+BOUND = ("_bindings", "sqlite", "alarm", "actors", "http", "lifecycle", "actor")
+
+
+def _forget_bindings() -> None:
+    for name in list(sys.modules):
+        if name.split(".")[0] in GENERATED:
+            del sys.modules[name]
+    for sub in BOUND:
+        sys.modules.pop(f"wkguest.{sub}", None)
+        wkguest.__dict__.pop(sub, None)  # the import system set it as an attribute
+
+
+@pytest.fixture(scope="module")
+def bindings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    out = tmp_path_factory.mktemp("bindings")
+    cmd = [*componentize_command(), "-d", str(WIT_DIR), "-w", "actor", "bindings", str(out)]
+    subprocess.run(cmd, check=True, capture_output=True)
+    sys.path.insert(0, str(out))
+    try:
+        yield out
+    finally:
+        sys.path.remove(str(out))
+        _forget_bindings()
+
+
+@pytest.fixture
+def wit(bindings: Path) -> ModuleType:
+    import wit_world.imports as imports
+
+    return cast(ModuleType, imports)
+
+
+def test_sqlite_exec_maps_values_both_ways(
+    wit: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wkguest import sqlite
+
+    S = wit.sqlite
+    seen: list[Any] = []
+
+    def fake_exec(sql: str, params: list[Any]) -> Any:
+        seen.append((sql, params))
+        row = [S.Value_Null(), S.Value_Integer(7), S.Value_Real(1.5), S.Value_Text("t"),
+               S.Value_Blob("\x00\xff")]
+        return S.Rows(columns=list("abcde"), rows=[row], changes=1, last_insert_rowid=9)
+
+    monkeypatch.setattr(S, "exec", fake_exec)
+    rows = sqlite.exec("SELECT ?", (None, True, 2, 0.5, "s", b"\x01\xfe", bytearray(b"z")))
+    assert seen[0][1] == [S.Value_Null(), S.Value_Integer(1), S.Value_Integer(2),
+                          S.Value_Real(0.5), S.Value_Text("s"), S.Value_Blob("\x01\xfe"),
+                          S.Value_Blob("z")]
+    assert rows.rows == [(None, 7, 1.5, "t", b"\x00\xff")]
+    assert (rows.columns, rows.changes, rows.last_insert_rowid) == (list("abcde"), 1, 9)
+    assert rows.first() == rows.rows[0] and rows.scalar() is None
+    with pytest.raises(TypeError):
+        sqlite.exec("SELECT ?", (2**63,))
+
+
+def test_sqlite_errors_and_query(wit: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    from componentize_py_types import Err
+    from wkguest import sqlite
+    from wkguest.errors import SqliteError
+
+    def failing(sql: str, params: list[Any]) -> Any:
+        raise Err("no such table: t")
+
+    monkeypatch.setattr(wit.sqlite, "exec_durable", failing)
+    with pytest.raises(SqliteError, match="no such table: t"):
+        sqlite.exec_durable("SELECT * FROM t")
+    monkeypatch.setattr(wit.sqlite, "query_packed", lambda sql, p: '[["a"],[1],[{"b64":"AA=="}]]')
+    assert sqlite.query("SELECT a FROM t") == [(1,), (b"\x00",)]
+    assert sqlite.query_packed("x").startswith('[["a"]')
+    assert sqlite.Rows().scalar() is None and sqlite.Rows().first() is None
+
+
+def test_alarm(wit: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    from componentize_py_types import Err
+    from wkguest import alarm
+    from wkguest.errors import AlarmError
+
+    state: dict[str, int | None] = {"at": None}
+    monkeypatch.setattr(wit.alarm, "set", lambda at: state.update(at=at))
+    monkeypatch.setattr(wit.alarm, "get", lambda: state["at"])
+    alarm.set(123)
+    assert alarm.get() == 123
+    with pytest.raises(ValueError):
+        alarm.set(-1)
+
+    def refuse() -> None:
+        raise Err("database is locked")
+
+    monkeypatch.setattr(wit.alarm, "clear", refuse)
+    with pytest.raises(AlarmError, match="locked"):
+        alarm.clear()
+
+
+def test_actors_call(wit: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    from componentize_py_types import Err
+    from wkguest import actors
+    from wkguest.errors import CallError
+
+    T = wit.types
+    seen: list[Any] = []
+
+    def fake_call(target: Any, req: Any) -> Any:
+        seen.append((target, req))
+        if target.class_ == "nope":
+            raise Err("unknown class: nope")
+        return T.Response(status=201, headers=[("a", "b")], body="\xff")
+
+    monkeypatch.setattr(wit.actors, "call", fake_call)
+    r = actors.call("room", "r1", "PUT", "/x", "é", [("h", "v")], "q=1")
+    assert (r.status, r.headers, r.body) == (201, [("a", "b")], b"\xff")
+    target, req = seen[0]
+    assert target == T.ActorRef(class_="room", id="r1")
+    assert req == T.Request(method="PUT", path="/x", query="q=1", headers=[("h", "v")],
+                            body="é".encode().decode("latin-1"))
+    with pytest.raises(CallError) as info:
+        actors.call("nope", "x")
+    assert info.value.reason == "unknown class: nope"
+
+
+def test_http_fetch(wit: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    from componentize_py_types import Err
+    from wkguest import http
+    from wkguest.errors import FetchError
+
+    seen: list[Any] = []
+
+    def fake_fetch(req: Any) -> Any:
+        seen.append(req)
+        if "blocked" in req.url:
+            raise Err("denied: 10.0.0.1 is not allowed")
+        return wit.http.HttpResponse(status=500, headers=[], body='{"x":1}')
+
+    monkeypatch.setattr(wit.http, "fetch", fake_fetch)
+    r = http.fetch("http://a/", "POST", [("k", "v")], b"\x80", timeout_ms=250)
+    assert (r.status, r.json()) == (500, {"x": 1})
+    assert (seen[0].body, seen[0].timeout_ms, seen[0].headers) == ("\x80", 250, [("k", "v")])
+    with pytest.raises(FetchError) as info:
+        http.fetch("http://blocked/")
+    assert (info.value.kind, info.value.message) == ("denied", "10.0.0.1 is not allowed")
+
+
+def test_lifecycle(wit: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    from wkguest import lifecycle
+    from wkguest.types import ActorRef
+
+    monkeypatch.setattr(wit.lifecycle, "self_ref", lambda: wit.types.ActorRef(class_="c", id="i"))
+    monkeypatch.setattr(wit.lifecycle, "now", lambda: 1_700_000_000_000)
+    deleted: list[bool] = []
+    monkeypatch.setattr(wit.lifecycle, "delete_self", lambda: deleted.append(True))
+    assert lifecycle.self_ref() == ActorRef("c", "i")
+    assert lifecycle.now() == 1_700_000_000_000
+    lifecycle.delete_self()
+    assert deleted == [True]
+
+
+# ---- export() -------------------------------------------------------------------------
+
+
+def test_export_converts_requests_and_responses(wit: ModuleType) -> None:
+    from wkguest import Actor, Request, Response, export
+
+    T = wit.types
+    made: list[int] = []
+
+    class Echo(Actor):
+        def __init__(self) -> None:
+            made.append(1)
+
+        def handle(self, req: Request) -> Response:
+            actor = req.sender.actor
+            who = f"{req.sender.kind}:{actor.cls + '/' + actor.id if actor else ''}"
+            return Response(202, [("x-who", who), ("x-q", req.query)], req.body)
+
+    Handler = export(Echo)
+    assert made == []  # lazy: nothing is created at build (import) time
+    req = T.Request(method="POST", path="/p", query="a=1", headers=[("h", "v")], body="\x00\xff")
+    out = Handler().handle(req, T.Sender_Actor(T.ActorRef(class_="room", id="r1")))
+    assert out == T.Response(status=202, headers=[("x-who", "actor:room/r1"), ("x-q", "a=1")],
+                             body="\x00\xff")
+    assert Handler().handle(req, T.Sender_Operator()).headers[0] == ("x-who", "operator:")
+    assert Handler().handle(req, T.Sender_Public()).headers[0] == ("x-who", "public:")
+    assert made == [1]  # one actor object per instance, however many Handler objects
+
+
+def test_export_default_handle_is_404(wit: ModuleType) -> None:
+    from wkguest import Actor, export
+
+    T = wit.types
+    out = export(Actor)().handle(T.Request("GET", "/", "", [], ""), T.Sender_Public())
+    assert out.status == 404
+
+
+def test_hook_exceptions_become_errors(wit: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
+    from componentize_py_types import Err
+    from wkguest import Actor, export
+    from wkguest.errors import InitError
+
+    class Refuses(Actor):
+        def on_init(self) -> None:
+            raise InitError("not today")
+
+        def on_alarm(self) -> None:
+            raise ValueError("bad state")
+
+    h = export(Refuses)()
+    with pytest.raises(Err) as info:
+        h.on_init()
+    assert info.value.value == "not today"
+    with pytest.raises(Err) as info:
+        h.on_alarm()
+    assert info.value.value == "on_alarm failed: ValueError: bad state"
+    assert "ValueError: bad state" in capsys.readouterr().err  # traceback for the host log
+
+
+def test_handle_exceptions_and_base_exceptions_propagate(wit: ModuleType) -> None:
+    from wkguest import Actor, Request, Response, export
+
+    class Boom(BaseException):
+        pass
+
+    class Breaks(Actor):
+        def on_init(self) -> None:
+            raise Boom()
+
+        def handle(self, req: Request) -> Response:
+            raise KeyError("x")
+
+    T = wit.types
+    h = export(Breaks)()
+    with pytest.raises(KeyError):  # must trap: the host answers 500
+        h.handle(T.Request("GET", "/", "", [], ""), T.Sender_Public())
+    with pytest.raises(Boom):
+        h.on_init()
+
+
+@pytest.mark.parametrize("bad", [b"raw", None, "text", {"a": 1}])
+def test_handle_must_return_a_response(wit: ModuleType, bad: object) -> None:
+    from wkguest import Actor, Request, export
+
+    class Wrong(Actor):
+        def handle(self, req: Request) -> Any:
+            return bad
+
+    T = wit.types
+    with pytest.raises(TypeError, match="Wrong.handle returned"):
+        export(Wrong)().handle(T.Request("GET", "/", "", [], ""), T.Sender_Public())
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "exc"), [(200, "a str", TypeError), (99, b"", ValueError),
+                                (600, b"", ValueError)]
+)
+def test_response_checks(wit: ModuleType, status: int, body: Any, exc: type[Exception]) -> None:
+    from wkguest import Actor, Request, Response, export
+
+    class Bad(Actor):
+        def handle(self, req: Request) -> Response:
+            return Response(status, [], body)
+
+    T = wit.types
+    with pytest.raises(exc):
+        export(Bad)().handle(T.Request("GET", "/", "", [], ""), T.Sender_Public())
+
+
+def test_export_needs_an_actor_class(wit: ModuleType) -> None:
+    from wkguest import export
+
+    with pytest.raises(TypeError):
+        export(cast(Any, object))
