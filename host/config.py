@@ -28,9 +28,10 @@ class HostConfig:
     max_pending_events: int = 1024   # queued host-wide before the front door says 503
     max_queue_per_actor: int = 64    # events waiting on one actor before 503
     max_call_depth: int = 16
-    # Instances kept warm: idle ones are dropped, with their database connection.
-    max_live_instances: int = 512
-    idle_instance_s: float = 60.0
+    # Instances kept warm (3-7 MiB each): idle ones are dropped, with their database
+    # connection, so memory and file descriptors stay bounded however many actors exist.
+    max_live_instances: int = 128
+    idle_instance_s: float = 30.0
     # Guest stdout/stderr kept per event before the rest is dropped (logged with the actor).
     max_guest_output_bytes: int = 16 << 10
     # Retry of a failed on-alarm whose event did not re-set the alarm.

@@ -70,6 +70,7 @@ class Host:
         threading.stack_size(_THREAD_STACK_BYTES)
         self.executor = ThreadPoolExecutor(config.workers, thread_name_prefix="wk-event")
         self._started = False
+        self._stopping = threading.Event()
 
     # -- set-up and shutdown ------------------------------------------------------------
     def add_class(self, name: str, wasm: Path, access: Access = "public") -> ActorClass:
@@ -89,10 +90,12 @@ class Host:
             self.scheduler.set(ref, at_ms)
         self._ticker.start()
         self.scheduler.start()
+        threading.Thread(target=self._janitor, name="wk-janitor", daemon=True).start()
         self._started = True
 
     def close(self, timeout_s: float = 10.0) -> None:
         """Stop handing out alarms, let running events finish (bounded), close every db."""
+        self._stopping.set()
         self.scheduler.stop()
         deadline = time.monotonic() + timeout_s
         self.executor.shutdown(wait=False, cancel_futures=True)
@@ -155,21 +158,22 @@ class Host:
         return self.index.actors(cls, after, limit)
 
     # -- events -------------------------------------------------------------------------
-    def _slot(self, ref: ActorRef) -> ActorSlot:
+    def _enqueue(self, ref: ActorRef) -> ActorSlot:
+        """Find or make the actor's slot and count this event as waiting on it, atomically,
+        so the janitor never drops a slot that an event is about to lock."""
         with self._slots_lock:
             slot = self._slots.get(ref)
             if slot is None:
                 slot = self._slots[ref] = ActorSlot(ref, paths.db_path(
                     self.config.data_dir, ref.cls, ref.id))
+            if slot.waiting >= self.config.max_queue_per_actor:
+                raise Overloaded(f"{ref} has {slot.waiting} events waiting; retry shortly")
+            slot.waiting += 1
             return slot
 
     def _run_event(self, ref: ActorRef, kind: str, chain: Chain, deadline: float,
                    body: Callable[[ActorSlot, Event], T], create: bool = True) -> T:
-        slot = self._slot(ref)
-        with self._slots_lock:
-            if slot.waiting >= self.config.max_queue_per_actor:
-                raise Overloaded(f"{ref} has {slot.waiting} events waiting; retry shortly")
-            slot.waiting += 1
+        slot = self._enqueue(ref)
         try:
             self.graph.acquire(chain, slot, deadline - time.monotonic())
         finally:
@@ -282,6 +286,41 @@ class Host:
         delete_db_files(slot.path)
         self.index.remove_actor(slot.ref)
         self.scheduler.set(slot.ref, None)
+
+    # -- keeping memory and file descriptors bounded -------------------------------------
+    def evict_idle(self) -> int:
+        """Drop idle actors' instances and databases: those idle past idle_instance_s, then
+        the least recently used beyond max_live_instances. Returns how many were dropped."""
+        now = time.monotonic()
+        with self._slots_lock:
+            slots = sorted(self._slots.values(), key=lambda s: s.last_used)
+        excess = len(slots) - self.config.max_live_instances
+        dropped = 0
+        for slot in slots:
+            idle = now - slot.last_used > self.config.idle_instance_s
+            if not idle and dropped >= excess:
+                break
+            if self._drop_slot(slot):
+                dropped += 1
+        return dropped
+
+    def _drop_slot(self, slot: ActorSlot) -> bool:
+        with self._slots_lock:
+            if slot.waiting or not slot.lock.acquire(blocking=False):
+                return False
+            try:
+                self._slots.pop(slot.ref, None)
+                slot.close()
+            finally:
+                slot.lock.release()
+        return True
+
+    def _janitor(self) -> None:
+        while not self._stopping.wait(1.0):
+            try:
+                self.evict_idle()
+            except Exception:
+                log.exception("evicting idle actors failed")
 
     # -- alarms -------------------------------------------------------------------------
     def _dispatch_alarm(self, ref: ActorRef) -> None:

@@ -85,3 +85,17 @@ def test_instances_never_serve_two_ids(probe: Probe) -> None:
     slots = probe.host._slots
     assert slots[probe.host.actor_ref("probe", "x")].instance is not \
         slots[probe.host.actor_ref("probe", "y")].instance
+
+
+def test_idle_instances_are_evicted_and_their_actors_come_back_intact(make_probe) -> None:  # type: ignore[no-untyped-def]
+    p = make_probe(max_live_instances=2, idle_instance_s=3600)
+    for i in range(5):
+        p.sql(f"e{i}", "CREATE TABLE t (v)")
+        p.sql(f"e{i}", "INSERT INTO t VALUES (?)", [i])
+    assert p.host.evict_idle() == 3
+    assert len(p.host._slots) == 2
+    for i in range(5):
+        assert p.sql(f"e{i}", "SELECT v FROM t")["rows"] == [[i]]
+    p.host.config.idle_instance_s = 0
+    p.host.evict_idle()
+    assert p.host._slots == {}
