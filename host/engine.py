@@ -23,10 +23,12 @@ log = logging.getLogger("wkhost.engine")
 
 ENGINE_FLAGS = "fuel1-epoch1"
 EPOCH_TICK_MS = 10
-# Fuel per ms of CPU budget. Guest Python burns 11-22 M fuel per ms of CPU on this machine
-# (measured in bench/calibrate_fuel.py, which prints the current figure); 15 M sits in the
-# middle, so `--cpu-budget-ms 50` cuts a busy loop after roughly 35-70 ms of CPU.
-FUEL_PER_MS = 15_000_000
+# Fuel per ms of CPU budget: the one calibration factor. A guest Python busy loop burns
+# 16.0 M fuel per ms of CPU here (bench/calibrate_fuel.py: median of 7, 15.0-16.3); code
+# dominated by C inside the guest (json, re) burns less fuel per ms, recursion more
+# (11-22 M in the spike), so a budget is exact for interpreted loops and within about 2x
+# otherwise.
+FUEL_PER_MS = 16_000_000
 
 
 def make_engine() -> Engine:
@@ -41,10 +43,43 @@ def cache_key(wasm: bytes) -> str:
     return f"{digest}-{ENGINE_FLAGS}-wasmtime{version('wasmtime')}"
 
 
+def _known_key(wasm_path: Path, cache_dir: Path) -> tuple[str | None, Path]:
+    """The cache key remembered for this exact file (path, size, mtime), if any.
+
+    Hashing an 18 MB component costs ~12 ms, ten times the mmap load itself, so the key
+    is remembered per file version; any change of size or mtime hashes again."""
+    st = wasm_path.stat()
+    stamp = hashlib.sha256(
+        f"{wasm_path.resolve()}:{st.st_size}:{st.st_mtime_ns}:{ENGINE_FLAGS}".encode()
+    ).hexdigest()[:32]
+    memo = cache_dir / "by-file" / stamp
+    try:
+        return memo.read_text().strip(), memo
+    except OSError:
+        return None, memo
+
+
+def _remember_key(memo: Path, key: str) -> None:
+    memo.parent.mkdir(parents=True, exist_ok=True)
+    tmp = memo.with_suffix(f".tmp{os.getpid()}.{threading.get_ident()}")
+    tmp.write_text(key)
+    os.replace(tmp, memo)
+
+
 def load_component(engine: Engine, wasm_path: Path, cache_dir: Path) -> Component:
     """Deserialize from the cache, or compile once and store the artifact atomically."""
+    key, memo = _known_key(wasm_path, cache_dir)
+    if key is not None and key.endswith(f"wasmtime{version('wasmtime')}"):
+        path = cache_dir / f"{key}.cwasm"
+        if path.exists():
+            try:
+                return Component.deserialize_file(engine, str(path))
+            except Exception as e:
+                log.warning("cached component %s unusable (%s); recompiling", path.name, e)
     data = wasm_path.read_bytes()
-    path = cache_dir / f"{cache_key(data)}.cwasm"
+    key = cache_key(data)
+    _remember_key(memo, key)
+    path = cache_dir / f"{key}.cwasm"
     if path.exists():
         try:
             return Component.deserialize_file(engine, str(path))
@@ -73,7 +108,8 @@ class EpochTicker:
 
     def stop(self) -> None:
         self._stop.set()
-        self._thread.join(timeout=1)
+        if self._thread.is_alive():
+            self._thread.join(timeout=1)
 
     def _run(self) -> None:
         while not self._stop.wait(EPOCH_TICK_MS / 1000):

@@ -46,7 +46,8 @@ class Scheduler:
         with self._cond:
             self._stopped = True
             self._cond.notify_all()
-        self._thread.join(timeout=2)
+        if self._thread.is_alive():
+            self._thread.join(timeout=2)
 
     def poke(self) -> None:
         with self._cond:

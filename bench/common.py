@@ -1,0 +1,77 @@
+"""Shared helpers for the benchmarks: medians, tables, results files, the probe guest."""
+
+from __future__ import annotations
+
+import json
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "bench" / "results"
+COMPILED = REPO / ".cache" / "compiled"
+
+
+def probe_wasm() -> Path:
+    from wkhost.build import cached_build
+
+    return cached_build(REPO / "tests" / "guests" / "probe.py", REPO / ".cache" / "components",
+                        progress=lambda line: print(f"  [build] {line}", flush=True))
+
+
+def example_wasm(name: str) -> Path:
+    from wkhost.build import cached_build
+
+    return cached_build(REPO / "examples" / name / "app.py", REPO / ".cache" / "components",
+                        progress=lambda line: print(f"  [build] {line}", flush=True))
+
+
+def timed(fn: Callable[[], Any], repeats: int, inner: int = 1) -> dict[str, float]:
+    """Median, min and max of `repeats` runs, in microseconds per inner iteration."""
+    samples = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        samples.append((time.perf_counter() - started) / inner * 1e6)
+    return summary(samples)
+
+
+def summary(samples: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(samples), "min": min(samples), "max": max(samples),
+            "n": len(samples)}
+
+
+def fmt_us(us: float) -> str:
+    if us >= 1e6:
+        return f"{us / 1e6:.2f} s"
+    if us >= 1e3:
+        return f"{us / 1e3:.2f} ms"
+    return f"{us:.1f} µs"
+
+
+def print_table(title: str, rows: list[tuple[str, dict[str, float]]]) -> None:
+    print(f"\n{title}")
+    print(f"  {'what':<46} {'median':>11} {'min':>11} {'max':>11}")
+    for name, s in rows:
+        print(f"  {name:<46} {fmt_us(s['median']):>11} {fmt_us(s['min']):>11} "
+              f"{fmt_us(s['max']):>11}")
+
+
+def save(name: str, figures: dict[str, Any]) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    doc = {"benchmark": name, "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+           "machine": {"python": platform.python_version(), "cpus": _cpus()},
+           "figures": figures}
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+    return path
+
+
+def _cpus() -> int:
+    import os
+
+    return os.cpu_count() or 0
