@@ -19,6 +19,8 @@ from pathlib import Path
 from wasmtime import Config, Engine
 from wasmtime.component import Component
 
+from . import fastconv
+
 log = logging.getLogger("wkhost.engine")
 
 ENGINE_FLAGS = "fuel1-epoch1"
@@ -32,6 +34,7 @@ FUEL_PER_MS = 16_000_000
 
 
 def make_engine() -> Engine:
+    fastconv.install()  # before any Linker exists: only later host functions get it
     cfg = Config()
     cfg.consume_fuel = True
     cfg.epoch_interruption = True

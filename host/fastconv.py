@@ -6,24 +6,27 @@ on every call. `Func.__call__` fetches the FuncType and its params/result, and e
 `ResultType.ok/err` and `VariantLikeType._tagged()` builds new ctypes structures and new
 ValType wrappers through `valtype_from_ptr`. A variant is even worse: lowering one value
 re-derives `_cases()` and `_tagged()` and the Python classes of every case. That
-reflection was most of a ~125 us `handle(request, sender) -> response` event and ~40 us
-per typed `sqlite.value`.
+reflection was most of a ~125 us `handle(request, sender) -> response` event and 30-40 us
+per typed `sqlite.value` (measured by bench/bench_conversion.py).
 
 What `install()` changes (results and error messages are the same as upstream's):
 - The reflection properties above remember their answer on the ValType object, the
   variant-likes also their cases with each case's Python classes and a name -> type map.
-  Wrappers are still created fresh by upstream code, so this pays only for ValTypes that
-  are reused, which the next two points make happen:
+  That pays off only where the same ValType objects are used again, which the next two
+  points arrange (upstream makes new ones for every call):
 - `Func.__call__` keeps the FuncType (its owner) and its param/result ValTypes on the Func
   object. A Func belongs to one Store, which one thread uses at a time.
 - Host functions: the callback handed to the C API (`_linker.func_impl`) is replaced. It
   keeps, per FUNCTIONS index, the signatures it has seen: a clone of the FuncType (owner),
   its ValTypes, and the raw C valtypes. The C API passes a new temporary FuncType on every
   call and one host function may be imported by several components with different types,
-  so each call first checks the incoming type against the cached one with
-  `wasmtime_component_valtype_equal`, one C call per param/result (no Python reflection).
+  so each call first checks the incoming type against the cached one, param by param, in C
+  (`wasmtime_component_valtype_equal`; no ValType wrappers): ~1 us per plain param or
+  result, ~1.7 us per compound one.
 - Variant lowering no longer uses upstream's module-global `case_test_cache` set, which
   two threads converting variants at once could clear under each other.
+- `str_to_capi` (every string value, record field name and variant tag) copies once, in
+  one C call, instead of three times (~0.5 us instead of ~1.5 us).
 
 Only Linkers whose functions are added after `install()` get the new host callback, so
 install it before building the Linker (wkhost: first thing in `engine.make_engine`).
@@ -90,6 +93,7 @@ def install() -> bool:
         _patch(T.VariantLikeType, "_tagged", _memo(T.VariantLikeType._tagged, "_tagged"))
         _patch(T.VariantLikeType, "_lower", _lower)
         _patch(T.VariantLikeType, "_lift", _lift)
+        _patch(ffi, "str_to_capi", _str_to_capi)
         _patch(_func.Func, "__call__", _func_call)
         _patch(_linker, "func_impl", _func_impl)
         _patch(_linker, "func_finalize", _func_finalize)
@@ -169,17 +173,22 @@ def _lower(self: Any, store: Any, val: Any) -> tuple[str, Any]:
             raise ValueError("value not valid for this variant")
         payload = val.payload
     else:
-        for name, ty, classes in cases:  # noqa: B007 (name is used after the loop)
-            if (val is None) if ty is None else isinstance(val, classes):
-                break
-        else:
-            raise ValueError("value not valid for this variant")
+        name, ty = _untagged_case(cases, val)
         payload = val
     if ty is None:
         return (name, None)
     raw = ffi.wasmtime_component_val_t()
     ty.convert_to_c(store, payload, pointer(raw))
     return (name, ffi.wasmtime_component_val_new(byref(raw)))
+
+
+def _untagged_case(cases: tuple[Any, ...], val: Any) -> tuple[str, Any]:
+    """The first case that takes `val`: no payload takes None, else the payload's classes
+    (upstream's order matters: a case whose payload accepts `object` shadows later ones)."""
+    for name, ty, classes in cases:
+        if (val is None) if ty is None else isinstance(val, classes):
+            return name, ty
+    raise ValueError("value not valid for this variant")
 
 
 def _lift(self: Any, tag: str, ptr: Any) -> Any:
@@ -194,6 +203,24 @@ def _lift(self: Any, tag: str, ptr: Any) -> Any:
     ptr.contents.of.boolean = False
     ffi.wasmtime_component_val_delete(ptr)
     return T.Variant(tag, payload) if tagged else payload
+
+
+# -- strings: one C call instead of three copies -------------------------------------------
+# Upstream str_to_capi encodes, allocates the vec, copies into a ctypes array, then memmoves
+# (~1.5 us; every record field name goes through it on every call). A second prototype of
+# wasm_byte_vec_new that takes `char *` lets ctypes pass the bytes object's buffer directly.
+_byte_vec_new = ffi.dll["wasm_byte_vec_new"]  # a fresh function object, not _bindings' one
+_byte_vec_new.restype = None
+_byte_vec_new.argtypes = [ctypes.POINTER(ffi.wasm_byte_vec_t), ctypes.c_size_t, ctypes.c_char_p]
+
+
+def _str_to_capi(s: str) -> Any:
+    if not isinstance(s, str):
+        raise TypeError("expected a string")
+    data = s.encode("utf8")
+    vec = ffi.wasm_byte_vec_t()
+    _byte_vec_new(byref(vec), len(data), data)  # copies the bytes into a new vec
+    return vec
 
 
 # -- exported functions: the signature cached on the Func ---------------------------------
@@ -264,15 +291,20 @@ class _HostSig:
         raw = ffi.wasmtime_component_valtype_t()
         for i, want in enumerate(self.raw_params):
             _param_nth(ty_raw, i, byref(name), byref(name_len), byref(raw))
-            same = _valtype_equal(byref(raw), byref(want))
-            _valtype_delete(byref(raw))
-            if not same:
+            if not _same_valtype(raw, want):
                 return False
         if not _func_result(ty_raw, byref(raw)):
             return self.raw_result is None
-        same = self.raw_result is not None and _valtype_equal(byref(raw), byref(self.raw_result))
-        _valtype_delete(byref(raw))
-        return bool(same)
+        return self.raw_result is not None and _same_valtype(raw, self.raw_result)
+
+
+def _same_valtype(raw: Any, want: Any) -> bool:
+    """Compare a fetched valtype with a cached one, and free the fetched one."""
+    if raw.kind in _PLAIN_KINDS:  # no payload: nothing to compare further, nothing to free
+        return bool(raw.kind == want.kind)
+    same = _valtype_equal(byref(raw), byref(want))
+    _valtype_delete(byref(raw))
+    return bool(same)
 
 
 # The raw ctypes functions, skipping the Python wrappers in _bindings on the hot path.
@@ -281,6 +313,10 @@ _param_nth = capi._wasmtime_component_func_type_param_nth
 _func_result = capi._wasmtime_component_func_type_result
 _valtype_equal = capi._wasmtime_component_valtype_equal
 _valtype_delete = capi._wasmtime_component_valtype_delete
+
+# Valtype kinds without a payload pointer: bool, integers, floats, char, string, error-context.
+_PLAIN_KINDS = frozenset({*range(ffi.WASMTIME_COMPONENT_VALTYPE_STRING.value + 1),
+                          ffi.WASMTIME_COMPONENT_VALTYPE_ERROR_CONTEXT.value})
 
 _host_sigs: dict[int, tuple[_HostSig, ...]] = {}
 
@@ -317,6 +353,6 @@ def _func_impl(idx, context, ty_raw, args, nargs, results, nresults):  # type: i
 
 @ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 def _func_finalize(idx):  # type: ignore[no-untyped-def]
-    _host_sigs.pop(idx or 0, None)  # the index may be reused for another function
+    _host_sigs.pop(idx or 0, None)  # the function is gone: so are its signatures
     if _linker.FUNCTIONS:
         _linker.FUNCTIONS.deallocate(idx or 0)
