@@ -1,0 +1,83 @@
+"""Durable workflows on actors: the replay runner and its client (wk-workflow/v1).
+
+    from wkguest import workflow
+
+    def order(wf: workflow.Run, input):
+        reservation = wf.step_keyed("reserve", lambda key: reserve(input, key))
+        wf.sleep("cool-off", 60_000)
+        if wf.wait_for_event("approved", 86_400_000) is None:
+            wf.fail("not approved in time")
+        wf.step_keyed("charge", lambda key: charge(reservation, key))
+        return {"shipped": reservation}
+
+    Handler = workflow.serve(order, workflow.Config())
+
+and from any other actor: `workflow.Client("orders").start("order-42", {...})`.
+
+Two rules. Between steps, the function must make the same decisions every time: it runs
+from the top in every event, and anything that varies (time, randomness, reads, HTTP)
+belongs inside a step. And a step may run more than once (its result is recorded after
+it returns): make it idempotent, or pass `step_keyed`'s key to the service it calls.
+
+Modules: `run` (the Run API and the replay core), `frontier` (new positions), `journal`
+(the cached journal), `runner` (on_alarm), `protocol` (the routes), `client`, `status`,
+`store` (all SQL), `values` (value types and encoding), `cbor`, `config`, `backend`,
+`errors` (the exception tree), `serve`, and `testing` (fakes, a test host, replaying
+recorded histories, and the replay benchmark; imported only on demand).
+"""
+
+from __future__ import annotations
+
+from .backend import Backend, RealBackend
+from .client import Client, Transport
+from .config import Config, Retry
+from .errors import (
+    CborError,
+    Fail,
+    JournalError,
+    NonRetryable,
+    Reordered,
+    StepFailed,
+    StoreFault,
+    Suspend,
+    UnsupportedValue,
+    ValueTooLarge,
+    WorkflowError,
+    WorkflowSignal,
+)
+from .protocol import Protocol, Reply
+from .run import Run, StepResult
+from .runner import Runner, Workflow
+from .serve import serve
+from .status import FINISHED_STATES, STATES, Status
+
+__all__ = [
+    "FINISHED_STATES",
+    "STATES",
+    "Backend",
+    "CborError",
+    "Client",
+    "Config",
+    "Fail",
+    "JournalError",
+    "NonRetryable",
+    "Protocol",
+    "RealBackend",
+    "Reordered",
+    "Reply",
+    "Retry",
+    "Run",
+    "Runner",
+    "Status",
+    "StepFailed",
+    "StepResult",
+    "StoreFault",
+    "Suspend",
+    "Transport",
+    "UnsupportedValue",
+    "ValueTooLarge",
+    "Workflow",
+    "WorkflowError",
+    "WorkflowSignal",
+    "serve",
+]

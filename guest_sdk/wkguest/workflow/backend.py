@@ -1,0 +1,108 @@
+"""The runner's only door to the host: a small `Backend` protocol.
+
+The replay core and the runner import no bindings; they do every bit of I/O through one
+Backend. `RealBackend` is the one compiled into a guest (over `wkguest.sqlite`, `alarm`
+and `lifecycle`); `wkguest.workflow.testing.FakeBackend` is the one unit tests use, on the
+stdlib's sqlite3 with a clock that tests move.
+
+Contract: a storage call (exec, exec_durable, query_packed, alarm_set, alarm_clear) that
+fails raises StoreFault, a BaseException, so that no user `except Exception` can mistake
+the runner's own database trouble for a step's error. `now` is the host's clock in ms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from .errors import StoreFault
+
+Param = None | int | float | str | bytes
+
+
+class Backend(Protocol):
+    def exec(self, sql: str, params: Sequence[Param] = ()) -> int:
+        """Run a statement (committed like `sqlite.exec`); return the rows it changed."""
+
+    def exec_durable(self, sql: str, params: Sequence[Param] = ()) -> int:
+        """As `exec`, fsynced before it returns (at COMMIT inside a transaction)."""
+
+    def query_packed(self, sql: str, params: Sequence[Param] = ()) -> str:
+        """A read, as the packed JSON: [[columns], [row values], ...]."""
+
+    def alarm_set(self, at_ms: int) -> None: ...
+
+    def alarm_get(self) -> int | None: ...
+
+    def alarm_clear(self) -> None: ...
+
+    def now(self) -> int:
+        """The host's clock, ms since the Unix epoch: the only time the runner reads."""
+
+    def delete_self(self) -> None:
+        """Delete this actor once the current event ends."""
+
+    def self_ref(self) -> tuple[str, str]:
+        """This actor's (class, id)."""
+
+
+class RealBackend:
+    """The Backend inside a component.
+
+    componentize-py snapshots the interpreter after importing the app, and a module
+    first imported later is not found. So the binding-backed modules are imported here,
+    in the constructor, which `workflow.serve` runs while the app module is imported;
+    the rest of the workflow package stays importable on plain CPython.
+    """
+
+    def __init__(self) -> None:
+        from wkguest import alarm, errors, lifecycle, sqlite
+
+        self._sqlite: Any = sqlite
+        self._alarm: Any = alarm
+        self._lifecycle: Any = lifecycle
+        self._errors: tuple[type[Exception], ...] = (errors.SqliteError, errors.AlarmError)
+
+    def exec(self, sql: str, params: Sequence[Param] = ()) -> int:
+        try:
+            return int(self._sqlite.exec(sql, params).changes)
+        except self._errors as e:
+            raise StoreFault(f"sqlite: {e}") from None
+
+    def exec_durable(self, sql: str, params: Sequence[Param] = ()) -> int:
+        try:
+            return int(self._sqlite.exec_durable(sql, params).changes)
+        except self._errors as e:
+            raise StoreFault(f"sqlite: {e}") from None
+
+    def query_packed(self, sql: str, params: Sequence[Param] = ()) -> str:
+        try:
+            return str(self._sqlite.query_packed(sql, params))
+        except self._errors as e:
+            raise StoreFault(f"sqlite: {e}") from None
+
+    def alarm_set(self, at_ms: int) -> None:
+        try:
+            self._alarm.set(max(0, at_ms))
+        except self._errors as e:
+            raise StoreFault(f"alarm: {e}") from None
+
+    def alarm_get(self) -> int | None:
+        at = self._alarm.get()
+        return None if at is None else int(at)
+
+    def alarm_clear(self) -> None:
+        try:
+            self._alarm.clear()
+        except self._errors as e:
+            raise StoreFault(f"alarm: {e}") from None
+
+    def now(self) -> int:
+        return int(self._lifecycle.now())
+
+    def delete_self(self) -> None:
+        self._lifecycle.delete_self()
+
+    def self_ref(self) -> tuple[str, str]:
+        ref = self._lifecycle.self_ref()
+        return str(ref.cls), str(ref.id)

@@ -1,0 +1,88 @@
+"""`Client`: start and follow instances of a workflow class from any actor.
+
+    orders = workflow.Client("orders")          # at module level (see below)
+
+    status = orders.start("order-42", {"item": "book"})   # idempotent while kept
+    orders.send_event("order-42", "approved", {"by": "ann"})
+    status = orders.status("order-42")
+    orders.cancel("order-42")
+
+Every call is one `actors.call` to the instance that only records or reads, so it
+returns quickly; the instance runs in its own event afterwards, never inside this call.
+Errors are WorkflowError: unknown, finished, call (the call itself failed; the instance
+may or may not have recorded it), refused (any other answer; `.status` has its status).
+
+Build-time rule of componentize-py: a module first imported while an event runs is not
+found. Create clients at module level (or import `wkguest.actors` in the app), so the
+actors binding is imported when the app is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from . import cbor
+from .errors import CborError, WorkflowError
+from .status import CONTENT_TYPE, PREFIX, Status, check_answer
+
+try:  # inside a component build; on plain CPython the bindings do not exist
+    from wkguest import actors as _actors
+    from wkguest.errors import CallError as _CallError
+except ModuleNotFoundError:  # pragma: no cover - depends on where it runs
+    _actors = None  # type: ignore[assignment]
+
+Transport = Callable[[str, str, str, bytes], tuple[int, bytes]]
+"""(instance id, method, path, body) → (status, body): how a client reaches its class."""
+
+
+class Client:
+    def __init__(self, cls: str, *, transport: Transport | None = None) -> None:
+        """A client of workflow class `cls`. `transport` replaces `actors.call` (tests)."""
+        self.cls = cls
+        self._send = transport or _actor_transport(cls)
+
+    def start(self, id: str, input: Any = None) -> Status:
+        """Start instance `id` with `input` (see values.py for the types). An instance
+        that exists (running, or finished and still kept) is left as it is: its status
+        comes back. Raises WorkflowError."""
+        return Status.from_map(self._call(id, "start", {"input": input}))
+
+    def status(self, id: str) -> Status:
+        """Raises WorkflowError ("unknown": never started, or past its retention)."""
+        return Status.from_map(self._call(id, "status", {}))
+
+    def send_event(self, id: str, name: str, payload: Any = None) -> None:
+        """Deliver event `name`; the oldest waiting one is taken by the next matching
+        `wait_for_event`. Raises WorkflowError (unknown, finished, refused: 429 when the
+        instance keeps too many events, 413 for a payload over the limit)."""
+        self._call(id, "event", {"name": name, "payload": payload})
+
+    def cancel(self, id: str) -> Status:
+        """Cancel at once (a step running now finishes first, its result unused).
+        Cancelling a finished instance changes nothing. Raises WorkflowError."""
+        return Status.from_map(self._call(id, "cancel", {}))
+
+    def _call(self, id: str, route: str, msg: dict[str, Any]) -> Any:
+        status, body = self._send(id, "POST", PREFIX + route, cbor.dumps(msg))
+        try:
+            doc = cbor.loads(body) if body else None
+        except CborError:
+            doc = None
+        return check_answer(status, doc, body[:200].decode("utf-8", "replace"))
+
+
+def _actor_transport(cls: str) -> Transport:
+    if _actors is None:
+        raise RuntimeError("workflow.Client needs the actors binding (inside a component), "
+                           "or a transport")
+    headers = [("content-type", CONTENT_TYPE)]
+
+    def send(id: str, method: str, path: str, body: bytes) -> tuple[int, bytes]:
+        try:
+            r = _actors.call(cls, id, method, path, body, headers)
+        except _CallError as e:
+            raise WorkflowError("call", e.reason) from None
+        return r.status, r.body
+
+    return send

@@ -1,0 +1,104 @@
+"""Exceptions of the workflow runner and its client.
+
+    BaseException
+    ├── WorkflowSignal        the runner's own control flow: never catch it (nor BaseException)
+    │   ├── Suspend           "stop here": the run waits (a sleep, an event, a backoff, the budget)
+    │   ├── Reordered         the code reached another step than the recorded one (fails the
+    │   │                     instance: "the code changed the order of its steps")
+    │   ├── StoreFault        a database or alarm call of the runner failed (retried, never a
+    │   │                     failed workflow)
+    │   └── JournalError      a recorded entry this runner cannot read (retried with backoff)
+    └── Exception
+        ├── NonRetryable      raise it from a step's function: no more attempts
+        │   └── Fail          raise it (or call `wf.fail`) to fail the workflow on purpose
+        ├── StepFailed        `wf.step` ran out of attempts; catch it to handle the error
+        ├── WorkflowError     the client's error: kind unknown | finished | call | refused
+        └── ValueError
+            ├── UnsupportedValue  a value outside the documented types (`values.py`)
+            ├── ValueTooLarge     an encoded value over `Config.max_value_bytes`
+            └── CborError         malformed or unsupported CBOR
+
+The signals derive from BaseException so that a workflow's `except Exception:` around a
+step cannot swallow "stop here" and carry on as if the step had returned.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+ErrorKind = Literal["unknown", "finished", "call", "refused"]
+
+
+class WorkflowSignal(BaseException):
+    """Base of the runner's control flow. User code must let it through."""
+
+
+class Suspend(WorkflowSignal):
+    """The run stops at this position. `wake_at` is when the alarm should bring it back
+    (None: no time of its own), `waiting_for` the event name it waits for, if any."""
+
+    def __init__(self, state: str, wake_at: int | None, waiting_for: str | None = None) -> None:
+        super().__init__(f"{state} until {wake_at}")
+        self.state = state
+        self.wake_at = wake_at
+        self.waiting_for = waiting_for
+
+
+class Reordered(WorkflowSignal):
+    """A recorded position was reached by a different step: the code changed."""
+
+
+class StoreFault(WorkflowSignal):
+    """The runner's own storage call failed; the event ends and is retried."""
+
+
+class JournalError(WorkflowSignal):
+    """A recorded entry is not readable by this runner (say, written by a newer SDK)."""
+
+
+class NonRetryable(Exception):
+    """Raised by a step's function: the step fails at once, without more attempts."""
+
+
+class Fail(NonRetryable):
+    """Fails the workflow with this message. Raised inside a step's function, it is a
+    NonRetryable step error (and fails the workflow unless the workflow handles it)."""
+
+
+class StepFailed(Exception):
+    """A step ran out of attempts (or raised NonRetryable). Uncaught, it fails the workflow;
+    on replay the recorded error is raised again, identically."""
+
+    def __init__(self, name: str, position: int, error: str, attempts: int) -> None:
+        super().__init__(f"step {name!r} failed after {attempts} attempt(s): {error}")
+        self.name = name
+        self.position = position
+        self.error = error
+        self.attempts = attempts
+
+
+class WorkflowError(Exception):
+    """A client call failed.
+
+    kind: "unknown" (no such instance: never started, or past its retention),
+    "finished" (an event to a finished instance), "call" (the call itself failed: the
+    instance may or may not have recorded it), "refused" (any other answer; see `status`).
+    """
+
+    def __init__(self, kind: ErrorKind, message: str, status: int | None = None) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.kind: ErrorKind = kind
+        self.message = message
+        self.status = status
+
+
+class UnsupportedValue(ValueError):
+    """A value (or a part of it) is not one of the supported types."""
+
+
+class ValueTooLarge(ValueError):
+    """An encoded value is over the configured limit; the message names it."""
+
+
+class CborError(ValueError):
+    """Malformed CBOR, or CBOR outside the subset this protocol uses."""

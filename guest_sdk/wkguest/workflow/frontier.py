@@ -1,0 +1,176 @@
+"""New positions: what a run does past the recorded journal.
+
+At most one position per run is new work that may stop the run: a step's attempt (with
+its retries and backoff), a sleep, or a wait. Recorded positions never get here; they
+are answered by `Run` from the journal.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from .backend import Backend
+from .config import Retry
+from .errors import NonRetryable, Reordered, Suspend, UnsupportedValue, ValueTooLarge
+from .journal import Journal
+from .store import Store
+from .values import encode, revive
+
+MAX_ERROR_CHARS = 4000
+CUT = "attempt {n} ended without a result (the instance trapped, or the event was cut)"
+CALL_OF_KIND = {"S": "step", "T": "step", "X": "step", "p": "step", "Z": "sleep", "w": "sleep",
+                "E": "wait", "F": "wait", "O": "wait", "q": "wait"}
+
+# (ok, value, error, attempts): what a step came to
+Outcome = tuple[bool, Any, str | None, int]
+
+
+def describe(e: BaseException) -> str:
+    """An exception as one recorded line: "Type: message" (NonRetryable: the message)."""
+    msg = str(e)
+    if isinstance(e, NonRetryable):
+        text = msg or type(e).__name__
+    else:
+        text = f"{type(e).__name__}: {msg}" if msg else type(e).__name__
+    return text.replace("\n", " ")[:MAX_ERROR_CHARS]
+
+
+def reordered(pos: int, kind: str, recorded: str, call: str, name: str) -> Reordered:
+    return Reordered(
+        f"the code changed the order of its steps: position {pos} was recorded as "
+        f"{CALL_OF_KIND.get(kind, kind)} {recorded!r}, and the code now reaches {call} "
+        f"{name!r} there. Running instances need the recorded order (new steps may only "
+        "follow the recorded ones); serve changed code as a new class."
+    )
+
+
+class Frontier:
+    def __init__(self, store: Store, db: Backend, journal: Journal, pending: list[Any] | None,
+                 limit: int, budget_ms: int, started_at: int) -> None:
+        self.store = store
+        self.db = db
+        self.journal = journal
+        self.pending = pending  # [pos, kind, name, attempts, next_attempt_at, wake_at, error]
+        self.limit = limit
+        self.budget_ms = budget_ms
+        self.started_at = started_at
+        self.new_steps = 0
+        self.alarm_at: int | None = None
+        self.bad_runs_open = True  # this run's count of bad runs is still to be cleared
+
+    def _pending(self, pos: int, kind: str, call: str, name: str) -> list[Any] | None:
+        p = self.pending
+        if p is None or p[0] != pos:
+            return None
+        if p[1] != kind or p[2] != name:
+            raise reordered(pos, p[1], p[2], call, name)
+        return p
+
+    def arm(self, at: int) -> None:
+        """Set the alarm (the watchdog) unless this event already set it to `at`."""
+        if at != self.alarm_at:
+            self.db.alarm_set(at)
+            self.alarm_at = at
+
+    # -- steps ---------------------------------------------------------------------
+
+    def step(self, pos: int, name: str, fn: Callable[[], Any], retry: Retry) -> Outcome:
+        p = self._pending(pos, "p", "step", name)
+        attempts = p[3] if p else 0
+        if attempts >= retry.attempts:  # the last attempt was cut: no result will come
+            return self._give_up(pos, name, (p[6] if p else None) or CUT.format(n=attempts),
+                                 attempts)
+        now = self.db.now()
+        if p and p[4] is not None and now < p[4]:
+            raise Suspend("running", p[4])  # a backoff is pending: an early event waits too
+        if self.new_steps and now - self.started_at >= self.budget_ms:
+            raise Suspend("running", now)  # the budget is spent: go on in a new event
+        attempt = attempts + 1
+        retry_at = now + retry.backoff(attempt)
+        # Counted, with the error it leaves if it never returns, before f runs: a trap
+        # inside f then counts, and the watchdog alarm brings the next attempt.
+        self.arm(retry_at)
+        self.store.count_attempt(pos, name, attempt, CUT.format(n=attempt), retry_at, now)
+        if self.bad_runs_open:
+            self.store.clear_bad_runs()  # this run got into a step: not a bad run
+            self.bad_runs_open = False
+        self.new_steps += 1
+        self.pending = None
+        try:
+            value = fn()
+        except NonRetryable as e:
+            return self._give_up(pos, name, describe(e), attempt)
+        except Exception as e:
+            return self._failed(pos, name, describe(e), attempt, retry)
+        return self._returned(pos, name, value, attempt)
+
+    def _returned(self, pos: int, name: str, value: Any, attempt: int) -> Outcome:
+        try:
+            text, tagged = encode(value, self.limit, f"the result of step {name!r}")
+        except (UnsupportedValue, ValueTooLarge) as e:
+            # Not retried: the same code would most likely return the same kind of value.
+            return self._give_up(pos, name, str(e), attempt)
+        kind = "T" if tagged else "S"
+        self.store.put_final(pos, kind, name, text, self.db.now())
+        raw = json.loads(text)
+        self.journal.append(kind, name, text, raw)
+        # attempts 0: a replay cannot tell how many attempts a success took, so no run can
+        return True, (revive(raw) if tagged else raw), None, 0
+
+    def _failed(self, pos: int, name: str, error: str, attempt: int, retry: Retry) -> Outcome:
+        if attempt >= retry.attempts:
+            return self._give_up(pos, name, error, attempt)
+        now = self.db.now()
+        retry_at = now + retry.backoff(attempt)
+        self.store.retry_later(pos, error, retry_at, now)
+        raise Suspend("running", retry_at)
+
+    def _give_up(self, pos: int, name: str, error: str, attempts: int) -> Outcome:
+        text = json.dumps([error, attempts], ensure_ascii=False, separators=(",", ":"))
+        self.store.put_final(pos, "X", name, text, self.db.now(), error=error)
+        self.journal.append("X", name, text, [error, attempts])
+        self.pending = None
+        return False, None, error, attempts
+
+    # -- sleeps and waits ----------------------------------------------------------
+
+    def sleep(self, pos: int, name: str, wake: int) -> None:
+        """Sleep until `wake`, or until the recorded wake time if this one is pending."""
+        p = self._pending(pos, "w", "sleep", name)
+        now = self.db.now()
+        if p:
+            wake = p[5]
+        elif wake > now:
+            self.store.put_pending(pos, "w", name, wake, now)  # recorded once, durably
+            self.pending = [pos, "w", name, 0, None, wake, None]
+        if now < wake:
+            raise Suspend("waiting", wake)
+        # A plain write is enough: if it is lost, the next run sees the time has passed.
+        self.store.put_final(pos, "Z", name, "null", now, wake_at=wake, durable=False)
+        self.journal.append("Z", name, "null", None)
+        self.pending = None
+
+    def wait(self, pos: int, name: str, timeout_ms: int) -> Any:
+        """The oldest event `name` received by the deadline, or None once it has passed."""
+        p = self._pending(pos, "q", "wait", name)
+        now = self.db.now()
+        deadline: int = p[5] if p else now + timeout_ms
+        got = self.store.oldest_event(name, deadline)
+        if got is not None:
+            seq, text, tagged = got
+            self.store.take_event(pos, name, deadline, seq, text, tagged, now)
+            raw = json.loads(text)
+            self.journal.append("F" if tagged else "E", name, text, raw)
+            self.pending = None
+            return revive(raw) if tagged else raw
+        if now >= deadline:
+            self.store.put_final(pos, "O", name, "null", now, wake_at=deadline)
+            self.journal.append("O", name, "null", None)
+            self.pending = None
+            return None
+        if p is None:
+            self.store.put_pending(pos, "q", name, deadline, now)
+            self.pending = [pos, "q", name, 0, None, deadline, None]
+        raise Suspend("waiting", deadline, name)

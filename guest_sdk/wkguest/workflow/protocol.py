@@ -1,0 +1,200 @@
+"""The runner's side of wk-workflow/v1: requests to the instance's `handle`.
+
+Routes (`/wk-workflow/v1/<route>`, CBOR map bodies; docs/workflow-protocol.md):
+
+    start    POST      record the input and a new run_id, alarm to now; an existing
+                       instance is left as it is (start is idempotent while kept)
+    status   GET|POST  the status map
+    event    POST      record an event, alarm to now
+    cancel   POST      mark cancelled at once, alarm to the end of retention
+    steps    GET|POST  the recorded positions, a page at a time (operators' `steps`)
+    summary  GET|POST  the status map without the output (for listing many instances)
+
+The client routes only record and answer; runs happen in on_alarm. Only senders the host
+marks "actor" or "operator" are served (the public gets 403). A request to an id that
+was never started (or is past its retention) leaves nothing behind: the actor the host
+created for it deletes itself in the same event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from . import cbor
+from .errors import CborError, StoreFault, UnsupportedValue, ValueTooLarge
+from .runner import Runner
+from .status import CONTENT_TYPE
+from .store import FINISHED, StatusRow
+from .values import check_name, decode, encode
+
+MAX_PAGE = 500
+_ROUTES = {"start": "POST", "event": "POST", "cancel": "POST",
+           "status": "GET POST", "steps": "GET POST", "summary": "GET POST"}
+_STEP_STATES = {"S": "done", "T": "done", "X": "failed", "Z": "done", "E": "done", "F": "done",
+                "O": "timed-out", "p": "retrying", "w": "sleeping", "q": "waiting"}
+_STEP_CALLS = {"S": "step", "T": "step", "X": "step", "p": "step", "Z": "sleep", "w": "sleep",
+               "E": "wait", "F": "wait", "O": "wait", "q": "wait"}
+
+
+class Reply(NamedTuple):
+    status: int
+    body: bytes
+    headers: list[tuple[str, str]]
+
+
+class BadRequest(Exception):
+    def __init__(self, status: int, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.kind = status, kind
+
+
+def reply(msg: dict[str, Any], status: int = 200) -> Reply:
+    return Reply(status, cbor.dumps(msg), [("content-type", CONTENT_TYPE)])
+
+
+def refuse(status: int, kind: str, message: str) -> Reply:
+    return reply({"error": kind, "message": message}, status)
+
+
+class Protocol:
+    def __init__(self, runner: Runner) -> None:
+        self.r = runner
+        self.store = runner.store
+        self.db = runner.db
+
+    def handle(self, method: str, path: str, body: bytes, sender: str) -> Reply:
+        """Answer one request. Never raises for bad input (400..429) or storage (503)."""
+        try:
+            row = self.store.status()
+            out = self._dispatch(method, path, body, sender, row)
+            if row is None and out.status != 200:
+                self.r.forget()
+                self.db.delete_self()  # never started: leave nothing behind
+            return out
+        except StoreFault as e:
+            self.r.forget()
+            return refuse(503, "storage", f"the instance's storage failed: {e}")
+
+    def _dispatch(self, method: str, path: str, body: bytes, sender: str,
+                  row: StatusRow | None) -> Reply:
+        version, _, route = path.removeprefix("/wk-workflow/").partition("/")
+        if not path.startswith("/wk-workflow/") or version != "v1":
+            return refuse(404, "route", f"{path!r} is not a route of wk-workflow/v1")
+        if sender not in ("actor", "operator"):
+            return refuse(403, "forbidden", "workflows answer only actors and operators")
+        allowed = _ROUTES.get(route)
+        if allowed is None:
+            return refuse(404, "route", f"wk-workflow/v1 has no route {route!r}")
+        if method not in allowed.split():
+            return refuse(405, "method", f"{route} takes {allowed.replace(' ', ' or ')}")
+        try:
+            msg = _message(body)
+            if route == "start":
+                return self._start(msg, row)
+            if row is None:
+                return refuse(404, "unknown", "no such workflow instance (never started, "
+                              "or past its retention)")
+            return self._routes()[route](msg, row)
+        except BadRequest as e:
+            return refuse(e.status, e.kind, str(e))
+
+    def _routes(self) -> dict[str, Callable[[dict[str, Any], StatusRow], Reply]]:
+        return {"status": lambda m, row: reply(self._status(row)), "event": self._event,
+                "cancel": self._cancel, "steps": self._steps,
+                "summary": lambda m, row: reply(self._status(row, output=False))}
+
+    def _start(self, msg: dict[str, Any], row: StatusRow | None) -> Reply:
+        if row is not None:
+            return reply({**self._status(row), "created": False})
+        text, tagged = _encode(msg.get("input"), self.r.config.max_value_bytes, "the input")
+        now = self.db.now()
+        self.db.alarm_set(now)  # first: the durable insert below syncs it too
+        self.store.create(self.r.new_run_id(), text, tagged, now)
+        created = self.store.status()
+        if created is None:
+            raise StoreFault("the new instance is not there after its insert")
+        return reply({**self._status(created), "created": True})
+
+    def _event(self, msg: dict[str, Any], row: StatusRow) -> Reply:
+        name = msg.get("name")
+        try:
+            check_name(name, "event")
+        except (TypeError, ValueError) as e:
+            raise BadRequest(400, "bad-request", str(e)) from None
+        if row.state in FINISHED:
+            return refuse(409, "finished", f"the instance is {row.state}: it takes no events")
+        cap = self.r.config.max_events
+        if row.events_pending >= cap:
+            return refuse(429, "too-many-events", f"the instance already keeps {cap} events "
+                          "that no wait has taken (Config.max_events)")
+        text, tagged = _encode(msg.get("payload"), self.r.config.max_value_bytes,
+                               "the event's payload")
+        now = self.db.now()
+        self.db.alarm_set(now)
+        self.store.add_event(str(name), text, tagged, now)
+        return reply({"events_pending": row.events_pending + 1})
+
+    def _cancel(self, msg: dict[str, Any], row: StatusRow) -> Reply:
+        if row.state not in FINISHED:
+            now = self.db.now()
+            self.db.alarm_set(now + self.r.config.retention_ms)
+            self.store.finish("cancelled", None, False, None, now)
+            row = self.store.status() or row
+        return reply(self._status(row))
+
+    def _steps(self, msg: dict[str, Any], row: StatusRow) -> Reply:
+        start = _int_field(msg, "from", 0)
+        limit = min(max(_int_field(msg, "limit", 100), 1), MAX_PAGE)
+        rows = self.store.steps(start, limit + 1)
+        more = len(rows) > limit
+        steps = [_step_map(r) for r in rows[:limit]]
+        return reply({"steps": steps, "next": rows[limit][0] if more else None})
+
+    def _status(self, row: StatusRow, output: bool = True) -> dict[str, Any]:
+        m: dict[str, Any] = {
+            "state": row.state, "run_id": row.run_id, "wake_at": row.wake_at,
+            "waiting_for": [row.waiting_for] if row.waiting_for else [],
+            "error": row.error, "positions": row.positions, "created_at": row.created_at,
+            "updated_at": row.updated_at, "finished_at": row.finished_at,
+            "events_pending": row.events_pending,
+        }
+        if output and row.state == "completed" and row.output is not None:
+            m["output"] = decode(row.output, row.output_tagged)
+        return m
+
+
+def _message(body: bytes) -> dict[str, Any]:
+    if not body:
+        return {}
+    try:
+        msg = cbor.loads(body)
+    except CborError as e:
+        raise BadRequest(400, "bad-request", f"the body is not wk-workflow CBOR: {e}") from None
+    if not isinstance(msg, dict):
+        raise BadRequest(400, "bad-request", "the body must be a CBOR map")
+    return msg
+
+
+def _encode(value: Any, limit: int, what: str) -> tuple[str, bool]:
+    try:
+        return encode(value, limit, what)
+    except ValueTooLarge as e:
+        raise BadRequest(413, "too-large", str(e)) from None
+    except UnsupportedValue as e:
+        raise BadRequest(400, "bad-request", str(e)) from None
+
+
+def _int_field(msg: dict[str, Any], key: str, default: int) -> int:
+    v = msg.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise BadRequest(400, "bad-request", f"{key!r} must be a whole number >= 0")
+    return v
+
+
+def _step_map(r: list[Any]) -> dict[str, Any]:
+    pos, kind, name, attempts, error, next_at, wake_at, size, seq, updated = r
+    return {"pos": pos, "name": name, "kind": _STEP_CALLS.get(kind, kind),
+            "state": _STEP_STATES.get(kind, kind), "attempts": attempts, "error": error,
+            "next_attempt_at": next_at if kind == "p" else None, "wake_at": wake_at,
+            "result_bytes": size, "event_seq": seq, "updated_at": updated}

@@ -1,0 +1,254 @@
+"""`Run`: what a workflow function receives, and the replay core.
+
+The function runs from the top in every event that moves the instance. Each call to a
+primitive takes the next position. A recorded position is answered from the journal by
+one `_apply_<kind>` method per kind of entry (an unknown kind is a JournalError); the
+first position past the journal is new work, done by the Frontier.
+
+The hot path, a recorded step that returned a plain value, is kept to two indexes and one
+compare: replay cost is per position and per event (see the comment above `step`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NoReturn, TypedDict, Unpack
+
+from .config import Retry
+from .errors import (
+    Fail,
+    JournalError,
+    NonRetryable,
+    StepFailed,
+    WorkflowSignal,
+)
+from .frontier import Frontier, Outcome, reordered
+from .journal import Journal
+from .values import check_name, revive
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What `try_step` returns: `ok` and `value`, or `error` (one line) and how many
+    `attempts` the step made. A success reports attempts 0, on the first run as on replay
+    (the journal keeps a success's value, not its count)."""
+
+    ok: bool
+    value: Any = None
+    error: str | None = None
+    attempts: int = 0
+
+
+class StepOptions(TypedDict, total=False):
+    """Per-step retry options (see `Retry`): any of them, the others from the Config."""
+
+    attempts: int
+    backoff_ms: int
+    factor: float
+    max_backoff_ms: int
+
+
+class Run:
+    """The handle a workflow function gets: `def order(wf: Run, input): ...`."""
+
+    __slots__ = ("_pos", "_kinds", "_keys", "_journal", "_results", "_front", "_retry",
+                 "_busy", "run_id", "stopped")
+
+    def __init__(self, journal: Journal, front: Frontier, retry: Retry, run_id: str) -> None:
+        self._pos = 0
+        self._journal = journal
+        self._kinds = journal.kinds
+        self._keys = journal.keys
+        self._results = journal.results
+        self._front = front
+        self._retry = retry
+        self._busy = False  # a step's function is running: primitives may not nest
+        self.run_id = run_id
+        self.stopped: WorkflowSignal | None = None
+
+    @property
+    def position(self) -> int:
+        """The position the next primitive will take."""
+        return self._pos
+
+    def key(self, position: int | None = None) -> str:
+        """The idempotency key of a position (default: the next): run_id and position,
+        so a later run under the same id (after retention) never reuses one."""
+        return f"{self.run_id}-{self._pos if position is None else position}"
+
+    # -- steps ---------------------------------------------------------------------
+    # The hot path of `step` and `step_keyed`: a recorded step that returned a plain
+    # value. Its key equals its name only for that kind, and past the journal the index
+    # raises (a try costs nothing until it does). Options are **kwargs on purpose: four
+    # keyword-only defaults cost a third of this path.
+
+    def step(self, name: str, f: Callable[[], Any], **opts: Unpack[StepOptions]) -> Any:
+        """Run `f` once and record its result; later runs get the recorded result.
+
+        An exception from `f` is retried with backoff (options: attempts, backoff_ms,
+        factor, max_backoff_ms); when the attempts run out (or `f` raised NonRetryable)
+        this raises StepFailed, which fails the workflow unless it is caught. The value
+        comes back as it will on every replay (see values.py).
+        """
+        pos = self._pos
+        try:
+            if self._keys[pos] == name:
+                self._pos = pos + 1
+                return self._results[pos]
+        except IndexError:
+            pass
+        return self._unwrap(name, pos, self._step(name, f, False, opts))
+
+    def step_keyed(self, name: str, f: Callable[[str], Any],
+                   **opts: Unpack[StepOptions]) -> Any:
+        """As `step`, and `f` receives the step's idempotency key (see `key`)."""
+        pos = self._pos
+        try:
+            if self._keys[pos] == name:
+                self._pos = pos + 1
+                return self._results[pos]
+        except IndexError:
+            pass
+        return self._unwrap(name, pos, self._step(name, f, True, opts))
+
+    def try_step(self, name: str, f: Callable[[], Any],
+                 **opts: Unpack[StepOptions]) -> StepResult:
+        """As `step`, but the final error comes back as a StepResult instead of raising."""
+        ok, value, error, n = self._step(name, f, False, opts)
+        return StepResult(ok, value, error, n)
+
+    @staticmethod
+    def _unwrap(name: str, pos: int, out: Outcome) -> Any:
+        ok, value, error, n = out
+        if ok:
+            return value
+        raise StepFailed(name, pos, error or "", n)
+
+    def _step(self, name: str, f: Callable[..., Any], keyed: bool, opts: StepOptions) -> Outcome:
+        pos = self._enter()
+        if pos < len(self._kinds):
+            out: Outcome = self._replay(pos, "step", name)
+            return out
+        check_name(name, "step")
+        retry = self._retry.override(**opts)
+        fn = (lambda: f(self.key(pos))) if keyed else f
+        out = self._new(pos, lambda: self._front.step(pos, name, self._no_nesting(fn), retry))
+        return out
+
+    # -- sleeps and events ---------------------------------------------------------
+
+    def sleep(self, name: str, ms: int) -> None:
+        """Wait `ms` milliseconds, counted from when this position is first reached."""
+        self._sleep(name, ms, relative=True)
+
+    def sleep_until(self, name: str, at_ms: int) -> None:
+        """Wait until `at_ms` (ms since the Unix epoch, host clock)."""
+        self._sleep(name, at_ms, relative=False)
+
+    def _sleep(self, name: str, t: int, relative: bool) -> None:
+        pos = self._enter()
+        if pos < len(self._kinds):
+            self._replay(pos, "sleep", name)
+            return
+        check_name(name, "sleep")
+        t = _ms(t, "sleep")
+        self._new(pos, lambda: self._front.sleep(
+            pos, name, self._front.db.now() + t if relative else t))
+
+    def wait_for_event(self, name: str, timeout_ms: int) -> Any:
+        """The payload of the oldest event `name` not taken by an earlier wait, or None
+        once `timeout_ms` (counted from when this position is first reached) has passed."""
+        pos = self._enter()
+        if pos < len(self._kinds):
+            return self._replay(pos, "wait", name)
+        check_name(name, "event")
+        timeout = _ms(timeout_ms, "wait_for_event timeout")
+        return self._new(pos, lambda: self._front.wait(pos, name, timeout))
+
+    def fail(self, message: str) -> NoReturn:
+        """Fail the workflow with `message` (same as `raise Fail(message)`)."""
+        raise Fail(message)
+
+    # -- machinery -----------------------------------------------------------------
+
+    def _enter(self) -> int:
+        if self.stopped is not None:
+            raise self.stopped  # the function swallowed a signal and went on: stop again
+        if self._busy:
+            raise NonRetryable("workflow primitives cannot be called inside a step's function")
+        return self._pos
+
+    def _new(self, pos: int, work: Callable[[], Any]) -> Any:
+        try:
+            out = work()
+        except WorkflowSignal as s:
+            self.stopped = s
+            raise
+        self._pos = pos + 1
+        return out
+
+    def _no_nesting(self, fn: Callable[[], Any]) -> Callable[[], Any]:
+        def guarded() -> Any:
+            self._busy = True
+            try:
+                return fn()
+            finally:
+                self._busy = False
+
+        return guarded
+
+    def _replay(self, pos: int, call: str, name: str) -> Any:
+        kind = self._kinds[pos]
+        apply = _APPLY.get(kind)
+        if apply is None:
+            self.stopped = JournalError(
+                f"position {pos} holds a journal entry of kind {kind!r}, which this runner "
+                "does not know (was it written by a newer SDK?)")
+            raise self.stopped
+        return apply(self, pos, call, name)
+
+    def _expect(self, pos: int, call: str, name: str, recorded_call: str) -> None:
+        recorded = self._journal.name(pos)
+        if call != recorded_call or name != recorded:
+            self.stopped = reordered(pos, self._kinds[pos], recorded, call, name)
+            raise self.stopped
+        self._pos = pos + 1
+
+    def _apply_S(self, pos: int, call: str, name: str) -> Outcome:
+        self._expect(pos, call, name, "step")
+        return True, self._results[pos], None, 0
+
+    def _apply_T(self, pos: int, call: str, name: str) -> Outcome:
+        self._expect(pos, call, name, "step")
+        return True, revive(self._results[pos]), None, 0
+
+    def _apply_X(self, pos: int, call: str, name: str) -> Outcome:
+        self._expect(pos, call, name, "step")
+        error, attempts = self._results[pos]
+        return False, None, error, attempts
+
+    def _apply_Z(self, pos: int, call: str, name: str) -> None:
+        self._expect(pos, call, name, "sleep")
+
+    def _apply_E(self, pos: int, call: str, name: str) -> Any:
+        self._expect(pos, call, name, "wait")
+        return self._results[pos]
+
+    def _apply_F(self, pos: int, call: str, name: str) -> Any:
+        self._expect(pos, call, name, "wait")
+        return revive(self._results[pos])
+
+    def _apply_O(self, pos: int, call: str, name: str) -> None:
+        self._expect(pos, call, name, "wait")
+
+
+_APPLY: dict[str, Callable[[Run, int, str, str], Any]] = {
+    kind: getattr(Run, f"_apply_{kind}") for kind in "STXZEFO"
+}
+
+
+def _ms(t: object, what: str) -> int:
+    if isinstance(t, bool) or not isinstance(t, int | float):
+        raise TypeError(f"{what} must be a number of milliseconds, not {type(t).__name__}")
+    return int(t)

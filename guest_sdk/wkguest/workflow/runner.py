@@ -1,0 +1,199 @@
+"""The runner: one workflow function served as an actor class, one event at a time.
+
+Runs happen only in `on_alarm`. Each run, in order:
+
+1. reads the instance and the journal delta (one query);
+2. a finished instance: deletes itself once its retention is over, else re-arms for it;
+3. counts the run as "bad" and sets the alarm to that count's backoff (the watchdog),
+   before running anything: a run that ends without the function returning (a trap
+   outside any step, a replay over the CPU budget) leaves both behind, so the next run
+   backs off, and after 2 × attempts such runs in a row the instance fails, saying why.
+   A run that reaches a step's attempt, or ends cleanly, clears the count;
+4. calls the workflow function, which replays the journal and does new work;
+5. records where it stopped (exec_durable when the state changed) and sets the alarm to
+   its wake time, or finishes: output or error, durably, and the retention alarm.
+
+While the instance is unfinished its alarm is therefore always set. A StoreFault (the
+runner's own database or alarm failed) is never a failed workflow: the event gives back
+its bad-run count and asks for another try in a second; if even that fails, it traps and
+the alarm as last committed stands.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from .backend import Backend
+from .config import Config
+from .errors import (
+    Fail,
+    JournalError,
+    Reordered,
+    StepFailed,
+    StoreFault,
+    Suspend,
+    UnsupportedValue,
+    ValueTooLarge,
+    WorkflowSignal,
+)
+from .frontier import Frontier, describe
+from .journal import Journal
+from .run import Run
+from .store import FINISHED, Loaded, Store
+from .values import encode
+
+Workflow = Callable[[Run, Any], Any]
+STORE_RETRY_MS = 1000
+
+
+class Runner:
+    def __init__(self, fn: Workflow, config: Config, backend: Backend) -> None:
+        self.fn = fn
+        self.config = config
+        self.db = backend
+        self.store = Store(backend)
+        self.retry = config.retry
+        self.journal: Journal | None = None  # the warm cache: this instance's journal
+        self._began = False
+
+    def init(self) -> None:
+        """`on_init`: create the tables (once per actor)."""
+        self.store.init_schema()
+
+    def new_run_id(self) -> str:
+        # os.urandom is WASI's random_get in a guest; `secrets` would pull in hashlib.
+        return os.urandom(8).hex()
+
+    def forget(self) -> None:
+        """Drop the warm cache (the actor is being deleted, or storage failed)."""
+        self.journal = None
+
+    # -- on_alarm ------------------------------------------------------------------
+
+    def on_alarm(self) -> None:
+        self._began = False
+        try:
+            self._on_alarm()
+        except StoreFault as fault:
+            self.forget()
+            try:
+                if self._began:
+                    self.store.undo_bad_run()  # storage trouble is not the workflow's
+                self.db.alarm_set(self.db.now() + STORE_RETRY_MS)
+            except StoreFault:
+                raise fault from None
+
+    def _on_alarm(self) -> None:
+        j = self.journal
+        loaded = self.store.load(len(j) if j else 0, j.run_id if j else "")
+        if loaded is None:  # an alarm left on an actor that was never started
+            self.forget()
+            self.db.delete_self()
+            return
+        now = self.db.now()
+        if loaded.state in FINISHED:
+            self._retain(loaded, now)
+        elif loaded.retry_at is not None and now < loaded.retry_at:
+            self.db.alarm_set(loaded.retry_at)  # a bad run's backoff is pending
+        elif loaded.bad_runs >= self.config.max_bad_runs:
+            self._finish("failed", None, False, self._too_many_bad_runs(loaded.error))
+        else:
+            self._run(loaded, now)
+
+    def _retain(self, loaded: Loaded, now: int) -> None:
+        due = (loaded.finished_at or now) + self.config.retention_ms
+        if now >= due:
+            self.forget()
+            self.db.delete_self()
+        else:
+            self.db.alarm_set(due)
+
+    def _run(self, loaded: Loaded, now: int) -> None:
+        bad = loaded.bad_runs + 1
+        watchdog = now + self.retry.backoff(bad)
+        self.store.begin_run(bad, watchdog, now)
+        self._began = True
+        self.db.alarm_set(watchdog)
+        try:
+            journal = self._journal(loaded)
+            input_value = journal.begin_run(loaded)  # before Run takes its lists
+        except JournalError as e:
+            self.forget()
+            return self._bad_run(bad, str(e))
+        front = Frontier(self.store, self.db, journal, loaded.pending,
+                         self.config.max_value_bytes, self.config.run_budget_ms, now)
+        front.alarm_at = watchdog
+        run = Run(journal, front, self.retry, loaded.run_id)
+        try:
+            output = self.fn(run, input_value)
+        except WorkflowSignal as s:
+            return self._stopped(run.stopped or s, loaded, front, bad)
+        except (StepFailed, Fail) as e:
+            return self._settle(run, loaded, front, bad, error=str(e) or "failed")
+        except Exception as e:
+            reason = f"the workflow function raised {describe(e)}"
+            return self._settle(run, loaded, front, bad, bad_reason=reason)
+        self._settle(run, loaded, front, bad, output=output, returned=True)
+
+    def _journal(self, loaded: Loaded) -> Journal:
+        j = self.journal
+        if j is None or j.run_id != loaded.run_id:
+            if loaded.input is None:
+                raise JournalError("the instance's input was not loaded")
+            j = self.journal = Journal(loaded.run_id, loaded.input, loaded.input_tagged)
+        return j
+
+    def _settle(self, run: Run, loaded: Loaded, front: Frontier, bad: int, *,
+                output: Any = None, returned: bool = False, error: str | None = None,
+                bad_reason: str | None = None) -> None:
+        if run.stopped is not None:  # the function swallowed a signal: the signal wins
+            return self._stopped(run.stopped, loaded, front, bad)
+        if bad_reason is not None:
+            return self._bad_run(bad, bad_reason)
+        if not returned:
+            return self._finish("failed", None, False, error)
+        try:
+            text, tagged = encode(output, self.config.max_value_bytes, "the workflow's output")
+        except (UnsupportedValue, ValueTooLarge) as e:
+            return self._finish("failed", None, False, str(e))
+        self._finish("completed", text, tagged, None)
+
+    def _stopped(self, s: WorkflowSignal, loaded: Loaded, front: Frontier, bad: int) -> None:
+        if isinstance(s, Suspend):
+            return self._suspend(s, loaded, front)
+        if isinstance(s, Reordered):
+            return self._finish("failed", None, False, str(s))
+        if isinstance(s, JournalError):
+            self.forget()
+            return self._bad_run(bad, str(s))
+        raise s  # StoreFault, or a signal this runner does not know: on_alarm handles it
+
+    def _suspend(self, s: Suspend, loaded: Loaded, front: Frontier) -> None:
+        now = self.db.now()
+        wake = now if s.wake_at is None else s.wake_at
+        changed = (s.state, s.wake_at, s.waiting_for) != (
+            loaded.state, loaded.wake_at, loaded.waiting_for) or loaded.error is not None
+        # Only a change of the reported state needs an fsync; an unchanged one (an event
+        # that did not wake it, say) only clears the bad-run count.
+        self.store.end_run(s.state, s.wake_at, s.waiting_for, now, durable=changed)
+        front.arm(wake)
+
+    def _bad_run(self, bad: int, reason: str) -> None:
+        if bad >= self.config.max_bad_runs:
+            return self._finish("failed", None, False, self._too_many_bad_runs(reason))
+        # The watchdog alarm set at the start brings the next run after its backoff.
+        self.store.note_bad_run(reason, self.db.now())
+
+    def _too_many_bad_runs(self, last: str | None) -> str:
+        return (
+            f"{self.config.max_bad_runs} runs in a row ended without the workflow function "
+            "returning (an exception or trap outside any step, or a replay over the event's "
+            f"budget); the last reason known: {last or 'none recorded (a trap or a cut)'}"
+        )
+
+    def _finish(self, state: str, output: str | None, tagged: bool, error: str | None) -> None:
+        now = self.db.now()
+        self.store.finish(state, output, tagged, error, now)
+        self.db.alarm_set(now + self.config.retention_ms)

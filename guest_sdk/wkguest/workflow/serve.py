@@ -1,0 +1,48 @@
+"""`serve`: a workflow function as an actor class.
+
+    # app.py, built with `wkhost build app.py -o orders.wasm`
+    from wkguest import workflow
+
+    def order(wf: workflow.Run, input):
+        ...
+
+    Handler = workflow.serve(order, workflow.Config(retention_ms=86_400_000))
+
+Serve it with `--access orders=internal`: the runner refuses the public anyway (403).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .backend import RealBackend
+from .config import Config
+from .protocol import Protocol
+from .runner import Runner, Workflow
+
+
+def serve(fn: Workflow, config: Config | None = None) -> type[Any]:
+    """Build the actor class that runs `fn` and export it for componentize-py.
+
+    Call it at module level: it imports the bindings then, at build time (a module first
+    imported while an event runs is not found).
+    """
+    from wkguest.actor import Actor, export
+    from wkguest.types import Request, Response
+
+    runner = Runner(fn, config or Config(), RealBackend())
+    protocol = Protocol(runner)
+
+    class WorkflowActor(Actor):
+        def on_init(self) -> None:
+            runner.init()
+
+        def on_alarm(self) -> None:
+            runner.on_alarm()
+
+        def handle(self, req: Request) -> Response:
+            out = protocol.handle(req.method, req.path, req.body, req.sender.kind)
+            return Response(out.status, out.headers, out.body)
+
+    WorkflowActor.__name__ = WorkflowActor.__qualname__ = f"Workflow_{fn.__name__}"
+    return export(WorkflowActor)

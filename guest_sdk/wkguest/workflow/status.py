@@ -1,0 +1,78 @@
+"""What clients see: `Status`, and turning protocol answers into values or WorkflowError.
+
+Shared by the guest `Client` and the host's `wkhost.workflow_client`: both speak
+wk-workflow/v1 (docs/workflow-protocol.md) and differ only in transport.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import WorkflowError
+
+STATES = ("running", "waiting", "completed", "failed", "cancelled")
+FINISHED_STATES = frozenset(STATES[2:])
+PREFIX = "/wk-workflow/v1/"
+CONTENT_TYPE = "application/cbor"
+
+
+@dataclass(frozen=True)
+class Status:
+    """An instance's state as its runner reported it.
+
+    state: one of STATES. wake_at: when its alarm next runs it (ms, host clock), or None.
+    waiting_for: the event names it waits for. output: the workflow's return value (None
+    unless completed). error: why it failed (or, while running, why its last run did not
+    end cleanly). positions: how many positions are recorded. run_id: this run's id (a new
+    start after retention gets a new one).
+    """
+
+    state: str
+    wake_at: int | None = None
+    waiting_for: tuple[str, ...] = ()
+    output: Any = None
+    error: str | None = None
+    positions: int = 0
+    run_id: str = ""
+
+    @property
+    def is_finished(self) -> bool:
+        return self.state in FINISHED_STATES
+
+    @classmethod
+    def from_map(cls, m: Any) -> Status:
+        """A status map of the protocol → Status. Raises WorkflowError("refused")."""
+        if not isinstance(m, dict) or m.get("state") not in STATES:
+            raise WorkflowError("refused", f"malformed status: {m!r}"[:300], 200)
+        waiting = m.get("waiting_for") or []
+        return cls(
+            state=m["state"],
+            wake_at=_opt_int(m.get("wake_at")),
+            waiting_for=tuple(str(w) for w in waiting),
+            output=m.get("output"),
+            error=m.get("error"),
+            positions=_opt_int(m.get("positions")) or 0,
+            run_id=str(m.get("run_id", "")),
+        )
+
+
+def _opt_int(v: Any) -> int | None:
+    if v is None or (isinstance(v, int) and not isinstance(v, bool)):
+        return v
+    raise WorkflowError("refused", f"malformed status field: {v!r}"[:300], 200)
+
+
+def check_answer(status: int, doc: Any, body_text: str = "") -> Any:
+    """A runner's answer → its message, or WorkflowError with the protocol's kinds:
+    404 "unknown" → unknown, 409 → finished, any other non-200 → refused."""
+    if status == 200 and isinstance(doc, dict):
+        return doc
+    kind = doc.get("error") if isinstance(doc, dict) else None
+    message = doc.get("message") if isinstance(doc, dict) else None
+    message = str(message or body_text.strip() or f"status {status}")[:500]
+    if status == 404 and kind == "unknown":
+        raise WorkflowError("unknown", message, status)
+    if status == 409 and kind == "finished":
+        raise WorkflowError("finished", message, status)
+    raise WorkflowError("refused", message, status)

@@ -1,0 +1,298 @@
+"""Every SQL statement of the runner, over a Backend. Tables are `_wk_wf*` (the SDK's).
+
+    _wk_wf        one row: the instance (state, run_id, input, output, error, times)
+    _wk_wf_step   one row per position: the journal (see `journal.py` for the kinds)
+    _wk_wf_event  events received that no wait has taken yet (taken ones move into the
+                  journal entry of the wait that took them, in one transaction)
+
+Durability: what the instance reports (its creation, a step's result or final error, a
+sleep's wake time, a wait's deadline, an event received or taken, a timeout, a change of
+state) goes through exec_durable. Bookkeeping that a crash may lose without breaking a
+promise (an attempt counted before `f` runs, a sleep seen as passed) uses exec.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from .backend import Backend, Param
+from .errors import StoreFault
+
+FINAL_KINDS = "STXZEFO"
+PENDING_KINDS = "pwq"
+FINISHED = frozenset({"completed", "failed", "cancelled"})
+
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS _wk_wf (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        state TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        input TEXT NOT NULL,
+        input_tagged INTEGER NOT NULL,
+        output TEXT,
+        output_tagged INTEGER NOT NULL DEFAULT 0,
+        error TEXT,
+        wake_at INTEGER,
+        waiting_for TEXT,
+        bad_runs INTEGER NOT NULL DEFAULT 0,
+        retry_at INTEGER,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        finished_at INTEGER)""",
+    """CREATE TABLE IF NOT EXISTS _wk_wf_step (
+        pos INTEGER PRIMARY KEY,
+        kind TEXT NOT NULL,
+        name TEXT NOT NULL,
+        result TEXT,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        error TEXT,
+        next_attempt_at INTEGER,
+        wake_at INTEGER,
+        event_seq INTEGER,
+        updated_at INTEGER NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS _wk_wf_event (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        name TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        tagged INTEGER NOT NULL,
+        received_at INTEGER NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS _wk_wf_event_name ON _wk_wf_event (name, seq)",
+)
+
+# The journal since position ?1, as one row, in the split form of replay-floor.md: kinds
+# concatenated, keys joined by U+001E, results as one JSON array. A key is the name of a
+# step that returned a plain value ("S", the hot path of replay), and U+0001 + the name
+# for any other kind: names hold no control character, so one compare of key and name
+# checks both the name and the kind. The ORDER BY sits in a
+# subquery, not in the aggregate: `group_concat(x ORDER BY pos)` needs SQLite 3.44 and
+# costs the host a temp b-tree, while SQLite does not flatten an ordered subquery into an
+# aggregate, so rows reach group_concat in pos order (tests check it on both SQLites).
+# The pending entry, if any, is always the last position; it comes apart as JSON.
+_LOAD = """
+SELECT w.state, w.run_id, w.bad_runs, w.retry_at, w.wake_at, w.waiting_for, w.finished_at,
+       w.error, CASE WHEN w.run_id = ?2 THEN NULL ELSE w.input END, w.input_tagged,
+       j.c, j.k, j.n, j.r,
+       (SELECT json_array(pos, kind, name, attempts, next_attempt_at, wake_at, error)
+          FROM _wk_wf_step WHERE pos = (SELECT max(pos) FROM _wk_wf_step)
+           AND kind IN ('p', 'w', 'q'))
+FROM _wk_wf AS w,
+     (SELECT count(*) AS c, group_concat(kind, '') AS k,
+             group_concat(CASE kind WHEN 'S' THEN name ELSE char(1) || name END, char(30)) AS n,
+             '[' || group_concat(result, ',') || ']' AS r
+        FROM (SELECT kind, name, result FROM _wk_wf_step
+               WHERE pos >= (CASE WHEN (SELECT run_id FROM _wk_wf) = ?2 THEN ?1 ELSE 0 END)
+                 AND kind NOT IN ('p', 'w', 'q')
+               ORDER BY pos)) AS j
+"""
+
+_STATUS = """
+SELECT state, run_id, wake_at, waiting_for, output, output_tagged, error, created_at,
+       updated_at, finished_at,
+       (SELECT coalesce(max(pos) + 1, 0) FROM _wk_wf_step),
+       (SELECT count(*) FROM _wk_wf_event)
+FROM _wk_wf
+"""
+
+
+@dataclass
+class Loaded:
+    """What one event reads first, in one query."""
+
+    state: str
+    run_id: str
+    bad_runs: int
+    retry_at: int | None
+    wake_at: int | None
+    waiting_for: str | None
+    finished_at: int | None
+    error: str | None
+    input: str | None  # None: the caller's cached input is still this run's
+    input_tagged: bool
+    since: int  # the position the journal delta starts at
+    count: int
+    kinds: str
+    keys: str
+    results: str
+    pending: list[Any] | None  # [pos, kind, name, attempts, next_attempt_at, wake_at, error]
+
+
+@dataclass
+class StatusRow:
+    state: str
+    run_id: str
+    wake_at: int | None
+    waiting_for: str | None
+    output: str | None
+    output_tagged: bool
+    error: str | None
+    created_at: int
+    updated_at: int
+    finished_at: int | None
+    positions: int
+    events_pending: int
+
+
+class Store:
+    def __init__(self, backend: Backend) -> None:
+        self.db = backend
+
+    def rows(self, sql: str, params: tuple[Param, ...] = ()) -> list[list[Any]]:
+        packed = self.db.query_packed(sql, params)
+        try:
+            doc = json.loads(packed)
+        except ValueError:
+            raise StoreFault("query-packed returned malformed JSON") from None
+        return list(doc[1:])
+
+    def init_schema(self) -> None:
+        for sql in SCHEMA:
+            self.db.exec(sql)
+
+    # -- reading -------------------------------------------------------------------
+
+    def load(self, since: int, run_id: str) -> Loaded | None:
+        got = self.rows(_LOAD, (since, run_id))
+        if not got:
+            return None
+        r = got[0]
+        pending = json.loads(r[14]) if r[14] else None
+        start = since if r[1] == run_id else 0
+        return Loaded(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], bool(r[9]),
+                      start, r[10], r[11] or "", r[12] or "", r[13] or "[]", pending)
+
+    def status(self) -> StatusRow | None:
+        got = self.rows(_STATUS)
+        if not got:
+            return None
+        r = got[0]
+        return StatusRow(r[0], r[1], r[2], r[3], r[4], bool(r[5]), r[6], r[7], r[8], r[9],
+                         r[10], r[11])
+
+    def steps(self, start: int, limit: int) -> list[list[Any]]:
+        return self.rows(
+            "SELECT pos, kind, name, attempts, error, next_attempt_at, wake_at, "
+            "length(result), event_seq, updated_at FROM _wk_wf_step "
+            "WHERE pos >= ? ORDER BY pos LIMIT ?",
+            (start, limit),
+        )
+
+    def events_pending(self) -> int:
+        return int(self.rows("SELECT count(*) FROM _wk_wf_event")[0][0])
+
+    def oldest_event(self, name: str, until: int) -> tuple[int, str, bool] | None:
+        """The oldest event `name` received at or before `until` (a wait's deadline)."""
+        got = self.rows(
+            "SELECT seq, payload, tagged FROM _wk_wf_event WHERE name = ? AND received_at <= ?"
+            " ORDER BY seq LIMIT 1",
+            (name, until),
+        )
+        return (got[0][0], got[0][1], bool(got[0][2])) if got else None
+
+    # -- the instance --------------------------------------------------------------
+
+    def create(self, run_id: str, text: str, tagged: bool, now: int) -> bool:
+        return self.db.exec_durable(
+            "INSERT OR IGNORE INTO _wk_wf (id, state, run_id, input, input_tagged, created_at,"
+            " updated_at) VALUES (1, 'running', ?, ?, ?, ?, ?)",
+            (run_id, text, int(tagged), now, now),
+        ) > 0
+
+    def begin_run(self, bad_runs: int, retry_at: int, now: int) -> None:
+        self.db.exec(
+            "UPDATE _wk_wf SET bad_runs = ?, retry_at = ?, updated_at = ?",
+            (bad_runs, retry_at, now),
+        )
+
+    def clear_bad_runs(self) -> None:
+        self.db.exec("UPDATE _wk_wf SET bad_runs = 0, retry_at = NULL")
+
+    def undo_bad_run(self) -> None:
+        self.db.exec("UPDATE _wk_wf SET bad_runs = max(bad_runs - 1, 0), retry_at = NULL")
+
+    def note_bad_run(self, error: str, now: int) -> None:
+        self.db.exec("UPDATE _wk_wf SET error = ?, updated_at = ?", (error, now))
+
+    def end_run(self, state: str, wake_at: int | None, waiting_for: str | None, now: int,
+                durable: bool) -> None:
+        write = self.db.exec_durable if durable else self.db.exec
+        write(
+            "UPDATE _wk_wf SET state = ?, wake_at = ?, waiting_for = ?, bad_runs = 0,"
+            " retry_at = NULL, error = NULL, updated_at = ?",
+            (state, wake_at, waiting_for, now),
+        )
+
+    def finish(self, state: str, output: str | None, tagged: bool, error: str | None,
+               now: int) -> bool:
+        return self.db.exec_durable(
+            "UPDATE _wk_wf SET state = ?, output = ?, output_tagged = ?, error = ?,"
+            " wake_at = NULL, waiting_for = NULL, bad_runs = 0, retry_at = NULL,"
+            " updated_at = ?, finished_at = ?"
+            " WHERE state NOT IN ('completed', 'failed', 'cancelled')",
+            (state, output, int(tagged), error, now, now),
+        ) > 0
+
+    def add_event(self, name: str, text: str, tagged: bool, now: int) -> None:
+        self.db.exec_durable(
+            "INSERT INTO _wk_wf_event (name, payload, tagged, received_at) VALUES (?, ?, ?, ?)",
+            (name, text, int(tagged), now),
+        )
+
+    # -- the journal ---------------------------------------------------------------
+
+    def count_attempt(self, pos: int, name: str, attempts: int, error: str,
+                      next_attempt_at: int, now: int) -> None:
+        self.db.exec(
+            "INSERT INTO _wk_wf_step (pos, kind, name, attempts, error, next_attempt_at,"
+            " updated_at) VALUES (?, 'p', ?, ?, ?, ?, ?) ON CONFLICT (pos) DO UPDATE SET"
+            " attempts = excluded.attempts, error = excluded.error,"
+            " next_attempt_at = excluded.next_attempt_at, updated_at = excluded.updated_at",
+            (pos, name, attempts, error, next_attempt_at, now),
+        )
+
+    def retry_later(self, pos: int, error: str, next_attempt_at: int, now: int) -> None:
+        self.db.exec(
+            "UPDATE _wk_wf_step SET error = ?, next_attempt_at = ?, updated_at = ? WHERE pos = ?",
+            (error, next_attempt_at, now, pos),
+        )
+
+    def put_pending(self, pos: int, kind: str, name: str, wake_at: int, now: int) -> None:
+        self.db.exec_durable(
+            "INSERT INTO _wk_wf_step (pos, kind, name, wake_at, updated_at)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (pos, kind, name, wake_at, now),
+        )
+
+    def put_final(self, pos: int, kind: str, name: str, result: str, now: int, *,
+                  error: str | None = None, wake_at: int | None = None,
+                  durable: bool = True) -> None:
+        write = self.db.exec_durable if durable else self.db.exec
+        write(_PUT_FINAL, (pos, kind, name, result, error, wake_at, None, now))
+
+    def take_event(self, pos: int, name: str, wake_at: int, seq: int, payload: str,
+                   tagged: bool, now: int) -> None:
+        """Move event `seq` into the journal at `pos`, atomically (durable at COMMIT)."""
+        kind = "F" if tagged else "E"
+        self.db.exec("BEGIN IMMEDIATE")
+        try:
+            self.db.exec(_PUT_FINAL, (pos, kind, name, payload, None, wake_at, seq, now))
+            if self.db.exec("DELETE FROM _wk_wf_event WHERE seq = ?", (seq,)) != 1:
+                raise StoreFault(f"event {seq} vanished while being taken")
+            self.db.exec_durable("COMMIT")
+        except BaseException:
+            # If even ROLLBACK fails, the host rolls back what an event leaves open.
+            with contextlib.suppress(StoreFault):
+                self.db.exec("ROLLBACK")
+            raise
+
+
+_PUT_FINAL = (
+    "INSERT INTO _wk_wf_step (pos, kind, name, result, error, wake_at, event_seq, updated_at)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (pos) DO UPDATE SET kind = excluded.kind,"
+    " result = excluded.result, error = excluded.error,"
+    " wake_at = coalesce(excluded.wake_at, wake_at), event_seq = excluded.event_seq,"
+    " next_attempt_at = NULL,"
+    " updated_at = excluded.updated_at"
+)

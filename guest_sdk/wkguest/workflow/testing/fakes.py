@@ -1,0 +1,142 @@
+"""A fake clock and a fake Backend on the stdlib's sqlite3, for native tests and benchmarks.
+
+`FakeBackend` behaves as the host promises: every exec commits (autocommit; an explicit
+BEGIN ... COMMIT works), exec_durable is also a durability point, the alarm is stored
+with the data, and `power_loss()` rolls the database and the alarm back to the last
+durability point, so a test can check that what was reported survives. Faults can be
+injected with `fail_when`, and the time spent inside it is counted (`host_ns`) so that
+benchmarks can tell the runner's own time from the fake host's.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sqlite3
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..backend import Param
+from ..errors import StoreFault
+
+START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z: far from 0, so off-by-epoch bugs show
+
+
+class FakeClock:
+    """The host's clock, moved by tests: never sleep, `jump`."""
+
+    def __init__(self, start_ms: int = START_MS) -> None:
+        self.ms = start_ms
+
+    def now(self) -> int:
+        return self.ms
+
+    def jump(self, ms: int) -> int:
+        """Move forward `ms` (>= 0) and return the new time."""
+        if ms < 0:
+            raise ValueError("the clock only moves forward")
+        self.ms += ms
+        return self.ms
+
+
+class FakeBackend:
+    def __init__(self, clock: FakeClock | None = None, ref: tuple[str, str] = ("wf", "1")) -> None:
+        self.clock = clock or FakeClock()
+        self.ref = ref
+        # autocommit (isolation_level=None), like the host's exec; BEGIN/COMMIT still work
+        self.conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        self.alarm: int | None = None
+        self.alarm_touched = False  # did this event set or clear the alarm? (host rule)
+        self.deleted = False
+        self.fail_when: Callable[[str, str], bool] | None = None  # (method, sql) → fault?
+        self.calls: Counter[str] = Counter()
+        self.host_ns = 0
+        self._durable: tuple[bytes | None, int | None] = (None, None)  # None: empty
+
+    # -- sqlite ----------------------------------------------------------------------
+
+    def _run(self, method: str, sql: str, params: Sequence[Param]) -> sqlite3.Cursor:
+        t0 = time.perf_counter_ns()
+        self.calls[method] += 1
+        try:
+            if self.fail_when is not None and self.fail_when(method, sql):
+                raise StoreFault(f"injected fault in {method}")
+            return self.conn.execute(sql, tuple(params))
+        except sqlite3.Error as e:
+            raise StoreFault(f"sqlite: {e}") from None
+        finally:
+            self.host_ns += time.perf_counter_ns() - t0
+
+    def exec(self, sql: str, params: Sequence[Param] = ()) -> int:
+        return max(self._run("exec", sql, params).rowcount, 0)
+
+    def exec_durable(self, sql: str, params: Sequence[Param] = ()) -> int:
+        changes = max(self._run("exec_durable", sql, params).rowcount, 0)
+        if not self.conn.in_transaction:  # inside a transaction the sync is at COMMIT
+            self._durable = (self.conn.serialize(), self.alarm)
+        return changes
+
+    def query_packed(self, sql: str, params: Sequence[Param] = ()) -> str:
+        cur = self._run("query_packed", sql, params)
+        t0 = time.perf_counter_ns()
+        cols = [d[0] for d in cur.description or ()]
+        rows = [[_packed(v) for v in row] for row in cur.fetchall()]
+        out = json.dumps([cols, *rows], separators=(",", ":"))  # as host/sqlite.py does
+        self.host_ns += time.perf_counter_ns() - t0
+        return out
+
+    # -- alarm, lifecycle --------------------------------------------------------------
+
+    def alarm_set(self, at_ms: int) -> None:
+        self.calls["alarm_set"] += 1
+        if self.fail_when is not None and self.fail_when("alarm_set", ""):
+            raise StoreFault("injected fault in alarm_set")
+        self.alarm = max(0, at_ms)
+        self.alarm_touched = True
+
+    def alarm_get(self) -> int | None:
+        return self.alarm
+
+    def alarm_clear(self) -> None:
+        self.alarm = None
+        self.alarm_touched = True
+
+    def now(self) -> int:
+        self.calls["now"] += 1
+        return self.clock.now()
+
+    def delete_self(self) -> None:
+        self.deleted = True
+
+    def self_ref(self) -> tuple[str, str]:
+        return self.ref
+
+    # -- for tests ---------------------------------------------------------------------
+
+    def power_loss(self) -> None:
+        """Lose everything written after the last durability point (an exec_durable, or
+        a COMMIT through it), the alarm included."""
+        data, alarm = self._durable
+        if data is None:  # nothing was ever durable: an empty database
+            self.conn = sqlite3.connect(":memory:", isolation_level=None,
+                                        check_same_thread=False)
+        else:
+            self.conn.deserialize(data)
+        self.alarm = alarm
+
+    def rollback_open(self) -> None:
+        """What the host does when an event ends with a transaction open (or traps)."""
+        if self.conn.in_transaction:
+            self.conn.execute("ROLLBACK")
+
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Read directly (tests only; not counted as a runner call)."""
+        return list(self.conn.execute(sql, tuple(params)).fetchall())
+
+
+def _packed(v: Any) -> Any:
+    if isinstance(v, bytes):
+        return {"b64": base64.b64encode(v).decode("ascii")}
+    return v
