@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from . import alarms, event, paths
+from . import alarms, crashpoints, event, paths
 from .clock import Clock, SystemClock
 from .config import HostConfig
 from .engine import EpochTicker, load_component, make_engine
@@ -148,6 +148,8 @@ class Host:
 
     def call_from_actor(self, ref: ActorRef, record: Any, sender: Sender, caller: Event) -> Any:
         """`actors.call`: the request and response records pass through unconverted."""
+        if crashpoints.ARMED:
+            crashpoints.hit(f"call:{ref.cls}")
         deadline = min(caller.deadline, time.monotonic() + self.config.wall_budget_ms / 1000)
         return self._run_event(ref, "request", caller.chain, deadline,
                                lambda slot, ev: self._handle(slot, ev, record, sender))
@@ -238,6 +240,8 @@ class Host:
             self._destroy(slot)
             raise GuestFailed(f"{slot.ref} could not be created: {e}") from None
         db.end_event()
+        if crashpoints.ARMED:
+            crashpoints.hit(f"init:{slot.ref.cls}")
         db.host_exec("UPDATE _wk_host_meta SET v = 1 WHERE k = 'initialized'")
         db.durable_pending = True
         db.sync_if_pending()
@@ -283,6 +287,8 @@ class Host:
     def _destroy(self, slot: ActorSlot) -> None:
         """Remove the actor: instance, database files, index entries and alarm."""
         slot.close()
+        if crashpoints.ARMED:
+            crashpoints.hit(f"delete:{slot.ref.cls}")
         delete_db_files(slot.path)
         self.index.remove_actor(slot.ref)
         self.scheduler.set(slot.ref, None)

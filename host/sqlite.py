@@ -23,6 +23,8 @@ from typing import Any
 import apsw
 from wasmtime.component import Record, Variant
 
+from . import crashpoints
+
 SqlValue = None | int | float | str | bytes
 
 HOST_TABLE_PREFIX = "_wk_host_"
@@ -109,6 +111,8 @@ class ActorDb:
 
     def guest_exec(self, sql: str, params: Sequence[SqlValue],
                    durable: bool) -> tuple[list[str], list[tuple[Any, ...]]]:
+        if crashpoints.ARMED:
+            crashpoints.statement(sql, "before")
         self._guest = True
         try:
             cursor = self.conn.cursor()
@@ -133,6 +137,8 @@ class ActorDb:
         if durable:
             self.durable_pending = True
         self.sync_if_pending()
+        if crashpoints.ARMED:
+            crashpoints.statement(sql, "after")
         return columns, rows
 
     def sync_if_pending(self) -> None:

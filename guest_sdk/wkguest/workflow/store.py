@@ -149,7 +149,7 @@ class Store:
 
     def init_schema(self) -> None:
         for sql in SCHEMA:
-            self.db.exec(sql)
+            self.db.exec("/*wk:schema*/ " + sql)
 
     # -- reading -------------------------------------------------------------------
 
@@ -195,14 +195,14 @@ class Store:
 
     def create(self, run_id: str, text: str, tagged: bool, now: int) -> bool:
         return self.db.exec_durable(
-            "INSERT OR IGNORE INTO _wk_wf (id, state, run_id, input, input_tagged, created_at,"
+            "/*wk:create*/ INSERT OR IGNORE INTO _wk_wf (id, state, run_id, input, input_tagged, created_at,"
             " updated_at) VALUES (1, 'running', ?, ?, ?, ?, ?)",
             (run_id, text, int(tagged), now, now),
         ) > 0
 
     def begin_run(self, bad_runs: int, retry_at: int, now: int) -> None:
         self.db.exec(
-            "UPDATE _wk_wf SET bad_runs = ?, retry_at = ?, updated_at = ?",
+            "/*wk:begin-run*/ UPDATE _wk_wf SET bad_runs = ?, retry_at = ?, updated_at = ?",
             (bad_runs, retry_at, now),
         )
 
@@ -219,7 +219,8 @@ class Store:
                 durable: bool) -> None:
         write = self.db.exec_durable if durable else self.db.exec
         write(
-            "UPDATE _wk_wf SET state = ?, wake_at = ?, waiting_for = ?, bad_runs = 0,"
+            "/*wk:end-run*/ UPDATE _wk_wf SET state = ?, wake_at = ?, waiting_for = ?,"
+            " bad_runs = 0,"
             " retry_at = NULL, error = NULL, updated_at = ?",
             (state, wake_at, waiting_for, now),
         )
@@ -227,7 +228,8 @@ class Store:
     def finish(self, state: str, output: str | None, tagged: bool, error: str | None,
                now: int) -> bool:
         return self.db.exec_durable(
-            "UPDATE _wk_wf SET state = ?, output = ?, output_tagged = ?, error = ?,"
+            "/*wk:finish*/ UPDATE _wk_wf SET state = ?, output = ?, output_tagged = ?,"
+            " error = ?,"
             " wake_at = NULL, waiting_for = NULL, bad_runs = 0, retry_at = NULL,"
             " updated_at = ?, finished_at = ?"
             " WHERE state NOT IN ('completed', 'failed', 'cancelled')",
@@ -236,7 +238,8 @@ class Store:
 
     def add_event(self, name: str, text: str, tagged: bool, now: int) -> None:
         self.db.exec_durable(
-            "INSERT INTO _wk_wf_event (name, payload, tagged, received_at) VALUES (?, ?, ?, ?)",
+            "/*wk:event*/ INSERT INTO _wk_wf_event (name, payload, tagged, received_at)"
+            " VALUES (?, ?, ?, ?)",
             (name, text, int(tagged), now),
         )
 
@@ -245,7 +248,8 @@ class Store:
     def count_attempt(self, pos: int, name: str, attempts: int, error: str,
                       next_attempt_at: int, now: int) -> None:
         self.db.exec(
-            "INSERT INTO _wk_wf_step (pos, kind, name, attempts, error, next_attempt_at,"
+            "/*wk:attempt*/ INSERT INTO _wk_wf_step (pos, kind, name, attempts, error,"
+            " next_attempt_at,"
             " updated_at) VALUES (?, 'p', ?, ?, ?, ?, ?) ON CONFLICT (pos) DO UPDATE SET"
             " attempts = excluded.attempts, error = excluded.error,"
             " next_attempt_at = excluded.next_attempt_at, updated_at = excluded.updated_at",
@@ -260,8 +264,8 @@ class Store:
 
     def put_pending(self, pos: int, kind: str, name: str, wake_at: int, now: int) -> None:
         self.db.exec_durable(
-            "INSERT INTO _wk_wf_step (pos, kind, name, wake_at, updated_at)"
-            " VALUES (?, ?, ?, ?, ?)",
+            _PENDING_TAGS[kind] + " INSERT INTO _wk_wf_step (pos, kind, name, wake_at,"
+            " updated_at) VALUES (?, ?, ?, ?, ?)",
             (pos, kind, name, wake_at, now),
         )
 
@@ -269,7 +273,8 @@ class Store:
                   error: str | None = None, wake_at: int | None = None,
                   durable: bool = True) -> None:
         write = self.db.exec_durable if durable else self.db.exec
-        write(_PUT_FINAL, (pos, kind, name, result, error, wake_at, None, now))
+        write(_FINAL_TAGS[kind] + _PUT_FINAL, (pos, kind, name, result, error, wake_at, None,
+                                               now))
 
     def take_event(self, pos: int, name: str, wake_at: int, seq: int, payload: str,
                    tagged: bool, now: int) -> None:
@@ -277,7 +282,8 @@ class Store:
         kind = "F" if tagged else "E"
         self.db.exec("BEGIN IMMEDIATE")
         try:
-            self.db.exec(_PUT_FINAL, (pos, kind, name, payload, None, wake_at, seq, now))
+            self.db.exec("/*wk:take-event*/" + _PUT_FINAL,
+                         (pos, kind, name, payload, None, wake_at, seq, now))
             if self.db.exec("DELETE FROM _wk_wf_event WHERE seq = ?", (seq,)) != 1:
                 raise StoreFault(f"event {seq} vanished while being taken")
             self.db.exec_durable("COMMIT")
@@ -288,6 +294,12 @@ class Store:
             raise
 
 
+# Each statement that changes what the instance reports starts with a tag comment, so a
+# test host can kill itself at a named moment (wkhost's crash points); SQLite ignores it.
+_FINAL_TAGS = {"S": "/*wk:result*/", "T": "/*wk:result*/", "X": "/*wk:step-error*/",
+               "Z": "/*wk:sleep-done*/", "O": "/*wk:timeout*/", "E": "/*wk:take-event*/",
+               "F": "/*wk:take-event*/"}
+_PENDING_TAGS = {"w": "/*wk:sleep*/", "q": "/*wk:wait*/", "p": "/*wk:attempt*/"}
 _PUT_FINAL = (
     "INSERT INTO _wk_wf_step (pos, kind, name, result, error, wake_at, event_seq, updated_at)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (pos) DO UPDATE SET kind = excluded.kind,"

@@ -1,0 +1,59 @@
+"""Test-only crash points: SIGKILL the host at a named moment, to prove recovery.
+
+Inert unless the environment names a point when the process starts:
+
+    WKHOST_CRASH_AT=sql-after:wk:result   kill right after a statement tagged wk:result
+    WKHOST_CRASH_SKIP=2                   ... at its third hit instead of its first
+
+Points:
+    sql-before:TAG, sql-after:TAG   a guest statement whose text starts with /*TAG*/
+                                    (the workflow runner tags its statements: wk:attempt,
+                                    wk:result, wk:sleep, wk:event, wk:create, ...)
+    call:CLASS                      an actor call into CLASS, before the callee runs
+    init:CLASS                      on-init of an actor of CLASS returned, before the
+                                    actor is marked created
+    delete:CLASS                    deleting an actor of CLASS (delete-self, a workflow's
+                                    retention): its database closed, its files not yet gone
+
+The guest cannot read the host's environment and the WIT world has no test-only import:
+the runner's tags are plain SQL comments, meaningful only to this module.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+
+_POINT = os.environ.get("WKHOST_CRASH_AT") or None
+_skip = int(os.environ.get("WKHOST_CRASH_SKIP", "0") or 0)
+_lock = threading.Lock()
+ARMED = _POINT is not None
+
+
+def sql_tag(sql: str) -> str | None:
+    if not sql.startswith("/*"):
+        return None
+    end = sql.find("*/", 2)
+    return sql[2:end].strip() if end > 0 else None
+
+
+def statement(sql: str, when: str) -> None:
+    """`when` is "before" or "after" a guest statement runs."""
+    tag = sql_tag(sql)
+    if tag is not None:
+        hit(f"sql-{when}:{tag}")
+
+
+def hit(point: str) -> None:
+    global _skip
+    if point != _POINT:
+        return
+    with _lock:
+        if _skip > 0:
+            _skip -= 1
+            return
+    sys.stderr.write(f"wkhost: crash point {point} reached: SIGKILL\n")
+    sys.stderr.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
