@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from wasmtime.component import Component
-
-from bench.common import COMPILED, print_table, probe_wasm, save, summary, timed
 from wkhost.config import HostConfig
 from wkhost.engine import load_component, make_engine
 from wkhost.instance import ComponentExports, Instance
 from wkhost.runtime import Host
 from wkhost.types import Request, Sender
+
+from bench.common import COMPILED, print_table, probe_wasm, save, summary, timed
 
 
 def bench_compile(wasm: Path, repeats: int) -> dict[str, Any]:

@@ -16,12 +16,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import COMPILED, probe_wasm, save
 from wkhost.config import HostConfig
 from wkhost.engine import FUEL_PER_MS
 from wkhost.errors import BudgetExceeded
 from wkhost.runtime import Host
 from wkhost.types import Request, Sender
+
+from bench.common import COMPILED, probe_wasm, save
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from wasmtime.component import Record
-
 from . import event
 from .errors import HostError
 from .types import ActorRef, Sender
@@ -24,7 +22,7 @@ if TYPE_CHECKING:
 def register(root: Any, guard: Any, host: Host) -> None:
     max_depth = host.config.max_call_depth
 
-    def call(_store: Any, target: Record, req: Record) -> Record | str:
+    def call(_store: Any, target: Any, req: Any) -> Any:
         caller = event.current()
         if len(caller.chain.stack) >= max_depth:
             return f"refused: the call chain is {max_depth} deep, the most allowed"

@@ -137,7 +137,8 @@ def run_serve(args: argparse.Namespace) -> int:
         wall_budget_ms=args.wall_budget_ms, memory_limit_bytes=args.memory_mb << 20,
         db_max_bytes=args.db_max_mb << 20, max_body_bytes=args.max_body_kb << 10,
         workers=args.workers, max_pending_events=args.max_pending,
-        max_queue_per_actor=args.max_queue_per_actor, http=policy, always_fresh_instance=args.always_fresh_instance,
+        max_queue_per_actor=args.max_queue_per_actor, http=policy,
+        always_fresh_instance=args.always_fresh_instance,
     )
     opts = ServeOptions(actors, access, args.host, args.port, args.admin_token_file,
                         args.fake_clock)
@@ -165,14 +166,16 @@ def add_server_args(p: argparse.ArgumentParser) -> None:
 
 
 def operator_token(args: argparse.Namespace) -> str:
-    if args.token:
-        return str(args.token)
-    path = args.data / "_host" / "admin-token"
+    token: str | None = args.token
+    if token:
+        return token
+    path = Path(args.data) / "_host" / "admin-token"
     try:
         return path.read_text().strip()
     except OSError:
         raise SystemExit(f"wkhost: error: no admin token: pass --token, set WKHOST_TOKEN, "
-                         f"or point --data at the server's data directory ({path} not found)")
+                         f"or point --data at the server's data directory ({path} not found)"
+                         ) from None
 
 
 def _add_call(sub: Any) -> None:

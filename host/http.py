@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from wasmtime.component import Record
-
 from . import event
 from .http_fetch import FetchError, FetchRequest, fetch
+from .wire import record
 
 if TYPE_CHECKING:
     from .runtime import Host
@@ -16,7 +15,7 @@ if TYPE_CHECKING:
 def register(root: Any, guard: Any, host: Host) -> None:
     policy = host.config.http
 
-    def fetch_for_guest(_store: Any, req: Record) -> Record | str:
+    def fetch_for_guest(_store: Any, req: Any) -> Any:
         ev = event.current()
         try:
             request = FetchRequest(
@@ -32,11 +31,8 @@ def register(root: Any, guard: Any, host: Host) -> None:
             resp = fetch(request, policy, deadline=ev.deadline)
         except FetchError as e:
             return str(e)
-        out = Record()
-        out.status = resp.status
-        out.headers = resp.headers
-        out.body = resp.body.decode("latin-1")
-        return out
+        return record(status=resp.status, headers=resp.headers,
+                      body=resp.body.decode("latin-1"))
 
     with root.add_instance("wk:host/http@0.1.0") as iface:
         iface.add_func("fetch", guard(fetch_for_guest))

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from wasmtime import Engine, Store, WasiConfig, WasmtimeError
-from wasmtime.component import Component, Linker
+from wasmtime.component import Component, ExportIndex, Func, Linker
 
 from .engine import ticks_for
 from .errors import BudgetExceeded, GuestFailed
@@ -33,7 +33,13 @@ class ComponentExports:
         if iface is None:
             raise GuestFailed(f"the component does not export {HANDLER}: build it with "
                               "`wkhost build`, which targets the wkhost world")
-        self.index = {name: component.get_export_index(name, iface) for name in EXPORTS}
+        self.index: dict[str, ExportIndex] = {}
+        for name in EXPORTS:
+            index = component.get_export_index(name, iface)
+            if index is None:
+                raise GuestFailed(f"the component's {HANDLER} has no {name!r}: rebuild it "
+                                  "against this host's WIT with `wkhost build`")
+            self.index[name] = index
 
 
 class Instance:
@@ -49,7 +55,11 @@ class Instance:
         store.set_epoch_deadline(ticks_for(30_000))  # must be set before instantiate
         self.store = store
         instance = linker.instantiate(store, exports.component)
-        self.funcs = {n: instance.get_func(store, i) for n, i in exports.index.items()}
+        self.funcs: dict[str, Func] = {}
+        for name, index in exports.index.items():
+            func = instance.get_func(store, index)
+            assert func is not None, name
+            self.funcs[name] = func
 
     def call(self, name: str, args: tuple[Any, ...], fuel: int, wall_ms: float) -> Any:
         """Call an export within the budgets; a trap raises GuestFailed / BudgetExceeded."""

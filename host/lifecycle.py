@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from wasmtime.component import Record
-
 from . import event
+from .wire import record
 
 if TYPE_CHECKING:
     from .runtime import Host
@@ -15,12 +14,9 @@ if TYPE_CHECKING:
 def register(root: Any, guard: Any, host: Host) -> None:
     clock = host.clock
 
-    def self_ref(_store: Any) -> Record:
+    def self_ref(_store: Any) -> Any:
         ref = event.current().slot.ref
-        r = Record()
-        setattr(r, "class", ref.cls)
-        r.id = ref.id
-        return r
+        return record(**{"class": ref.cls, "id": ref.id})
 
     def now(_store: Any) -> int:
         return clock.now_ms()

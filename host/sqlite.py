@@ -14,6 +14,7 @@ Configuration, and why:
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 from collections.abc import Sequence
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import apsw
-from wasmtime.component import Record, Variant
+from wasmtime.component import Variant
 
 from . import crashpoints
 
@@ -31,20 +32,24 @@ HOST_TABLE_PREFIX = "_wk_host_"
 # Pragmas a guest may use; everything else is denied. Info pragmas take a table or index
 # name as their argument; the settable ones are harmless to durability and confinement;
 # the read-only ones are allowed only without an argument (with one, they would set).
-_INFO_PRAGMAS = frozenset(
-    "table_info table_xinfo table_list index_list index_info index_xinfo foreign_key_list "
-    "foreign_key_check integrity_check quick_check".split()
-)
-_SET_PRAGMAS = frozenset("user_version application_id foreign_keys defer_foreign_keys "
-                         "recursive_triggers".split())
-_READ_ONLY_PRAGMAS = frozenset("page_count page_size freelist_count data_version "
-                               "compile_options collation_list function_list encoding".split())
+_INFO_PRAGMAS = frozenset({
+    "table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
+    "foreign_key_list", "foreign_key_check", "integrity_check", "quick_check",
+})
+_SET_PRAGMAS = frozenset({
+    "user_version", "application_id", "foreign_keys", "defer_foreign_keys", "recursive_triggers",
+})
+_READ_ONLY_PRAGMAS = frozenset({
+    "page_count", "page_size", "freelist_count", "data_version", "compile_options",
+    "collation_list", "function_list", "encoding",
+})
 _DENIED_FUNCTIONS = frozenset({"load_extension", "fts3_tokenizer"})
-_TABLE_OPS = {
-    apsw.SQLITE_READ: 0, apsw.SQLITE_INSERT: 0, apsw.SQLITE_UPDATE: 0, apsw.SQLITE_DELETE: 0,
-    apsw.SQLITE_CREATE_TABLE: 0, apsw.SQLITE_DROP_TABLE: 0, apsw.SQLITE_CREATE_INDEX: 1,
-    apsw.SQLITE_DROP_INDEX: 1, apsw.SQLITE_CREATE_TRIGGER: 1, apsw.SQLITE_DROP_TRIGGER: 1,
-    apsw.SQLITE_ALTER_TABLE: 1, apsw.SQLITE_CREATE_TEMP_TABLE: 0, apsw.SQLITE_ANALYZE: 0,
+_TABLE_OPS = {  # operation -> which argument names the table (0: the first, 1: the second)
+    apsw.SQLITE_READ: 0, apsw.SQLITE_INSERT: 0, apsw.SQLITE_UPDATE: 0,
+    apsw.SQLITE_DELETE: 0, apsw.SQLITE_CREATE_TABLE: 0, apsw.SQLITE_DROP_TABLE: 0,
+    apsw.SQLITE_CREATE_INDEX: 1, apsw.SQLITE_DROP_INDEX: 1, apsw.SQLITE_CREATE_TRIGGER: 1,
+    apsw.SQLITE_DROP_TRIGGER: 1, apsw.SQLITE_ALTER_TABLE: 1, apsw.SQLITE_CREATE_TEMP_TABLE: 0,
+    apsw.SQLITE_ANALYZE: 0,
 }
 
 _HOST_SCHEMA = """
@@ -126,10 +131,8 @@ class ActorDb:
                     columns = [d[0] for d in cursor.getdescription()]
                 rows.append(row)
             if not columns:
-                try:
+                with contextlib.suppress(apsw.ExecutionCompleteError):
                     columns = [d[0] for d in cursor.getdescription()]
-                except apsw.ExecutionCompleteError:
-                    pass
         except apsw.Error as e:
             raise SqlError(_one_line(e)) from None
         finally:
@@ -174,10 +177,8 @@ def _one_line(e: BaseException) -> str:
 
 def delete_db_files(path: Path) -> None:
     for suffix in ("", "-wal", "-shm", "-journal"):
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(str(path) + suffix)
-        except FileNotFoundError:
-            pass
 
 
 # -- conversion between WIT values and Python ---------------------------------------------
@@ -186,7 +187,7 @@ def params_from_wit(params: list[Variant]) -> list[SqlValue]:
     for v in params:
         tag = v.tag
         if tag == "blob":
-            out.append(v.payload.encode("latin-1"))
+            out.append(str(v.payload).encode("latin-1"))
         else:
             out.append(v.payload)  # null's payload is None
     return out
@@ -204,13 +205,12 @@ def value_to_wit(v: Any) -> Variant:
     return Variant("blob", bytes(v).decode("latin-1"))
 
 
-def rows_record(db: ActorDb, columns: list[str], rows: list[tuple[Any, ...]]) -> Record:
-    r = Record()
-    r.columns = columns
-    r.rows = [[value_to_wit(v) for v in row] for row in rows]
-    r.changes = db.conn.changes()
-    setattr(r, "last-insert-rowid", db.conn.last_insert_rowid())
-    return r
+def rows_record(db: ActorDb, columns: list[str], rows: list[tuple[Any, ...]]) -> Any:
+    from .wire import record
+
+    return record(columns=columns, rows=[[value_to_wit(v) for v in row] for row in rows],
+                  changes=db.conn.changes(),
+                  **{"last-insert-rowid": db.conn.last_insert_rowid()})
 
 
 def _blob_json(v: Any) -> Any:
@@ -235,18 +235,19 @@ def register(root: Any, guard: Any) -> None:
 def _current_db() -> ActorDb:
     from . import event
 
-    return event.current().slot.require_db()
+    db: ActorDb = event.current().slot.require_db()
+    return db
 
 
-def _exec(_store: Any, sql: str, params: list[Variant]) -> Record | str:
+def _exec(_store: Any, sql: str, params: list[Variant]) -> Any:
     return _exec_typed(sql, params, durable=False)
 
 
-def _exec_durable(_store: Any, sql: str, params: list[Variant]) -> Record | str:
+def _exec_durable(_store: Any, sql: str, params: list[Variant]) -> Any:
     return _exec_typed(sql, params, durable=True)
 
 
-def _exec_typed(sql: str, params: list[Variant], durable: bool) -> Record | str:
+def _exec_typed(sql: str, params: list[Variant], durable: bool) -> Any:
     db = _current_db()
     try:
         columns, rows = db.guest_exec(sql, params_from_wit(params), durable)

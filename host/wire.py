@@ -9,18 +9,24 @@ from wasmtime.component import Record, Variant
 from .errors import GuestFailed
 from .types import Request, Response, Sender
 
+
+def record(**fields: Any) -> Any:
+    """A WIT record value. wasmtime-py reads fields by their WIT names, so kebab-case
+    ones come in as `**{"last-insert-rowid": n}`."""
+    r = Record()
+    for name, value in fields.items():
+        setattr(r, name, value)
+    return r
+
+
 _SENDER_PUBLIC = Variant("public")
 _SENDER_OPERATOR = Variant("operator")
 
 
-def request_record(req: Request) -> Record:
-    r = Record()
-    r.method = req.method
-    r.path = req.path
-    r.query = req.query
-    r.headers = [(k.lower(), v) for k, v in req.headers]
-    r.body = req.body.decode("latin-1")
-    return r
+def request_record(req: Request) -> Any:
+    return record(method=req.method, path=req.path, query=req.query,
+                  headers=[(k.lower(), v) for k, v in req.headers],
+                  body=req.body.decode("latin-1"))
 
 
 def sender_variant(sender: Sender) -> Variant:
@@ -29,10 +35,7 @@ def sender_variant(sender: Sender) -> Variant:
     if sender.kind == "operator":
         return _SENDER_OPERATOR
     assert sender.actor is not None
-    ref = Record()
-    setattr(ref, "class", sender.actor.cls)
-    ref.id = sender.actor.id
-    return Variant("actor", ref)
+    return Variant("actor", record(**{"class": sender.actor.cls, "id": sender.actor.id}))
 
 
 def response_from_record(r: Any, max_body: int) -> Response:

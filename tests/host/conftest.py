@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from wkhost.clock import FakeClock
 from wkhost.config import HostConfig
 from wkhost.runtime import Host

@@ -7,14 +7,11 @@ host of a run compiles (seconds); the others load the artifact (milliseconds).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from wkhost.clock import FakeClock
-from wkhost.config import HostConfig
 from wkhost.runtime import Host
 from wkhost.types import Request, Response, Sender
 

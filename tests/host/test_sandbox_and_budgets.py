@@ -9,7 +9,6 @@ import threading
 import time
 
 import pytest
-
 from wkhost.errors import BudgetExceeded, GuestFailed
 
 from .support import MakeProbe, Probe

@@ -7,7 +7,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from wkhost.errors import CallRefused, DeadlineExceeded
 from wkhost.event import CallGraph, Chain
 from wkhost.slot import ActorSlot

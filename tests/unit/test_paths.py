@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from wkhost import paths
 from wkhost.errors import BadRequest
 

@@ -1,7 +1,6 @@
 """The `orders` workflow class: one actor per order, running flow.order."""
 
 from flow import order
-
 from wkguest import workflow
 
 # Retention: a finished order is kept (status, output) for 7 days, then deletes itself.

@@ -195,8 +195,8 @@ class Store:
 
     def create(self, run_id: str, text: str, tagged: bool, now: int) -> bool:
         return self.db.exec_durable(
-            "/*wk:create*/ INSERT OR IGNORE INTO _wk_wf (id, state, run_id, input, input_tagged, created_at,"
-            " updated_at) VALUES (1, 'running', ?, ?, ?, ?, ?)",
+            "/*wk:create*/ INSERT OR IGNORE INTO _wk_wf (id, state, run_id, input, input_tagged,"
+            " created_at, updated_at) VALUES (1, 'running', ?, ?, ?, ?, ?)",
             (run_id, text, int(tagged), now, now),
         ) > 0
 
