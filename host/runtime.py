@@ -41,6 +41,10 @@ _RECURSION_LIMIT = 20_000
 _THREAD_STACK_BYTES = 64 << 20
 
 
+class _Gone(HostError):
+    """An event that must not create its actor found none."""
+
+
 @dataclass
 class ActorClass:
     name: str
@@ -186,7 +190,7 @@ class Host:
         stack.append(ev)
         try:
             if not self._ready(slot, ev, create):
-                raise UnknownClass(f"{ref} does not exist")
+                raise _Gone(f"{ref} does not exist")
             return body(slot, ev)
         finally:
             stack.pop()
@@ -336,6 +340,9 @@ class Host:
         deadline = time.monotonic() + self.config.wall_budget_ms / 1000
         try:
             self._run_event(ref, "alarm", Chain(), deadline, self._on_alarm, create=False)
+        except _Gone:
+            # Deleted since its alarm was indexed: an alarm never creates an actor.
+            self.index.remove_actor(ref)
         except HostError as e:
             log.warning("%s: alarm event failed: %s", ref, e)
         except Exception:

@@ -114,3 +114,19 @@ def test_an_unclean_stop_rebuilds_the_index_from_the_databases(make_probe: MakeP
     assert second.host.index.was_unclean
     assert second.host.scheduler.pending() == 1
     assert second.host.list_actors("probe") == ["u"]
+
+
+def test_an_alarm_of_a_deleted_actor_does_not_bring_it_back(probe: Probe) -> None:
+    at = probe.clock.now_ms() + 1000
+    probe.json("gone", "POST", "/alarm/set", query=f"at={at}")
+    ref = probe.host.actor_ref("probe", "gone")
+    # The actor vanishes behind the host's back (its files), its alarm still indexed.
+    slot = probe.host._slots[ref]
+    with slot.lock:
+        slot.close()
+        from wkhost.sqlite import delete_db_files
+        delete_db_files(slot.path)
+    probe.clock.jump(1000)
+    assert wait_until(lambda: probe.host.index.alarms() == [])
+    assert not slot.path.exists()
+    assert probe.host.list_actors("probe") == []
