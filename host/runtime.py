@@ -127,12 +127,18 @@ class Host:
                 raise Overloaded("the host is at its limit of waiting events; retry shortly")
             self._pending += 1
         try:
-            fut = self.executor.submit(fn, *args)
+            return self.executor.submit(self._counted, fn, *args)
         except RuntimeError:
             self._finish_pending()
             raise Overloaded("the host is shutting down") from None
-        fut.add_done_callback(lambda _f: self._finish_pending())
-        return fut
+
+    def _counted(self, fn: Callable[..., T], *args: Any) -> T:
+        # Counted down on the worker, before the result is handed over, so whoever waits
+        # on the result sees the slot free again.
+        try:
+            return fn(*args)
+        finally:
+            self._finish_pending()
 
     def _finish_pending(self) -> None:
         with self._pending_lock:

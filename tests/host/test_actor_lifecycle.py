@@ -98,3 +98,21 @@ def test_idle_instances_are_evicted_and_their_actors_come_back_intact(make_probe
     p.host.config.idle_instance_s = 0
     p.host.evict_idle()
     assert p.host._slots == {}
+
+
+def test_the_host_wide_queue_is_bounded_with_a_clear_refusal(make_probe) -> None:  # type: ignore[no-untyped-def]
+    import threading
+
+    import pytest
+
+    from wkhost.errors import Overloaded
+
+    p = make_probe(max_pending_events=2)
+    gate = threading.Event()
+    held = [p.host.submit(gate.wait, 10) for _ in range(2)]
+    with pytest.raises(Overloaded, match="limit of waiting events"):
+        p.host.submit(lambda: None)
+    gate.set()
+    for f in held:
+        f.result(5)
+    assert p.host.submit(lambda: 42).result(5) == 42
