@@ -127,10 +127,13 @@ class Host:
                 raise Overloaded("the host is at its limit of waiting events; retry shortly")
             self._pending += 1
         try:
-            return self.executor.submit(self._counted, fn, *args)
+            fut = self.executor.submit(self._counted, fn, *args)
         except RuntimeError:
             self._finish_pending()
             raise Overloaded("the host is shutting down") from None
+        # One cancelled at shutdown never runs: count it down here instead.
+        fut.add_done_callback(lambda f: f.cancelled() and self._finish_pending())
+        return fut
 
     def _counted(self, fn: Callable[..., T], *args: Any) -> T:
         # Counted down on the worker, before the result is handed over, so whoever waits

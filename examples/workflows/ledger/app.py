@@ -13,6 +13,7 @@ Routes (POST, JSON in and out, under /ledger/{id}):
     /notify  {order, fail}                    {"notified": order} | 500
     /attempt {key}                            {"n": how many times this key was seen}
     GET /calls                                {"calls": [[op, key, n], ...]}
+    GET /charges                              {"charges": [[key, order, amount], ...]}
 """
 
 from __future__ import annotations
@@ -78,6 +79,9 @@ class Ledger(Actor):
         if req.method == "GET" and req.path == "/calls":
             rows = sqlite.exec("SELECT op, key, n FROM calls ORDER BY op, key").rows
             return Response.json({"calls": [list(r) for r in rows]})
+        if req.method == "GET" and req.path == "/charges":
+            rows = sqlite.exec("SELECT key, ord, amount FROM charges ORDER BY key").rows
+            return Response.json({"charges": [list(r) for r in rows]})
         route = ROUTES.get(req.path)
         if route is None or req.method != "POST":
             return Response.json({"error": f"no route {req.method} {req.path}"}, status=404)
