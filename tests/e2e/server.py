@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -83,10 +84,8 @@ class Server:
         assert self.proc is not None
         for pipe in (self.proc.stdout, self.proc.stderr):
             if pipe is not None:
-                try:
+                with contextlib.suppress(OSError, ValueError):
                     pipe.close()
-                except (OSError, ValueError):
-                    pass
 
     @property
     def token(self) -> str:

@@ -60,6 +60,14 @@ SCHEMA = (
         tagged INTEGER NOT NULL,
         received_at INTEGER NOT NULL)""",
     "CREATE INDEX IF NOT EXISTS _wk_wf_event_name ON _wk_wf_event (name, seq)",
+    # A counted attempt's next_attempt_at is when the instance runs next if the attempt is
+    # cut (a trap, a kill), so the status's wake_at follows it. A trigger does it in the
+    # attempt's own statement: no second host call on the per-step path.
+    """CREATE TRIGGER IF NOT EXISTS _wk_wf_attempt_wake AFTER INSERT ON _wk_wf_step
+        WHEN NEW.kind = 'p' BEGIN UPDATE _wk_wf SET wake_at = NEW.next_attempt_at; END""",
+    """CREATE TRIGGER IF NOT EXISTS _wk_wf_attempt_rewake
+        AFTER UPDATE OF attempts ON _wk_wf_step WHEN NEW.kind = 'p'
+        BEGIN UPDATE _wk_wf SET wake_at = NEW.next_attempt_at; END""",
 )
 
 # The journal since position ?1, as one row, in the split form of replay-floor.md: kinds
@@ -201,9 +209,12 @@ class Store:
         ) > 0
 
     def begin_run(self, bad_runs: int, retry_at: int, now: int) -> None:
+        # wake_at follows the watchdog alarm: a run cut before end_run (a trap, a kill)
+        # leaves the status saying when the instance runs next, not a stale time.
         self.db.exec(
-            "/*wk:begin-run*/ UPDATE _wk_wf SET bad_runs = ?, retry_at = ?, updated_at = ?",
-            (bad_runs, retry_at, now),
+            "/*wk:begin-run*/ UPDATE _wk_wf SET bad_runs = ?, retry_at = ?, wake_at = ?,"
+            " updated_at = ?",
+            (bad_runs, retry_at, retry_at, now),
         )
 
     def clear_bad_runs(self) -> None:
@@ -254,7 +265,7 @@ class Store:
             " attempts = excluded.attempts, error = excluded.error,"
             " next_attempt_at = excluded.next_attempt_at, updated_at = excluded.updated_at",
             (pos, name, attempts, error, next_attempt_at, now),
-        )
+        )  # the trigger _wk_wf_attempt_wake copies next_attempt_at to the status
 
     def retry_later(self, pos: int, error: str, next_attempt_at: int, now: int) -> None:
         self.db.exec(

@@ -1,0 +1,101 @@
+"""`wkhost workflow ...` against a running server: start, status, send-event, steps, list,
+cancel, and its refusals (exit 1 with the reason on stderr)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+from . import workflow_support
+from .server import REPO
+from .workflow_support import (
+    HOUR,
+    ORDER,
+    Shop,
+    ShopFactory,
+    expected_output,
+    finished,
+    in_state,
+    waiting_for,
+)
+
+# the fixtures, by name (tests/e2e/conftest.py is shared with other suites)
+workflow_wasm = workflow_support.workflow_wasm
+shop_factory = workflow_support.shop_factory
+
+
+def wk(shop: Shop, *args: str) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "wkhost.cli", "workflow", *args,
+           "--server", shop.server.url, "--data", str(shop.server.data)]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=REPO)
+
+
+def ok(shop: Shop, *args: str) -> str:
+    out = wk(shop, *args)
+    assert out.returncode == 0, (args, out.returncode, out.stdout, out.stderr)
+    return out.stdout
+
+
+def when(ms: int) -> str:
+    """How the CLI prints a time (UTC, to the millisecond)."""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ms / 1000)) + f".{ms % 1000:03d}Z"
+
+
+def test_the_workflow_cli(shop_factory: ShopFactory) -> None:
+    shop = shop_factory()
+    c1 = json.dumps({**ORDER, "cool_off_ms": 0})
+    assert ok(shop, "start", "orders", "c1", "--input", c1) == "orders/c1: running, 0 positions\n"
+    s = shop.wait_for("c1", waiting_for("approved"))
+    assert ok(shop, "status", "orders", "c1") == (
+        f"orders/c1: waiting, 3 positions, waiting for approved, wakes at {when(s['wake_at'])}\n")
+    as_json = json.loads(ok(shop, "status", "orders", "c1", "--json"))
+    assert as_json == {"state": "waiting", "wake_at": s["wake_at"], "waiting_for": ["approved"],
+                       "output": None, "error": None, "positions": 3, "run_id": s["run_id"]}
+
+    table = ok(shop, "steps", "orders", "c1").splitlines()
+    assert table[0].split() == ["pos", "kind", "name", "state", "tries", "detail"]
+    rows = [line.split()[:5] for line in table[1:]]
+    assert rows == [["0", "step", "reserve", "done", "1"], ["1", "sleep", "cool-off", "done", "0"],
+                    ["2", "wait", "approved", "waiting", "0"]]
+    assert f"wake at {when(s['wake_at'])}" in table[3]
+    assert json.loads(ok(shop, "steps", "orders", "c1", "--json")) == shop.steps("c1")
+
+    ok(shop, "start", "orders", "c2", "--input", json.dumps({**ORDER, "cool_off_ms": HOUR}))
+    shop.wait_for("c2", in_state("waiting"))
+    assert ok(shop, "list", "orders", "--status", "waiting") == (
+        "c1\twaiting\t3 positions\nc2\twaiting\t2 positions\n")
+    assert ok(shop, "list", "orders", "--status", "completed") == ""
+
+    assert ok(shop, "send-event", "orders", "c1", "approved", "--payload", '{"by": "cli"}') == (
+        "orders/c1: event 'approved' recorded\n")
+    shop.drive("c1", finished)
+    lines = ok(shop, "status", "orders", "c1").splitlines()
+    assert lines[0] == "orders/c1: completed, 5 positions"
+    assert lines[1].startswith("  output: ")
+    assert json.loads(lines[1].removeprefix("  output: ")) == expected_output("c1", by="cli")
+
+    assert ok(shop, "cancel", "orders", "c2") == "orders/c2: cancelled, 2 positions\n"
+    assert shop.status("c2")["state"] == "cancelled"
+    assert ok(shop, "list", "orders") == (
+        "c1\tcompleted\t5 positions\nc2\tcancelled\t2 positions\n")
+    assert ok(shop, "list", "orders", "--status", "cancelled") == "c2\tcancelled\t2 positions\n"
+    listed = json.loads(ok(shop, "list", "orders", "--status", "completed", "--json"))
+    assert [(x["id"], x["state"], "output" in x) for x in listed] == [("c1", "completed", False)]
+
+    # start is idempotent while the instance is kept: the same run, nothing new
+    run_id = shop.status("c1")["run_id"]
+    again = ok(shop, "start", "orders", "c1", "--input", c1).splitlines()
+    assert again[0] == "orders/c1: completed, 5 positions"
+    assert json.loads(again[1].removeprefix("  output: ")) == expected_output("c1", by="cli")
+    assert shop.status("c1")["run_id"] == run_id
+
+    # refusals: exit 1, the reason on stderr
+    out = wk(shop, "send-event", "orders", "c1", "approved")
+    assert out.returncode == 1 and "finished" in out.stderr, out
+    out = wk(shop, "status", "orders", "ghost")
+    assert out.returncode == 1 and "unknown" in out.stderr and out.stdout == "", out
+    assert "ghost" not in shop.actor_ids()
+    out = wk(shop, "start", "orders", "c3", "--input", "{not json")
+    assert out.returncode != 0 and "not JSON" in out.stderr, out
