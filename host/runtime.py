@@ -371,6 +371,10 @@ class Host:
         except GuestFailed as e:
             failure = str(e)
         db.end_event()
+        if ev.delete_requested and failure is None:
+            # The actor is going away; leave its alarm as it is, so that a crash before
+            # the files are gone brings the event (and its delete-self) back.
+            return
         after = alarms.read(db)
         if after.gen != before.gen:
             return  # the event set or cleared the alarm: its choice wins
