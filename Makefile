@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint bench demo clean
+.PHONY: test lint bench bench-peers demo clean
 
 $(STAMP): pyproject.toml
 	@echo "== setting up $(VENV) (first run only)"
@@ -23,6 +23,11 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m bench
+
+# Peers for `make bench` (DBOS, Restate, py-spy) into .cache/peers-venv and .cache/peers-npm,
+# never into the product's venv. `make bench` skips a peer that is missing, with one line.
+bench-peers:
+	PYTHON=$(PYTHON) bash bench/peers/install.sh
 
 demo: $(STAMP)
 	$(PY) -m wkhost.demo

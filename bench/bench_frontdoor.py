@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 figures[f"{name} c={level}"] = median_of(runs)
     finally:
         server.close()
-    print("\nfront door (medians of %d runs of %d requests)" % (args.repeats, args.requests))
+    print(f"\nfront door (medians of {args.repeats} runs of {args.requests} requests)")
     print(f"  {'workload':<24} {'req/s':>9} {'p50':>9} {'p99':>9}")
     for name, f in figures.items():
         print(f"  {name:<24} {f['rps']:>9.0f} {f['p50_ms']:>7.2f}ms {f['p99_ms']:>7.2f}ms"

@@ -1,0 +1,240 @@
+"""`python -m bench` (`make bench`): every benchmark in bench/, the peers, one table.
+
+    .venv/bin/python -m bench [--quick] [--no-sleepers] [--only workflows,peers,...]
+
+Runs each benchmark module of bench/ that exists (bench_core, calibrate_fuel,
+bench_frontdoor, bench_conversion, bench_workflows; each in its own process, printing its
+own table), then the 10,000-sleepers part of bench_workflows in a process of its own, then
+each installed peer (bench/peers: DBOS on SQLite, Restate) on the same workflow
+workloads, in this same run. A peer that is not installed is skipped with one line
+(`make bench-peers` installs them). Then it prints one combined table, wkhost beside each
+peer with the ratio and the issue's target, and writes bench/results/latest.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from typing import Any
+
+from bench.common import REPO, RESULTS, fmt_us, save
+
+MODULES = ("bench_core", "calibrate_fuel", "bench_frontdoor", "bench_conversion",
+           "bench_workflows")
+LEVELS = (1, 8, 32)
+
+
+def say(line: str) -> None:
+    print(line, flush=True)
+
+
+def run_module(module: str, args: list[str]) -> int:
+    say(f"\n== {module} {' '.join(args)}")
+    started = time.monotonic()
+    code = subprocess.call([sys.executable, "-m", f"bench.{module}", *args], cwd=REPO)
+    say(f"== {module}: exit {code} after {time.monotonic() - started:.0f} s")
+    return code
+
+
+def load(name: str, since: float) -> dict[str, Any] | None:
+    path = RESULTS / f"{name}.json"
+    if not path.is_file() or path.stat().st_mtime < since:
+        return None
+    doc: dict[str, Any] = json.loads(path.read_text())
+    return doc
+
+
+# -- the combined table -----------------------------------------------------------------------
+
+def _med(x: Any) -> float | None:
+    if isinstance(x, dict):
+        v = x.get("median")
+        return None if v is None else float(v)
+    return None if x is None else float(x)
+
+
+def table(wk: dict[str, Any], peers: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per workload: wkhost's figure, each peer's, the ratios and the target."""
+    rows: list[dict[str, Any]] = []
+    names = [p for p in ("dbos", "restate") if "skipped" not in peers.get(p, {"skipped": 1})]
+
+    def row(what: str, unit: str, mine: Any, peer_key: Any = None, better: str = "lower",
+            target: str = "", met: bool | None = None) -> None:
+        r: dict[str, Any] = {"workload": what, "unit": unit, "wkhost": mine,
+                             "better": better, "target": target, "met": met}
+        for p in names:
+            theirs = peer_key(peers[p]) if peer_key else None
+            r[p] = theirs
+            m, t = _med(mine), _med(theirs)
+            r[f"x_{p}"] = (m / t) if m is not None and t else None
+        rows.append(r)
+
+    step = wk.get("step", {}).get("step_us")
+    if step:
+        dbos = _med(peers.get("dbos", {}).get("step_us"))
+        m = _med(step)
+        row("new durable step (slope N=10..50)", "us", step, lambda p: p.get("step_us"),
+            target="<= 0.3x DBOS", met=None if not dbos or m is None else m <= 0.3 * dbos)
+    tp = wk.get("throughput", {})
+    for c in LEVELS:
+        t = tp.get(str(c))
+        if not t:
+            continue
+        mine = t["wf_per_s"]
+        dbos = _med(peers.get("dbos", {}).get("throughput", {}).get(str(c), {}).get("wf_per_s"))
+        rest = _med(peers.get("restate", {}).get("throughput", {}).get(str(c), {})
+                    .get("wf_per_s"))
+        met = None
+        m = _med(mine)
+        if m is not None and (dbos or rest):
+            met = (not dbos or m >= 3 * dbos) and (not rest or m > rest)
+        row(f"three-step workflows/s, concurrency {c}", "/s", mine,
+            lambda p, c=c: p.get("throughput", {}).get(str(c), {}).get("wf_per_s"),
+            better="higher", target=">= 3x DBOS, > Restate", met=met)
+    sync = tp.get("synced_writes", {})
+    if sync:
+        row("  fsyncs per three-step workflow", "", sync.get("fsyncs_per_workflow"))
+    rp = wk.get("replay", {})
+    for n in (100, 1000, 5000):
+        for mode in ("warm", "fresh"):
+            f = rp.get(f"{mode} n={n}")
+            if not f:
+                continue
+            per = f["event_us_per_pos"]
+            target, met = "", None
+            if n == 5000:
+                limit = 1.5 if mode == "warm" else 3.0
+                target = f"{'<' if mode == 'warm' else '<='} {limit} us/pos (ref. design 1.5)"
+                met = per["median"] < limit if mode == "warm" else per["median"] <= limit
+            row(f"replay, {mode}, {n} positions: event/pos", "us", per, target=target,
+                met=met)
+            row(f"replay, {mode}, {n} positions: guest/pos", "us", f["guest_us_per_pos"])
+    big = wk.get("big", {})
+    for key, what in (("record_delta_us", "1 MiB step result: recorded (extra vs 1 char)"),
+                      ("replay_warm_delta_us", "1 MiB step result: replayed warm (extra)"),
+                      ("replay_fresh_delta_us", "1 MiB step result: replayed fresh (extra)")):
+        if key in big:
+            m = _med(big[key])
+            row(what, "us", big[key], target="<= 10 ms",
+                met=None if m is None else m <= 10_000)
+    cold = wk.get("cold", {})
+    for key, what in (("new_actor_first_event_us", "cold start: new actor's first event"),
+                      ("host_restart_us", "host restart (component from the cache)"),
+                      ("first_event_after_restart_us", "first event after a restart")):
+        if key in cold:
+            row(what, "us", cold[key])
+    if "serve_start_ms" in tp:
+        row("`wkhost serve`: exec to listening", "us", tp["serve_start_ms"] * 1e3)
+    sl = wk.get("sleepers")
+    if sl:
+        row(f"{sl['count']:,} sleepers: RSS beyond idle host", "MiB", sl["rss_beyond_idle_mib"],
+            target="< 150 MB", met=sl["rss_beyond_idle_mib"] * 1.048576 < 150)
+        for q in ("p50", "p99"):
+            v = sl["lateness_ms"][q]
+            row(f"{sl['count']:,} sleepers: wake lateness {q}", "us",
+                None if v is None else v * 1e3,
+                target="< 1 s" if q == "p99" else "",
+                met=(v is not None and v < 1000) if q == "p99" else None)
+    return rows
+
+
+def _cell(v: Any, unit: str) -> str:
+    m = _med(v)
+    if m is None:
+        return "-"
+    if unit == "us":
+        return fmt_us(m)
+    if unit == "/s":
+        return f"{m:,.0f}/s"
+    if unit == "MiB":
+        return f"{m:,.1f} MiB"
+    return f"{m:g}"
+
+
+def _range(v: Any, unit: str) -> str:
+    if isinstance(v, dict) and "min" in v:
+        return f"{_cell(v['min'], unit)}..{_cell(v['max'], unit)}"
+    return ""
+
+
+def print_table(rows: list[dict[str, Any]], peers: dict[str, Any]) -> None:
+    names = [p for p in ("dbos", "restate") if "skipped" not in peers.get(p, {"skipped": 1})]
+    head = f"  {'workload':<48} {'wkhost':>10} {'(min..max)':>21}"
+    for p in names:
+        head += f" {p:>10} {'ratio':>7}"
+    head += f"  {'target':<28} met"
+    say("\n== combined: wkhost beside each peer (medians; ratio = wkhost / peer)")
+    say(head)
+    for r in rows:
+        line = (f"  {r['workload']:<48} {_cell(r['wkhost'], r['unit']):>10} "
+                f"{_range(r['wkhost'], r['unit']):>21}")
+        for p in names:
+            x = r.get(f"x_{p}")
+            line += f" {_cell(r.get(p), r['unit']):>10} {(f'{x:.2f}x' if x else '-'):>7}"
+        met = {True: "yes", False: "NO", None: ""}[r["met"]]
+        line += f"  {r['target']:<28} {met}"
+        say(line)
+    for p, f in peers.items():
+        if "skipped" in f:
+            say(f"  {p}: skipped: {f['skipped']}")
+        else:
+            say(f"  {p}: {f.get('version', '')}; {f.get('storage', '')}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="fewer repeats and sizes (a smoke run)")
+    p.add_argument("--no-sleepers", action="store_true", help="skip the 10,000 sleepers")
+    p.add_argument("--sleepers", type=int, default=10_000)
+    p.add_argument("--only", default="", help="comma list of modules and/or 'peers'")
+    args = p.parse_args(argv)
+    only = {x.strip() for x in args.only.split(",") if x.strip()}
+    started = time.time()
+    codes: dict[str, int] = {}
+    for module in MODULES:
+        if only and module not in only:
+            continue
+        if not (REPO / "bench" / f"{module}.py").is_file():
+            say(f"== {module}: not present, skipped")
+            continue
+        extra: list[str] = []
+        if module == "bench_workflows":
+            extra = ["--out", "workflows"] + (["--quick", "--repeats", "3"] if args.quick else [])
+        elif args.quick and module in ("bench_core", "calibrate_fuel", "bench_conversion"):
+            extra = ["--repeats", "3"]
+        elif args.quick and module == "bench_frontdoor":
+            extra = ["--requests", "300", "--repeats", "1"]
+        codes[module] = run_module(module, extra)
+    wk = (load("workflows", started) or {}).get("figures", {})
+    if not args.no_sleepers and (not only or "sleepers" in only or "bench_workflows" in only):
+        count = 1000 if args.quick else args.sleepers
+        codes["sleepers"] = run_module("bench_workflows", ["--part", "sleepers", "--sleepers",
+                                                           str(count), "--out", "sleepers"])
+        sl = (load("sleepers", started) or {}).get("figures", {}).get("sleepers")
+        if sl:
+            wk["sleepers"] = sl
+    peers: dict[str, Any] = {}
+    if not only or "peers" in only:
+        from bench.peers import run_peers
+
+        say("\n== peers (same workloads, same run)")
+        repeats, workflows = (3, 60) if args.quick else (7, 200)
+        peers = run_peers(repeats, workflows, say=say)
+    rows = table(wk, peers)
+    print_table(rows, peers)
+    modules = {}
+    for name in ("core", "fuel", "frontdoor", "conversion"):
+        doc = load(name, started)
+        if doc:
+            modules[name] = doc["figures"]
+    path = save("latest", {"combined": rows, "workflows": wk, "peers": peers,
+                           "modules": modules, "exit_codes": codes})
+    say(f"\n  saved {path.relative_to(REPO)}")
+    return 0 if all(c == 0 for c in codes.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,641 @@
+"""Durable workflows: replay per position, a new durable step, throughput, 1 MiB, cold start.
+
+    .venv/bin/python -m bench.bench_workflows [--repeats 9] [--quick] [--part NAME ...]
+
+Parts (all by default, except `sleepers`, which `python -m bench` runs in a process of
+its own so that its memory figure starts from a clean host):
+- replay:     one on_alarm event that replays N recorded positions (N = 0, 100, 1,000,
+              5,000), on a warm instance and on a fresh one, per position: the host's wall
+              time of the whole event (its db query, the crossing, the guest's decode and
+              replay, the alarm bookkeeping), the guest's share (the on-alarm call minus
+              the time spent inside host functions), and the guest's fuel;
+- step:       the end-to-end latency of one new durable step: the slope per step between
+              a workflow of 10 and one of 50 steps, from its start request until the
+              host has finished the event that completed it;
+- throughput: three-step workflows started concurrently (start, then status until
+              completed, with the output read back) through a real `wkhost serve` on
+              127.0.0.1, at concurrency 1, 8 and 32; and the synced writes (fsyncs) one
+              such workflow costs, counted in-process;
+- big:        a 1 MiB step result, recorded (the event that runs the step) and replayed
+              (warm and fresh), each beside the same workflow with a 1-character result;
+- cold:       a new actor's first event, a host restart (component from the cache) and
+              the first event after it, and `wkhost serve` from exec to listening;
+- sleepers:   S sleeping instances (10,000 by default) whose wake times are spread over
+              60 s: the host's RSS beyond an idle host serving the same class, and the wake
+              lateness (the time a step recorded right after the sleep, minus its due time).
+
+The workload component is examples/bench/app.py (one workflow function, shaped by its
+input). Every figure is a median with min and max over repeated runs; nothing here
+asserts a speed. Figures are saved to bench/results/workflows.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import gc
+import os
+import statistics
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import cbor2
+
+from bench.common import COMPILED, example_wasm, fmt_us, save, summary
+
+WF = "wfbench"
+PREFIX = "/wk-workflow/v1/"
+CBOR = "application/cbor"
+BIG = (1 << 20) - 2  # a str of this many ASCII chars encodes to exactly 1 MiB of JSON
+LEVELS = (1, 8, 32)
+
+
+def bench_wasm() -> Path:
+    return example_wasm("bench")
+
+
+# -- an in-process host with a probe of timings ---------------------------------------------
+
+class _HostFnClock(threading.local):
+    ns = 0
+    calls: Counter[str]
+
+    def __init__(self) -> None:
+        self.calls = Counter()
+
+
+HOSTFN = _HostFnClock()
+FSYNCS = Counter[str]()
+
+
+def _timing_guard(orig: Callable[..., Any]) -> Callable[..., Any]:
+    def guard(fn: Callable[..., Any]) -> Callable[..., Any]:
+        inner = orig(fn)
+        name = getattr(fn, "__name__", "?")
+
+        def timed(store: Any, *args: Any) -> Any:
+            t0 = time.perf_counter_ns()
+            try:
+                return inner(store, *args)
+            finally:
+                HOSTFN.ns += time.perf_counter_ns() - t0
+                HOSTFN.calls[name] += 1
+
+        timed.__name__ = name
+        return timed
+
+    return guard
+
+
+@contextlib.contextmanager
+def _probed_linker() -> Iterator[None]:
+    """Wrap every host function (in this process only) to time and count it, and count
+    the WAL fsyncs: both are read by ProbeHost. Patches only while the Host is built,
+    except the fsync counter, which stays (it costs nanoseconds)."""
+    from wkhost import linker
+    from wkhost.sqlite import ActorDb
+
+    if not getattr(ActorDb, "_bench_counted", False):
+        real_fsync = ActorDb._fsync_wal
+
+        def counted(self: Any) -> None:
+            FSYNCS["fsync"] += 1
+            real_fsync(self)
+
+        ActorDb._fsync_wal = counted
+        ActorDb._bench_counted = True
+    orig = linker.guard
+    linker.guard = _timing_guard(orig)
+    try:
+        yield
+    finally:
+        linker.guard = orig
+
+
+def make_host(data: Path, **config: Any) -> Any:
+    from wkhost.config import HostConfig
+    from wkhost.runtime import Host
+
+    class ProbeHost(Host):
+        """A Host that records, for each guest call, its wall time, the time spent in host
+        functions during it, and the fuel it burnt; and counts finished alarm events."""
+
+        def __init__(self, cfg: Any) -> None:
+            with _probed_linker():
+                super().__init__(cfg)
+            self.last_call: dict[str, Any] = {}
+            self.last_by_export: dict[str, dict[str, Any]] = {}
+            self.last_alarm_ns: dict[Any, int] = {}
+            self._cond = threading.Condition()
+            self._alarms: Counter[Any] = Counter()
+
+        def _call(self, slot: Any, ev: Any, export: str, args: tuple[Any, ...]) -> Any:
+            inst = slot.instance
+            host0 = HOSTFN.ns
+            t0 = time.perf_counter_ns()
+            try:
+                return super()._call(slot, ev, export, args)
+            finally:
+                wall = time.perf_counter_ns() - t0
+                fuel = None
+                with contextlib.suppress(Exception):
+                    fuel = inst.fuel_used(self.config.fuel_per_event())
+                self.last_call = {"export": export, "wall_ns": wall,
+                                  "host_ns": HOSTFN.ns - host0, "fuel": fuel}
+                self.last_by_export[export] = self.last_call
+
+        def _fire_alarm(self, ref: Any) -> None:
+            t0 = time.perf_counter_ns()
+            try:
+                super()._fire_alarm(ref)
+            finally:
+                with self._cond:
+                    self.last_alarm_ns[ref] = time.perf_counter_ns() - t0
+                    self._alarms[ref] += 1
+                    self._cond.notify_all()
+
+        def alarm_count(self, ref: Any) -> int:
+            with self._cond:
+                return self._alarms[ref]
+
+        def wait_alarm(self, ref: Any, seen: int, timeout: float) -> None:
+            with self._cond:
+                self._cond.wait_for(lambda: self._alarms[ref] > seen, timeout)
+
+    cfg = HostConfig(data_dir=data, cache_dir=COMPILED, **config)
+    host = ProbeHost(cfg)
+    host.add_class(WF, bench_wasm(), access="internal")
+    host.start()
+    return host
+
+
+def wf_call(host: Any, ref: Any, route: str, msg: dict[str, Any]) -> dict[str, Any]:
+    from wkhost.types import Request, Sender
+
+    req = Request("POST", PREFIX + route, "", [("content-type", CBOR)], cbor2.dumps(msg))
+    resp = host.request(ref, req, Sender.operator())
+    doc: dict[str, Any] = cbor2.loads(resp.body)
+    if resp.status != 200:
+        raise RuntimeError(f"{route} answered {resp.status}: {doc}")
+    return doc
+
+
+def run_until(host: Any, ref: Any, states: tuple[str, ...], timeout: float = 300) -> dict[str, Any]:
+    """Status, once the instance reaches one of `states`: checked after each of its alarm
+    events (no polling)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        seen = host.alarm_count(ref)
+        st = wf_call(host, ref, "status", {})
+        if st["state"] in states:
+            return st
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"{ref} stayed {st['state']}: {st.get('error')}")
+        host.wait_alarm(ref, seen, left)
+
+
+def alarm_event(host: Any, ref: Any) -> dict[str, float]:
+    """One on_alarm event of `ref`, run now on this thread through the host's event path
+    (slot, lock, instance, the guest's on-alarm, the alarm sync after it). It skips only
+    the host's check that the alarm is due (the instance is parked on a far sleep)."""
+    from wkhost.event import Chain
+
+    def body(slot: Any, ev: Any) -> Any:
+        return host._call(slot, ev, "on-alarm", ())
+
+    deadline = time.monotonic() + 60
+    t0 = time.perf_counter_ns()
+    err = host._run_event(ref, "alarm", Chain(), deadline, body, create=False)
+    wall = time.perf_counter_ns() - t0
+    if err is not None:
+        raise RuntimeError(f"on-alarm failed: {err}")
+    c = host.last_call
+    return {"event_ns": wall, "call_ns": c["wall_ns"], "host_ns": c["host_ns"],
+            "fuel": c["fuel"] or 0}
+
+
+def _median_of(samples: list[dict[str, float]], key: str, per: float = 1.0,
+               scale: float = 1e-3) -> dict[str, float]:
+    return summary([s[key] * scale / per for s in samples])
+
+
+# -- a. replay --------------------------------------------------------------------------------
+
+def bench_replay(repeats: int, sizes: tuple[int, ...]) -> dict[str, Any]:
+    data = Path(tempfile.mkdtemp(prefix="wkbench-replay-"))
+    host = make_host(data, cpu_budget_ms=10_000)  # the set-up runs 5,000 new steps at once
+    out: dict[str, Any] = {}
+    try:
+        for n in sizes:
+            ref = host.actor_ref(WF, f"replay-{n}")
+            wf_call(host, ref, "start", {"input": {"n": n, "park": True}})
+            st = run_until(host, ref, ("waiting",))
+            assert st["positions"] == n + 1, st
+            for mode in ("warm", "fresh"):
+                host.config.always_fresh_instance = mode == "fresh"
+                for _ in range(2):
+                    alarm_event(host, ref)  # settle: the cache filled, or the instance dropped
+                samples = [alarm_event(host, ref) for _ in range(repeats)]
+                per = max(n, 1)
+                guest = [{"g": s["call_ns"] - s["host_ns"]} for s in samples]
+                out[f"{mode} n={n}"] = {
+                    "event_us_per_pos": _median_of(samples, "event_ns", per),
+                    "guest_us_per_pos": _median_of(guest, "g", per),
+                    "hostfn_us_per_pos": _median_of(samples, "host_ns", per),
+                    "fuel_per_pos": _median_of(samples, "fuel", per, scale=1.0),
+                    "event_ms": _median_of(samples, "event_ns", scale=1e-6),
+                }
+            host.config.always_fresh_instance = False
+            st = wf_call(host, ref, "status", {})
+            assert st["state"] == "waiting" and st["positions"] == n + 1, st
+    finally:
+        host.close()
+    for mode in ("warm", "fresh"):
+        big = [n for n in sizes if n >= 1000]
+        if len(big) == 2:
+            a, b = (out[f"{mode} n={n}"]["event_ms"]["median"] for n in big)
+            out[f"{mode} marginal_us_per_pos"] = (b - a) * 1e3 / (big[1] - big[0])
+    return out
+
+
+# -- b. a new durable step ----------------------------------------------------------------------
+
+def bench_step(repeats: int) -> dict[str, Any]:
+    data = Path(tempfile.mkdtemp(prefix="wkbench-step-"))
+    host = make_host(data)
+    totals: dict[int, list[float]] = {10: [], 50: []}
+    slopes = []
+    try:
+        for r in range(repeats + 1):
+            pair = {}
+            for n in (10, 50):
+                ref = host.actor_ref(WF, f"step-{n}-{r}")
+                t0 = time.perf_counter_ns()
+                wf_call(host, ref, "start", {"input": {"n": n}})
+                st = run_until(host, ref, ("completed", "failed"))
+                pair[n] = (time.perf_counter_ns() - t0) / 1e3
+                assert st["state"] == "completed" and st["output"] == {"steps": n}, st
+            if r == 0:
+                continue  # warm-up
+            totals[10].append(pair[10])
+            totals[50].append(pair[50])
+            slopes.append((pair[50] - pair[10]) / 40)
+    finally:
+        host.close()
+    return {"step_us": summary(slopes), "workflow_10_us": summary(totals[10]),
+            "workflow_50_us": summary(totals[50])}
+
+
+# -- c. three-step throughput ------------------------------------------------------------------
+
+def count_synced_writes() -> dict[str, Any]:
+    """Run one three-step workflow in-process and count what it syncs, event by event."""
+    data = Path(tempfile.mkdtemp(prefix="wkbench-sync-"))
+    host = make_host(data)
+    try:
+        warm = host.actor_ref(WF, "sync-warmup")
+        wf_call(host, warm, "start", {"input": {"n": 3}})
+        run_until(host, warm, ("completed",))
+        ref = host.actor_ref(WF, "sync-count")
+        HOSTFN.calls.clear()
+        f0 = FSYNCS["fsync"]
+        wf_call(host, ref, "start", {"input": {"n": 3}})
+        at_start = FSYNCS["fsync"] - f0
+        start_calls = dict(HOSTFN.calls)
+        st = run_until(host, ref, ("completed",))
+        total = FSYNCS["fsync"] - f0
+        calls = dict(HOSTFN.calls)  # host functions called from the guest (this thread)
+    finally:
+        host.close()
+    # The run happens on a worker thread, whose host-function counts are its own: count
+    # exec-durable from the code instead (runner: one per step result, one at the finish).
+    return {"fsyncs_per_workflow": total, "fsyncs_in_start_event": at_start,
+            "fsyncs_in_run": total - at_start, "start_event_host_calls": start_calls,
+            "status_calls_seen": calls.get("_exec_durable", 0), "output": st.get("output"),
+            "why": [
+                "on-init committed (host: the actor exists, so a crash cannot leave a "
+                "half-created actor that looks created)",
+                "start: the instance row with its input and run_id (exec-durable; the alarm "
+                "set just before it rides on the same sync)",
+                "step 1, 2, 3: each step's result (exec-durable) before the next step runs, "
+                "so a step that returned is never run again",
+                "finish: the output and state (exec-durable) before status can report it",
+            ]}
+
+
+async def _load(url: str, token: str, concurrency: int, total: int, tag: str
+                ) -> dict[str, float]:
+    import aiohttp
+
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": CBOR}
+    counter = iter(range(total))
+    lat: list[float] = []
+    polls = 0
+    failures = 0
+    start_body = cbor2.dumps({"input": {"n": 3}})
+    status_body = cbor2.dumps({})
+    connector = aiohttp.TCPConnector(limit=concurrency)
+    async with aiohttp.ClientSession(connector=connector, headers=headers) as session:
+
+        async def post(path: str, body: bytes) -> dict[str, Any]:
+            async with session.post(url + path, data=body) as resp:
+                doc: dict[str, Any] = cbor2.loads(await resp.read())
+                if resp.status != 200:
+                    raise RuntimeError(f"{resp.status}: {doc}")
+                return doc
+
+        async def worker() -> None:
+            nonlocal polls, failures
+            for i in counter:
+                base = f"/{WF}/{tag}-{i}{PREFIX}"
+                t0 = time.perf_counter()
+                try:
+                    await post(base + "start", start_body)
+                    while True:
+                        await asyncio.sleep(0.002)
+                        polls += 1
+                        st = await post(base + "status", status_body)
+                        if st["state"] in ("completed", "failed", "cancelled"):
+                            break
+                    if st.get("output") != {"steps": 3}:
+                        failures += 1
+                except Exception:
+                    failures += 1
+                lat.append(time.perf_counter() - t0)
+
+        t0 = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        elapsed = time.perf_counter() - t0
+    lat.sort()
+    return {"wf_per_s": total / elapsed, "p50_ms": lat[len(lat) // 2] * 1000,
+            "p99_ms": lat[int(len(lat) * 0.99)] * 1000, "polls_per_wf": polls / total,
+            "failures": failures}
+
+
+def bench_throughput(repeats: int, workflows: int) -> dict[str, Any]:
+    from bench.server import BenchServer
+
+    wasm = bench_wasm()
+    out: dict[str, Any] = {}
+    t0 = time.perf_counter()
+    server = BenchServer({WF: wasm}, ["--access", f"{WF}=internal"])
+    out["serve_start_ms"] = (time.perf_counter() - t0) * 1e3
+    try:
+        asyncio.run(_load(server.url, server.token, 4, 40, "warmup"))
+        for level in LEVELS:
+            runs = [asyncio.run(_load(server.url, server.token, level, workflows,
+                                      f"c{level}-r{r}")) for r in range(max(1, repeats))]
+            out[str(level)] = {"wf_per_s": summary([r["wf_per_s"] for r in runs]),
+                               "p50_ms": statistics.median(r["p50_ms"] for r in runs),
+                               "p99_ms": statistics.median(r["p99_ms"] for r in runs),
+                               "polls_per_wf": statistics.median(r["polls_per_wf"] for r in runs),
+                               "failures": sum(int(r["failures"]) for r in runs)}
+    finally:
+        server.close()
+    out["synced_writes"] = count_synced_writes()
+    return out
+
+
+# -- d. a 1 MiB step result ---------------------------------------------------------------------
+
+def bench_big(repeats: int) -> dict[str, Any]:
+    data = Path(tempfile.mkdtemp(prefix="wkbench-big-"))
+    host = make_host(data)
+    rec: dict[str, list[float]] = {"big": [], "small": []}
+    refs: dict[str, Any] = {}
+    try:
+        for r in range(repeats + 1):
+            for label, k in (("small", 1), ("big", BIG)):
+                ref = refs[label] = host.actor_ref(WF, f"{label}-{r}")
+                seen = host.alarm_count(ref)
+                wf_call(host, ref, "start", {"input": {"big": k, "park": True}})
+                host.wait_alarm(ref, seen, 60)
+                st = run_until(host, ref, ("waiting",))
+                assert st["positions"] == 2, st
+                if r:
+                    rec[label].append(host.last_alarm_ns[ref] / 1e3)
+        out: dict[str, Any] = {"record_event_us": summary(rec["big"]),
+                               "record_small_event_us": summary(rec["small"]),
+                               "record_delta_us": summary(
+                                   [b - s for b, s in zip(rec["big"], rec["small"], strict=True)])}
+        for mode in ("warm", "fresh"):
+            host.config.always_fresh_instance = mode == "fresh"
+            got: dict[str, list[dict[str, float]]] = {}
+            for label in ("small", "big"):
+                for _ in range(2):
+                    alarm_event(host, refs[label])
+                got[label] = [alarm_event(host, refs[label]) for _ in range(repeats)]
+            out[f"replay_{mode}_event_us"] = _median_of(got["big"], "event_ns")
+            out[f"replay_{mode}_delta_us"] = summary(
+                [(b["event_ns"] - s["event_ns"]) / 1e3
+                 for b, s in zip(got["big"], got["small"], strict=True)])
+            out[f"replay_{mode}_hostfn_us"] = _median_of(got["big"], "host_ns")
+            out[f"replay_{mode}_guest_us"] = summary(
+                [(b["call_ns"] - b["host_ns"]) / 1e3 for b in got["big"]])
+        host.config.always_fresh_instance = False
+    finally:
+        host.close()
+    return out
+
+
+# -- e. cold start ---------------------------------------------------------------------------
+
+def bench_cold(repeats: int) -> dict[str, Any]:
+    from wkhost.types import Request, Sender
+
+    data = Path(tempfile.mkdtemp(prefix="wkbench-cold-"))
+    bench_wasm()
+    first: list[float] = []
+    restart: list[float] = []
+    after: list[float] = []
+    host = make_host(data)
+    try:
+        for r in range(repeats + 1):
+            ref = host.actor_ref(WF, f"cold-{r}")
+            t0 = time.perf_counter_ns()
+            wf_call(host, ref, "start", {"input": {"n": 3}})
+            if r:
+                first.append((time.perf_counter_ns() - t0) / 1e3)
+            run_until(host, ref, ("completed",))
+    finally:
+        host.close()
+    for _ in range(repeats):
+        gc.collect()
+        t0 = time.perf_counter_ns()
+        host = make_host(data)
+        restart.append((time.perf_counter_ns() - t0) / 1e3)
+        try:
+            ref = host.actor_ref(WF, "cold-1")
+            t0 = time.perf_counter_ns()
+            resp = host.request(ref, Request("POST", PREFIX + "status", "",
+                                             [("content-type", CBOR)], cbor2.dumps({})),
+                                Sender.operator())
+            after.append((time.perf_counter_ns() - t0) / 1e3)
+            assert resp.status == 200
+        finally:
+            host.close()
+    return {"new_actor_first_event_us": summary(first),
+            "host_restart_us": summary(restart),
+            "first_event_after_restart_us": summary(after)}
+
+
+# -- f. sleeping instances ----------------------------------------------------------------------
+
+def _rss_kib() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def bench_sleepers(count: int, spread_s: float = 60.0) -> dict[str, Any]:
+    from concurrent.futures import ThreadPoolExecutor
+
+    data = Path(tempfile.mkdtemp(prefix="wkbench-sleep-"))
+    host = make_host(data)
+    try:
+        idle_ref = host.actor_ref(WF, "idle")
+        wf_call(host, idle_ref, "start", {"input": {"n": 1}})
+        run_until(host, idle_ref, ("completed",))
+        gc.collect()
+        time.sleep(1)
+        idle_rss = _rss_kib()
+
+        def start(i: int, base: int) -> None:
+            ref = host.actor_ref(WF, f"s-{i}")
+            k = i - probe if i >= probe else 0
+            wf_call(host, ref, "start",
+                    {"input": {"wake_at": base + int(k * spread_s * 1000 / count)}})
+
+        # Creation rate first, to place the wake times after the last creation.
+        t0 = time.monotonic()
+        probe = min(200, count)
+        far = host.clock.now_ms() + 3_600_000
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda i: start(i, far + i), range(probe)))
+        rate = probe / (time.monotonic() - t0)
+        for i in range(probe):  # those 200 wake in an hour: cancel them, they are not counted
+            wf_call(host, host.actor_ref(WF, f"s-{i}"), "cancel", {})
+        base = host.clock.now_ms() + int((count / rate) * 1.5 * 1000) + 10_000
+        t0 = time.monotonic()
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda i: start(i, base), range(probe, count + probe)))
+        created_s = time.monotonic() - t0
+        # Let the runs that record the sleeps finish and the janitor evict idle instances.
+        while host.scheduler.pending() < count + 1 and time.monotonic() - t0 < 600:
+            time.sleep(0.5)
+        wait = (base - host.clock.now_ms()) / 1000 - 1
+        time.sleep(max(0.0, wait - 2))
+        gc.collect()
+        sleeping_rss = _rss_kib()
+        # Wait for every wake (spread over `spread_s`), then read the outputs back.
+        time.sleep(max(0.0, (base - host.clock.now_ms()) / 1000 + spread_s + 5))
+        lateness = []
+        unfinished: Counter[str] = Counter()
+        for i in range(probe, count + probe):
+            st = wf_call(host, host.actor_ref(WF, f"s-{i}"), "status", {})
+            if st["state"] != "completed":
+                unfinished[st["state"]] += 1
+                continue
+            lateness.append(st["output"]["woke"] - st["output"]["due"])
+        lateness.sort()
+    finally:
+        host.close()
+    n = len(lateness)
+    return {"count": count, "spread_s": spread_s, "created_per_s": count / created_s,
+            "idle_rss_mib": idle_rss / 1024, "sleeping_rss_mib": sleeping_rss / 1024,
+            "rss_beyond_idle_mib": (sleeping_rss - idle_rss) / 1024,
+            "lateness_ms": {"p50": lateness[n // 2] if n else None,
+                            "p99": lateness[int(n * 0.99)] if n else None,
+                            "max": lateness[-1] if n else None},
+            "unfinished": dict(unfinished), "live_instances_cap": host.config.max_live_instances}
+
+
+# -- the table --------------------------------------------------------------------------------
+
+def rows(figs: dict[str, Any]) -> list[tuple[str, dict[str, float], str]]:
+    """(what, summary, unit) rows for the table."""
+    out: list[tuple[str, dict[str, float], str]] = []
+    rp = figs.get("replay", {})
+    for key, v in rp.items():
+        if isinstance(v, dict) and "event_us_per_pos" in v:
+            out.append((f"replay {key}: event / position", v["event_us_per_pos"], "us"))
+            out.append((f"replay {key}: guest / position", v["guest_us_per_pos"], "us"))
+    if "step" in figs:
+        out.append(("new durable step (slope 10..50)", figs["step"]["step_us"], "us"))
+    for level in LEVELS:
+        t = figs.get("throughput", {}).get(str(level))
+        if t:
+            out.append((f"three-step wf/s at concurrency {level}", t["wf_per_s"], "/s"))
+    b = figs.get("big", {})
+    for k in ("record_delta_us", "replay_warm_delta_us", "replay_fresh_delta_us"):
+        if k in b:
+            out.append((f"1 MiB result: {k.removesuffix('_us')}", b[k], "us"))
+    for k, v in figs.get("cold", {}).items():
+        out.append((f"cold: {k.removesuffix('_us')}", v, "us"))
+    return out
+
+
+def print_rows(figs: dict[str, Any]) -> None:
+    print(f"\n  {'what':<52} {'median':>11} {'min':>11} {'max':>11}")
+    for name, s, unit in rows(figs):
+        if unit == "us":
+            cells = [fmt_us(s[k]) for k in ("median", "min", "max")]
+        else:
+            cells = [f"{s[k]:.1f}{unit}" for k in ("median", "min", "max")]
+        print(f"  {name:<52} {cells[0]:>11} {cells[1]:>11} {cells[2]:>11}")
+
+
+PARTS = ("replay", "step", "throughput", "big", "cold")
+
+
+def run(parts: tuple[str, ...], repeats: int, quick: bool, sleepers: int,
+        say: Callable[[str], None] = print) -> dict[str, Any]:
+    figs: dict[str, Any] = {}
+    sizes = (0, 100, 1000) if quick else (0, 100, 1000, 5000)
+    for part in parts:
+        say(f"  [workflows] {part} ...")
+        started = time.monotonic()
+        if part == "replay":
+            figs[part] = bench_replay(repeats, sizes)
+        elif part == "step":
+            figs[part] = bench_step(repeats)
+        elif part == "throughput":
+            figs[part] = bench_throughput(max(1, repeats // 3), 60 if quick else 200)
+        elif part == "big":
+            figs[part] = bench_big(max(3, repeats // 2))
+        elif part == "cold":
+            figs[part] = bench_cold(max(3, repeats // 2))
+        elif part == "sleepers":
+            figs[part] = bench_sleepers(sleepers)
+        say(f"  [workflows] {part} done in {time.monotonic() - started:.1f} s")
+    return figs
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--repeats", type=int, default=9)
+    p.add_argument("--quick", action="store_true", help="smaller sizes, fewer workflows")
+    p.add_argument("--part", action="append", choices=(*PARTS, "sleepers"),
+                   help="run only this part (repeatable); default: all but sleepers")
+    p.add_argument("--sleepers", type=int, default=10_000)
+    p.add_argument("--out", default="workflows", help="results file name (bench/results/)")
+    args = p.parse_args(argv)
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    figs = run(tuple(args.part or PARTS), args.repeats, args.quick, args.sleepers)
+    print_rows(figs)
+    if "sleepers" in figs:
+        print(f"  sleepers: {figs['sleepers']}")
+    print(f"  saved {save(args.out, figs)}")
+    return figs
+
+
+if __name__ == "__main__":
+    main()
