@@ -130,3 +130,18 @@ def test_an_alarm_of_a_deleted_actor_does_not_bring_it_back(probe: Probe) -> Non
     assert wait_until(lambda: probe.host.index.alarms() == [])
     assert not slot.path.exists()
     assert probe.host.list_actors("probe") == []
+
+
+def test_an_alarm_event_that_leaves_the_actor_asleep_drops_its_instance(probe: Probe) -> None:
+    now = probe.clock.now_ms()
+    for actor_id, next_at in (("sleepy", now + DAY), ("busy", now + 1000)):
+        probe.sql(actor_id, "INSERT INTO rearm VALUES (?)", [next_at])
+        probe.json(actor_id, "POST", "/alarm/set", query=f"at={now}")
+    host = probe.host
+    # Watch the index only: a request to the actors would make them a new instance.
+    assert wait_until(lambda: sorted(at for _, at in host.index.alarms()) == [now + 1000,
+                                                                              now + DAY])
+    slots = {r.id: s for r, s in host._slots.items()}
+    assert wait_until(lambda: not slots["sleepy"].lock.locked())
+    assert slots["sleepy"].instance is None       # re-armed a day ahead: asleep
+    assert slots["busy"].instance is not None     # back in a second: kept warm
