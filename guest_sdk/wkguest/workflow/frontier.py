@@ -69,10 +69,21 @@ class Frontier:
         return p
 
     def arm(self, at: int) -> None:
-        """Set the alarm (the watchdog) unless this event already set it to `at`."""
+        """Set the alarm to `at` unless this event already set it there."""
         if at != self.alarm_at:
             self.db.alarm_set(at)
             self.alarm_at = at
+
+    def watch(self, by: int, now: int) -> None:
+        """Make sure a watchdog alarm fires by `by`, should this run be cut.
+
+        An alarm this event already set, still ahead and no later than `by`, serves too:
+        firing early only makes the next run find the backoff pending and re-arm. So a
+        run of new steps with the usual backoffs sets the alarm once, not once a step
+        (each set is a host call and a write)."""
+        armed = self.alarm_at
+        if armed is None or not now < armed <= by:
+            self.arm(by)
 
     # -- steps ---------------------------------------------------------------------
 
@@ -91,7 +102,7 @@ class Frontier:
         retry_at = now + retry.backoff(attempt)
         # Counted, with the error it leaves if it never returns, before f runs: a trap
         # inside f then counts, and the watchdog alarm brings the next attempt.
-        self.arm(retry_at)
+        self.watch(retry_at, now)
         self.store.count_attempt(pos, name, attempt, CUT.format(n=attempt), retry_at, now)
         if self.bad_runs_open:
             self.store.clear_bad_runs()  # this run got into a step: not a bad run
