@@ -286,14 +286,17 @@ class Host:
             return
         if ev.alarm_touched or ev.kind != "request":
             self._sync_alarm(slot)
-        if self.config.always_fresh_instance or self._asleep(slot, ev):
+        if self._asleep(slot, ev):
+            slot.close()  # the instance and the database connection: nothing stays warm
+        elif self.config.always_fresh_instance:
             slot.instance = None
         slot.last_used = time.monotonic()
 
     def _asleep(self, slot: ActorSlot, ev: Event) -> bool:
         """An alarm event that leaves the next alarm far away (or none): the actor sleeps,
-        so its instance (several MiB) goes now rather than at the idle sweep. A request
-        may still come; it pays one instantiation (about 0.5 ms)."""
+        so its instance (several MiB) and its database connection go now rather than at
+        the idle sweep. A request may still come; it pays an instantiation and an open
+        (about 1 ms)."""
         if ev.kind != "alarm" or slot.alarm_seen is None:
             return False
         at_ms = slot.alarm_seen.at_ms

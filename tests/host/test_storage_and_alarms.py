@@ -144,4 +144,5 @@ def test_an_alarm_event_that_leaves_the_actor_asleep_drops_its_instance(probe: P
     slots = {r.id: s for r, s in host._slots.items()}
     assert wait_until(lambda: not slots["sleepy"].lock.locked())
     assert slots["sleepy"].instance is None       # re-armed a day ahead: asleep
+    assert slots["sleepy"].db is None
     assert slots["busy"].instance is not None     # back in a second: kept warm
