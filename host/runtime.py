@@ -255,9 +255,10 @@ class Host:
         db.end_event()
         if crashpoints.ARMED:
             crashpoints.hit(f"init:{slot.ref.cls}")
+        # Committed like an exec, not fsynced: a power loss that loses it loses every later
+        # commit of this database too (WAL frames survive as a prefix), so the actor is
+        # then simply not created yet; the first exec-durable makes it durable.
         db.host_exec("UPDATE _wk_host_meta SET v = 1 WHERE k = 'initialized'")
-        db.durable_pending = True
-        db.sync_if_pending()
         slot.initialized = True
         self.index.add_actor(slot.ref)
 

@@ -81,6 +81,10 @@ class ActorDb:
         conn = self.conn
         conn.setbusytimeout(5000)
         conn.limit(apsw.SQLITE_LIMIT_ATTACHED, 0)
+        # Closing the last connection would checkpoint and remove the WAL (about 2 ms):
+        # the host closes a sleeping actor's database after each wake, so it keeps the
+        # WAL for the next open instead; auto-checkpoints still bound its size.
+        conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
         # apsw runs a ";"-separated script lazily, one statement per row fetched: the
         # scripts here are consumed with list() so that every statement runs.
         list(conn.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "

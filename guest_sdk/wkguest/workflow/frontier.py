@@ -59,6 +59,10 @@ class Frontier:
         self.new_steps = 0
         self.alarm_at: int | None = None
         self.bad_runs_open = True  # this run's count of bad runs is still to be cleared
+        # Step outcomes recorded by this run but not yet fsynced. The run's last write
+        # (end_run or finish, exec_durable) syncs them with itself: one fsync per event
+        # instead of one per step, and nothing is reported before that last write.
+        self.unsynced = False
 
     def _pending(self, pos: int, kind: str, call: str, name: str) -> list[Any] | None:
         p = self.pending
@@ -124,7 +128,8 @@ class Frontier:
             # Not retried: the same code would most likely return the same kind of value.
             return self._give_up(pos, name, str(e), attempt)
         kind = "T" if tagged else "S"
-        self.store.put_final(pos, kind, name, text, self.db.now())
+        self.store.put_final(pos, kind, name, text, self.db.now(), durable=False)
+        self.unsynced = True
         raw = json.loads(text)
         self.journal.append(kind, name, text, raw)
         # attempts 0: a replay cannot tell how many attempts a success took, so no run can
@@ -140,7 +145,8 @@ class Frontier:
 
     def _give_up(self, pos: int, name: str, error: str, attempts: int) -> Outcome:
         text = json.dumps([error, attempts], ensure_ascii=False, separators=(",", ":"))
-        self.store.put_final(pos, "X", name, text, self.db.now(), error=error)
+        self.store.put_final(pos, "X", name, text, self.db.now(), error=error, durable=False)
+        self.unsynced = True
         self.journal.append("X", name, text, [error, attempts])
         self.pending = None
         return False, None, error, attempts

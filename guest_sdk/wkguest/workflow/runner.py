@@ -10,7 +10,8 @@ Runs happen only in `on_alarm`. Each run, in order:
    backs off, and after 2 × attempts such runs in a row the instance fails, saying why.
    A run that reaches a step's attempt, or ends cleanly, clears the count;
 4. calls the workflow function, which replays the journal and does new work;
-5. records where it stopped (exec_durable when the state changed) and sets the alarm to
+5. records where it stopped (exec_durable when the state changed or a step's outcome was
+   recorded in this run: the step results ride on this one fsync) and sets the alarm to
    its wake time, or finishes: output or error, durably, and the retention alarm.
 
 While the instance is unfinished its alarm is therefore always set. A StoreFault (the
@@ -151,7 +152,7 @@ class Runner:
         if run.stopped is not None:  # the function swallowed a signal: the signal wins
             return self._stopped(run.stopped, loaded, front, bad)
         if bad_reason is not None:
-            return self._bad_run(bad, bad_reason)
+            return self._bad_run(bad, bad_reason, sync=front.unsynced)
         if not returned:
             return self._finish("failed", None, False, error)
         try:
@@ -177,14 +178,16 @@ class Runner:
             loaded.state, loaded.wake_at, loaded.waiting_for) or loaded.error is not None
         # Only a change of the reported state needs an fsync; an unchanged one (an event
         # that did not wake it, say) only clears the bad-run count.
-        self.store.end_run(s.state, s.wake_at, s.waiting_for, now, durable=changed)
+        self.store.end_run(s.state, s.wake_at, s.waiting_for, now,
+                           durable=changed or front.unsynced)
         front.arm(wake)
 
-    def _bad_run(self, bad: int, reason: str) -> None:
+    def _bad_run(self, bad: int, reason: str, sync: bool = False) -> None:
         if bad >= self.config.max_bad_runs:
             return self._finish("failed", None, False, self._too_many_bad_runs(reason))
         # The watchdog alarm set at the start brings the next run after its backoff.
-        self.store.note_bad_run(reason, self.db.now())
+        # `sync`: steps of this run recorded outcomes that the next status would report.
+        self.store.note_bad_run(reason, self.db.now(), durable=sync)
 
     def _too_many_bad_runs(self, last: str | None) -> str:
         return (

@@ -223,8 +223,9 @@ class Store:
     def undo_bad_run(self) -> None:
         self.db.exec("UPDATE _wk_wf SET bad_runs = max(bad_runs - 1, 0), retry_at = NULL")
 
-    def note_bad_run(self, error: str, now: int) -> None:
-        self.db.exec("UPDATE _wk_wf SET error = ?, updated_at = ?", (error, now))
+    def note_bad_run(self, error: str, now: int, durable: bool = False) -> None:
+        write = self.db.exec_durable if durable else self.db.exec
+        write("UPDATE _wk_wf SET error = ?, updated_at = ?", (error, now))
 
     def end_run(self, state: str, wake_at: int | None, waiting_for: str | None, now: int,
                 durable: bool) -> None:

@@ -328,3 +328,29 @@ def test_on_init_trap_means_not_created(host: FakeHost) -> None:
     host._create = broken  # type: ignore[method-assign]
     with pytest.raises(Trap):
         host.call("w", "1", "POST", "/wk-workflow/v1/status")
+
+
+def test_a_run_of_new_steps_syncs_once_and_sets_its_alarm_twice(host: FakeHost) -> None:
+    # Group commit: the three results ride on the finish's fsync, and the watchdog set at
+    # the run's start covers the three attempts (issue 5 counts the synced writes).
+    host.serve("w", lambda run, _: [run.step(f"s{i}", lambda i=i: i) for i in range(3)])
+    c = host.client("w")
+    c.start("1")
+    b = host.instance("w", "1").backend
+    b.calls.clear()
+    host.run_due()
+    assert c.status("1").output == [0, 1, 2]
+    assert b.calls["exec_durable"] == 1
+    assert b.calls["alarm_set"] == 2  # the watchdog at the start, the retention at the end
+
+
+def test_recorded_results_are_synced_before_any_status_reports_them(host: FakeHost) -> None:
+    host.serve("w", lambda run, _: [run.step("a", lambda: "A"),
+                                    run.wait_for_event("go", DAY)])
+    c = host.client("w")
+    c.start("1")
+    host.run_due()
+    seen = c.status("1")
+    assert seen.state == "waiting" and seen.positions == 2
+    host.instance("w", "1").backend.power_loss()
+    assert c.status("1") == seen
