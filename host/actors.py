@@ -47,6 +47,7 @@ def _kind(e: HostError) -> str:
         "BudgetExceeded": "callee-budget",
         "GuestFailed": "callee-trapped",
         "TooLarge": "too-large",
+        "StorageFailed": "storage",
     }.get(type(e).__name__, "error")
 
 

@@ -8,6 +8,7 @@
     ├── Overloaded                 backpressure: too many events waiting (503 + Retry-After)
     ├── CallRefused                re-entry, a cross-thread cycle, the depth cap (409)
     ├── DeadlineExceeded           the event's time ran out while waiting (504)
+    ├── StorageFailed              an actor's database cannot be opened: disk full... (507)
     └── GuestFailed                the guest trapped (500)
         └── BudgetExceeded         the CPU (fuel) or wall-clock budget cut the event (503)
 
@@ -57,6 +58,10 @@ class CallRefused(HostError):
 
 class DeadlineExceeded(HostError):
     http_status = 504
+
+
+class StorageFailed(HostError):
+    http_status = 507
 
 
 class GuestFailed(HostError):

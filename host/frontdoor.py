@@ -39,7 +39,7 @@ def make_app(host: Host, admin_token: str) -> web.Application:
     app.router.add_get("/_wk/health", _health)
     app.router.add_get("/_wk/actors/{cls}", _list_actors)
     app.router.add_post("/_wk/clock/advance", _advance_clock)
-    app.router.add_route("*", "/{tail:.*}", _to_actor)
+    app.router.add_route("*", r"/{tail:[\s\S]*}", _to_actor)  # ids may hold a newline
     return app
 
 

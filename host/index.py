@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import apsw
 
@@ -34,6 +35,7 @@ class Index:
         self.dir.mkdir(parents=True, exist_ok=True)
         self._marker = self.dir / "running"
         self.was_unclean = self._marker.exists()
+        self.stale = False  # a write failed: the next start must rebuild
         self._lock = threading.Lock()
         self.conn = apsw.Connection(str(self.dir / "index.db"))
         self.conn.setbusytimeout(5000)
@@ -41,10 +43,22 @@ class Index:
         self._marker.write_text("wkhost is running; a start that finds this file rebuilds\n")
 
     def close(self) -> None:
-        """A clean stop: the next start trusts the index instead of rebuilding it."""
+        """A clean stop: the next start trusts the index instead of rebuilding it, unless
+        a write to it failed while running."""
         with self._lock:
             self.conn.close()
-        self._marker.unlink(missing_ok=True)
+        if not self.stale:
+            self._marker.unlink(missing_ok=True)
+
+    def try_write(self, write: Callable[..., None], *args: Any) -> None:
+        """An index write that must not fail the event: the actors' databases are the
+        truth, so a failure only marks the index for a rebuild at the next start."""
+        try:
+            write(*args)
+        except apsw.Error as e:
+            self.stale = True
+            log.error("the index could not be updated (%s); it is rebuilt at the next start",
+                      e)
 
     def _exec(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
         with self._lock:

@@ -17,11 +17,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+import apsw
+
 from . import alarms, crashpoints, event, paths
 from .clock import Clock, SystemClock
 from .config import HostConfig
 from .engine import EpochTicker, load_component, make_engine
-from .errors import Forbidden, GuestFailed, HostError, Overloaded, TooLarge, UnknownClass
+from .errors import (
+    Forbidden,
+    GuestFailed,
+    HostError,
+    Overloaded,
+    StorageFailed,
+    TooLarge,
+    UnknownClass,
+)
 from .event import CallGraph, Chain, Event
 from .index import Index
 from .instance import ComponentExports, Instance
@@ -132,8 +142,12 @@ class Host:
             self._finish_pending()
             raise Overloaded("the host is shutting down") from None
         # One cancelled at shutdown never runs: count it down here instead.
-        fut.add_done_callback(lambda f: f.cancelled() and self._finish_pending())
+        fut.add_done_callback(self._count_cancelled)
         return fut
+
+    def _count_cancelled(self, fut: Future[Any]) -> None:
+        if fut.cancelled():
+            self._finish_pending()
 
     def _counted(self, fn: Callable[..., T], *args: Any) -> T:
         # Counted down on the worker, before the result is handed over, so whoever waits
@@ -163,9 +177,16 @@ class Host:
         """`actors.call`: the request and response records pass through unconverted."""
         if crashpoints.ARMED:
             crashpoints.hit(f"call:{ref.cls}")
+        cap = self.config.max_body_bytes
+        if len(record.body) > cap:  # Latin-1 on the wire: one character per byte
+            raise TooLarge(f"the request body is over the {cap}-byte cap")
         deadline = min(caller.deadline, time.monotonic() + self.config.wall_budget_ms / 1000)
-        return self._run_event(ref, "request", caller.chain, deadline,
-                               lambda slot, ev: self._handle(slot, ev, record, sender))
+        out = self._run_event(ref, "request", caller.chain, deadline,
+                              lambda slot, ev: self._handle(slot, ev, record, sender))
+        if len(out.body) > cap:
+            raise TooLarge(f"{ref}'s response body ({len(out.body)} bytes) is over the "
+                           f"{cap}-byte cap")
+        return out
 
     def list_actors(self, cls: str, after: str = "", limit: int = 1000) -> list[str]:
         if cls not in self.classes:
@@ -213,7 +234,7 @@ class Host:
         if slot.db is None:
             if not create and not slot.path.exists():
                 return False
-            slot.db = ActorDb(slot.path, self.config.db_max_bytes // 4096)
+            slot.db = self._open_db(slot)
             slot.alarm_seen = alarms.read(slot.db)
         if slot.initialized is None:
             meta = dict(slot.db.host_exec("SELECT k, v FROM _wk_host_meta"))
@@ -222,7 +243,7 @@ class Host:
                 # An earlier on-init never finished (the host died in it): start clean.
                 slot.close()
                 delete_db_files(slot.path)
-                slot.db = ActorDb(slot.path, self.config.db_max_bytes // 4096)
+                slot.db = self._open_db(slot)
                 slot.alarm_seen = alarms.read(slot.db)
                 slot.initialized = False
         if slot.instance is None:
@@ -233,7 +254,15 @@ class Host:
             self._create(slot, ev)
         return True
 
+    def _open_db(self, slot: ActorSlot) -> ActorDb:
+        try:
+            return ActorDb(slot.path, self.config.db_max_bytes // 4096)
+        except (apsw.Error, OSError) as e:
+            raise StorageFailed(f"{slot.ref}'s database cannot be opened: {e}") from None
+
     def _instantiate(self, slot: ActorSlot) -> Instance:
+        if len(self._slots) > self.config.max_live_instances:
+            self.evict_idle()  # now, not at the next sweep: a burst must not pile up
         cls = self.classes[slot.ref.cls]
         cap = self.config.max_guest_output_bytes
         return Instance(self.engine, self.linker, cls.exports,
@@ -260,7 +289,7 @@ class Host:
         # then simply not created yet; the first exec-durable makes it durable.
         db.host_exec("UPDATE _wk_host_meta SET v = 1 WHERE k = 'initialized'")
         slot.initialized = True
-        self.index.add_actor(slot.ref)
+        self.index.try_write(self.index.add_actor, slot.ref)
 
     def _call(self, slot: ActorSlot, ev: Event, export: str, args: tuple[Any, ...]) -> Any:
         inst = slot.instance
@@ -286,7 +315,7 @@ class Host:
             self._destroy(slot)
             return
         if ev.alarm_touched or ev.kind != "request":
-            self._sync_alarm(slot)
+            self._sync_alarm(slot, fired=ev.kind == "alarm")
         if self._asleep(slot, ev):
             slot.close()  # the instance and the database connection: nothing stays warm
         elif self.config.always_fresh_instance:
@@ -304,11 +333,14 @@ class Host:
         far = self.clock.now_ms() + self.config.idle_instance_s * 1000
         return at_ms is None or at_ms > far
 
-    def _sync_alarm(self, slot: ActorSlot) -> None:
+    def _sync_alarm(self, slot: ActorSlot, fired: bool = False) -> None:
+        """Tell the scheduler and the index what the actor's database now holds. After a
+        fire the scheduler has let go of the actor, so it is told even an unchanged time
+        (an alarm re-set to the time that just fired)."""
         row = alarms.read(slot.require_db())
-        if slot.alarm_seen is None or row.at_ms != slot.alarm_seen.at_ms:
-            self.index.set_alarm(slot.ref, row.at_ms)
+        if fired or slot.alarm_seen is None or row.at_ms != slot.alarm_seen.at_ms:
             self.scheduler.set(slot.ref, row.at_ms)
+            self.index.try_write(self.index.set_alarm, slot.ref, row.at_ms)
         slot.alarm_seen = row
 
     def _destroy(self, slot: ActorSlot) -> None:
@@ -317,8 +349,8 @@ class Host:
         if crashpoints.ARMED:
             crashpoints.hit(f"delete:{slot.ref.cls}")
         delete_db_files(slot.path)
-        self.index.remove_actor(slot.ref)
         self.scheduler.set(slot.ref, None)
+        self.index.try_write(self.index.remove_actor, slot.ref)
 
     # -- keeping memory and file descriptors bounded -------------------------------------
     def evict_idle(self) -> int:
@@ -370,10 +402,18 @@ class Host:
             self.index.remove_actor(ref)
         except HostError as e:
             log.warning("%s: alarm event failed: %s", ref, e)
+            self._retry_in_memory(ref)
         except Exception:
             log.exception("%s: alarm event failed", ref)
+            self._retry_in_memory(ref)
         finally:
             self.scheduler.done(ref)
+
+    def _retry_in_memory(self, ref: ActorRef) -> None:
+        """The event failed before its alarm could be re-set or retried in its database
+        (a full disk, say): keep trying from memory, so the actor is not forgotten until a
+        restart. The database, once writable, takes over again."""
+        self.scheduler.set(ref, self.clock.now_ms() + self.config.alarm_retry_base_ms)
 
     def _on_alarm(self, slot: ActorSlot, ev: Event) -> None:
         db = slot.require_db()

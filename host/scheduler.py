@@ -59,6 +59,9 @@ class Scheduler:
             if at_ms is None:
                 self._due.pop(ref, None)
                 return
+            # A time in the past is due now, not earlier than everything already waiting:
+            # an actor re-arming to a past time must not jump the queue every time.
+            at_ms = max(at_ms, self._clock.now_ms())
             if self._due.get(ref) == at_ms:
                 return
             self._due[ref] = at_ms

@@ -32,7 +32,10 @@ Lifecycle (the behaviour depends on the actor id's prefix)
             "init refused by probe"), after creating the tables too.
   on_alarm  inserts ("alarm", now) into log. Id "alarm-trap...": then traps.
             Id "alarm-err...": then raises RuntimeError (on-alarm returns err).
-            If table rearm has a row, sets the alarm to its `at` (the guest re-set it).
+            If table rearm has a row, sets the alarm to its `at` (the guest re-set it);
+            `at` -1 sets it to now (lifecycle.now()), and `at` -2 to a different time
+            in the past on every event (the number of alarms logged so far): due at
+            once, every time.
   POST /delete-self           calls delete_self; {"deleted": true}
 
 Budgets and failures (these trap or burn resources on purpose)
@@ -425,7 +428,11 @@ class Probe(Actor):
             raise RuntimeError("probe: on_alarm error requested")
         at = sqlite.exec("SELECT at FROM rearm LIMIT 1").scalar()
         if isinstance(at, int):
-            alarm.set(at)
+            if at == -1:
+                at = lifecycle.now()
+            elif at < 0:
+                at = sqlite.exec("SELECT count(*) FROM log WHERE kind = 'alarm'").scalar()
+            alarm.set(int(at or 0))
 
     def handle(self, req: Request) -> Response:
         route = ROUTES.get(req.path)

@@ -91,7 +91,9 @@ def test_idle_instances_are_evicted_and_their_actors_come_back_intact(make_probe
     for i in range(5):
         p.sql(f"e{i}", "CREATE TABLE t (v)")
         p.sql(f"e{i}", "INSERT INTO t VALUES (?)", [i])
-    assert p.host.evict_idle() == 3
+    # Evicted as new instances came, not at the next sweep: never far past the cap.
+    assert len(p.host._slots) <= 3
+    p.host.evict_idle()
     assert len(p.host._slots) == 2
     for i in range(5):
         assert p.sql(f"e{i}", "SELECT v FROM t")["rows"] == [[i]]
@@ -104,7 +106,6 @@ def test_the_host_wide_queue_is_bounded_with_a_clear_refusal(make_probe) -> None
     import threading
 
     import pytest
-
     from wkhost.errors import Overloaded
 
     p = make_probe(max_pending_events=2)

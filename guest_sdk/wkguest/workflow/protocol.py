@@ -155,7 +155,8 @@ class Protocol:
         m: dict[str, Any] = {
             "state": row.state, "run_id": row.run_id, "wake_at": row.wake_at,
             "waiting_for": [row.waiting_for] if row.waiting_for else [],
-            "error": row.error, "positions": row.positions, "created_at": row.created_at,
+            "error": row.error or (None if row.state in FINISHED else self.r.store_fault),
+            "positions": row.positions, "created_at": row.created_at,
             "updated_at": row.updated_at, "finished_at": row.finished_at,
             "events_pending": row.events_pending,
         }
@@ -187,8 +188,8 @@ def _encode(value: Any, limit: int, what: str) -> tuple[str, bool]:
 
 def _int_field(msg: dict[str, Any], key: str, default: int) -> int:
     v = msg.get(key, default)
-    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-        raise BadRequest(400, "bad-request", f"{key!r} must be a whole number >= 0")
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2**63:
+        raise BadRequest(400, "bad-request", f"{key!r} must be a whole number from 0 to 2**63-1")
     return v
 
 

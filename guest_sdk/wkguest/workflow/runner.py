@@ -22,6 +22,7 @@ the alarm as last committed stands.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from typing import Any
@@ -57,6 +58,7 @@ class Runner:
         self.store = Store(backend)
         self.retry = config.retry
         self.journal: Journal | None = None  # the warm cache: this instance's journal
+        self.store_fault: str | None = None  # why the last run could not use its database
         self._began = False
 
     def init(self) -> None:
@@ -79,12 +81,19 @@ class Runner:
             self._on_alarm()
         except StoreFault as fault:
             self.forget()
+            # The status says why the instance does not move, even if the database is too
+            # full to record it: kept here too, for the status asked of this instance.
+            self.store_fault = f"storage: {fault}"
             try:
                 if self._began:
                     self.store.undo_bad_run()  # storage trouble is not the workflow's
                 self.db.alarm_set(self.db.now() + STORE_RETRY_MS)
             except StoreFault:
                 raise fault from None
+            with contextlib.suppress(StoreFault):
+                self.store.note_bad_run(self.store_fault, self.db.now())
+        else:
+            self.store_fault = None
 
     def _on_alarm(self) -> None:
         j = self.journal
