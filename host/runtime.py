@@ -323,11 +323,15 @@ class Host:
         slot.last_used = time.monotonic()
 
     def _asleep(self, slot: ActorSlot, ev: Event) -> bool:
-        """An alarm event that leaves the next alarm far away (or none): the actor sleeps,
-        so its instance (several MiB) and its database connection go now rather than at
-        the idle sweep. A request may still come; it pays an instantiation and an open
-        (about 1 ms)."""
+        """An alarm event that leaves the next alarm far away (or none), while live actors
+        fill more than half the instance cap: the actor sleeps, so its instance (several
+        MiB) and its database connection go now rather than at the idle sweep. A request
+        may still come; it pays an instantiation and an open (about 1 ms)."""
         if ev.kind != "alarm" or slot.alarm_seen is None:
+            return False
+        if len(self._slots) <= self.config.max_live_instances // 2:
+            # Room to spare: keep it warm (a parked workflow woken by events replays from
+            # its cached journal); the idle sweep still drops it in time.
             return False
         at_ms = slot.alarm_seen.at_ms
         far = self.clock.now_ms() + self.config.idle_instance_s * 1000

@@ -132,7 +132,9 @@ def test_an_alarm_of_a_deleted_actor_does_not_bring_it_back(probe: Probe) -> Non
     assert probe.host.list_actors("probe") == []
 
 
-def test_an_alarm_event_that_leaves_the_actor_asleep_drops_its_instance(probe: Probe) -> None:
+def test_an_alarm_event_that_leaves_the_actor_asleep_drops_its_instance(
+        make_probe: MakeProbe) -> None:
+    probe = make_probe(max_live_instances=2)  # two live actors: more than half the cap
     now = probe.clock.now_ms()
     for actor_id, next_at in (("sleepy", now + DAY), ("busy", now + 1000)):
         probe.sql(actor_id, "INSERT INTO rearm VALUES (?)", [next_at])
@@ -146,3 +148,14 @@ def test_an_alarm_event_that_leaves_the_actor_asleep_drops_its_instance(probe: P
     assert slots["sleepy"].instance is None       # re-armed a day ahead: asleep
     assert slots["sleepy"].db is None
     assert slots["busy"].instance is not None     # back in a second: kept warm
+
+
+def test_with_room_to_spare_a_sleeping_actor_stays_warm(probe: Probe) -> None:
+    now = probe.clock.now_ms()
+    probe.sql("parked", "INSERT INTO rearm VALUES (?)", [now + DAY])
+    probe.json("parked", "POST", "/alarm/set", query=f"at={now}")
+    host = probe.host
+    assert wait_until(lambda: [at for _, at in host.index.alarms()] == [now + DAY])
+    slot = host._slots[host.actor_ref("probe", "parked")]
+    assert wait_until(lambda: not slot.lock.locked())
+    assert slot.instance is not None
