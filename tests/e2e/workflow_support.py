@@ -63,21 +63,27 @@ def workflow_wasm(build_guest: Callable[[str], Path]) -> dict[str, Path]:
 ShopFactory = Callable[..., "Shop"]
 
 
-@pytest.fixture
-def shop_factory(make_server: MakeServer, workflow_wasm: dict[str, Path],
-                 tmp_path: Path) -> Iterator[ShopFactory]:
+@pytest.fixture(params=["warm", "always-replay"])
+def shop_factory(request: pytest.FixtureRequest, make_server: MakeServer,
+                 workflow_wasm: dict[str, Path], tmp_path: Path) -> Iterator[ShopFactory]:
     """shop_factory(data=None, orders="orders", access=INTERNAL, extra=None) -> Shop.
 
     `orders` names the component served as the class `orders` ("orders_reordered" for
     the bad deploy); `data` defaults to one directory per test, so a second call with
-    the same `data` is a restart on the same state."""
+    the same `data` is a restart on the same state.
+
+    Every test using it runs twice: as served normally, and in "always replay" mode
+    (`--always-fresh-instance`: a new instance for every event, so the runner's warm
+    journal cache never helps and every step is reached by replay from the journal)."""
+    always_replay = ["--always-fresh-instance"] if request.param == "always-replay" else []
 
     def make(data: Path | None = None, orders: str = "orders",
              access: dict[str, str] | None = None, extra: list[str] | None = None) -> Shop:
         actors = {"orders": workflow_wasm[orders], "ledger": workflow_wasm["ledger"],
                   "app": workflow_wasm["app"]}
         server = make_server(actors=actors, access=INTERNAL if access is None else access,
-                             data=data or tmp_path / "data", extra=extra)
+                             data=data or tmp_path / "data",
+                             extra=[*always_replay, *(extra or [])])
         return Shop(server)
 
     yield make
