@@ -44,7 +44,7 @@ from urllib.parse import quote
 import cbor2
 import pytest
 
-from .server import REPO, Server
+from .server import Server
 
 SECOND = 1000
 HOUR = 3_600_000
@@ -79,32 +79,13 @@ class Host(Server):
     def __init__(self, data: Path, actors: dict[str, Path], extra: list[str] | None = None,
                  access: dict[str, str] | None = None, env: dict[str, str] | None = None,
                  log_level: str = "info") -> None:
-        super().__init__(data, actors, extra, access)
-        self.env = env or {}
-        self.log_level = log_level
-
-    def command(self) -> list[str]:
-        cmd = super().command()
-        i = cmd.index("--log-level")
-        cmd[i + 1] = self.log_level
-        return cmd
+        # The crash switch is this host's alone: never inherited from the test process.
+        base = {k: v for k, v in os.environ.items() if k not in CRASH_ENV}
+        super().__init__(data, actors, extra, access, {**base, **(env or {})}, log_level)
 
     def start(self, timeout: float = 60) -> Host:
-        env = {k: v for k, v in os.environ.items() if k not in CRASH_ENV}
-        env.update(self.env)
-        self.proc = subprocess.Popen(self.command(), stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True, cwd=REPO, env=env)
-        threading.Thread(target=self._drain_stderr, daemon=True).start()
-        end = time.monotonic() + timeout
-        assert self.proc.stdout is not None
-        while time.monotonic() < end:
-            line = self.proc.stdout.readline()
-            if not line:
-                raise RuntimeError("wkhost serve exited early:\n" + "\n".join(self.log[-30:]))
-            if "listening on " in line:
-                self.url = line.strip().split("listening on ", 1)[1]
-                return self
-        raise RuntimeError("wkhost serve did not start in time")
+        super().start(timeout)
+        return self
 
     @property
     def alive(self) -> bool:

@@ -22,11 +22,14 @@ COMPILED = REPO / ".cache" / "compiled"
 
 class Server:
     def __init__(self, data: Path, actors: dict[str, Path], extra: list[str] | None = None,
-                 access: dict[str, str] | None = None) -> None:
+                 access: dict[str, str] | None = None, env: dict[str, str] | None = None,
+                 log_level: str = "info") -> None:
         self.data = data
         self.actors = actors
         self.extra = extra or []
         self.access = access or {}
+        self.env = env  # the process's whole environment, when given
+        self.log_level = log_level
         self.proc: subprocess.Popen[str] | None = None
         self.url = ""
         self.log: list[str] = []
@@ -35,7 +38,7 @@ class Server:
     def command(self) -> list[str]:
         cmd = [sys.executable, "-m", "wkhost.cli", "serve", "--port", "0", "--data",
                str(self.data), "--cache-dir", str(COMPILED), "--fake-clock",
-               "--log-level", "info"]
+               "--log-level", self.log_level]
         for name, wasm in self.actors.items():
             cmd += ["--actor", f"{name}={wasm}"]
         for name, level in self.access.items():
@@ -44,7 +47,7 @@ class Server:
 
     def start(self, timeout: float = 60) -> Server:
         self.proc = subprocess.Popen(self.command(), stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True, cwd=REPO)
+                                     stderr=subprocess.PIPE, text=True, cwd=REPO, env=self.env)
         threading.Thread(target=self._drain_stderr, daemon=True).start()
         end = time.monotonic() + timeout
         assert self.proc.stdout is not None
