@@ -108,7 +108,8 @@ def _pairs(items: list[str], what: str) -> list[tuple[str, str]]:
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name or not value:
-            raise SystemExit(f"wkhost: error: {what} takes NAME=VALUE, got {item!r}")
+            print(f"wkhost: error: {what} takes NAME=VALUE, got {item!r}", file=sys.stderr)
+            raise SystemExit(2)  # bad usage
         out.append((name, value))
     return out
 

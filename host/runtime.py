@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import apsw
+from wasmtime import WasmtimeError
 
 from . import alarms, crashpoints, event, paths
 from .clock import Clock, SystemClock
@@ -91,7 +92,12 @@ class Host:
         paths.check_class(name)
         if not wasm.is_file():
             raise HostError(f"no component at {wasm}")
-        component = load_component(self.engine, wasm, self.config.compile_cache())
+        try:
+            component = load_component(self.engine, wasm, self.config.compile_cache())
+        except WasmtimeError as e:
+            first = str(e).strip().splitlines()[0] if str(e).strip() else "unknown error"
+            raise HostError(f"{wasm} is not a component this host can load ({first}); "
+                            "build it with `wkhost build`") from None
         cls = ActorClass(name, wasm, ComponentExports(component), access)
         self.classes[name] = cls
         return cls
