@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from .local_http import local_http
 from .server import Server
 
 
@@ -66,14 +67,10 @@ class _Slow(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def slow_server() -> Iterator[str]:
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Slow)
     _Slow.release.clear()
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
-    t.start()
-    yield f"127.0.0.1:{srv.server_address[1]}"
-    _Slow.release.set()
-    srv.shutdown()
-    srv.server_close()
+    with local_http(_Slow) as port:
+        yield f"127.0.0.1:{port}"
+        _Slow.release.set()
 
 
 def test_a_cycle_across_threads_is_refused_at_once(make_server, slow_server: str) -> None:  # type: ignore[no-untyped-def]

@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from wkhost import paths
 
 from . import reliability_support
+from .local_http import local_http
 from .reliability_support import (
     Fleet,
     Host,
@@ -426,11 +427,8 @@ class _Site(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def site() -> Iterator[int]:
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Site)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield srv.server_address[1]
-    srv.shutdown()
-    srv.server_close()
+    with local_http(_Site) as port:
+        yield port
 
 
 @pytest.fixture

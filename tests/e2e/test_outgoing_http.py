@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import http.server
 import socket
-import threading
 from collections.abc import Iterator
 
 import pytest
 
 from .conftest import MakeServer
+from .local_http import local_http
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -34,11 +34,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def local_site() -> Iterator[str]:
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
-    srv.server_close()
+    with local_http(_Handler) as port:
+        yield f"127.0.0.1:{port}"
 
 
 @pytest.fixture

@@ -91,6 +91,8 @@ class Run:
         this raises StepFailed, which fails the workflow unless it is caught. The value
         comes back as it will on every replay (see values.py).
         """
+        # The replay fast path, inlined here and in step_keyed on purpose: it runs once
+        # per recorded position in every event, and a shared helper would add a call.
         pos = self._pos
         try:
             if self._keys[pos] == name:
