@@ -24,6 +24,38 @@ def test_wal_and_normal_sync_are_in_force(db: ActorDb) -> None:
     assert db.host_exec("PRAGMA synchronous")[0][0] == 1  # NORMAL
 
 
+def test_a_new_database_is_made_from_the_template_whole(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "er" / "a.db"
+    d = ActorDb(path, max_pages=64)
+    try:
+        assert d.host_exec("PRAGMA journal_mode")[0][0] == "wal"
+        assert d.host_exec("SELECT at_ms, gen, retries FROM _wk_host_alarm") == [(None, 0, 0)]
+        assert d.host_exec("SELECT count(*) FROM _wk_host_meta") == [(0,)]
+    finally:
+        d.close()
+    assert sorted(p.name for p in path.parent.iterdir() if ".new" in p.name) == []
+
+
+@pytest.mark.parametrize("content", [b"", None], ids=["empty file", "schema-less database"])
+def test_a_database_file_cut_short_while_made_gets_the_host_schema(
+        tmp_path: Path, content: bytes | None) -> None:
+    path = tmp_path / "a.db"
+    if content is None:
+        import apsw
+
+        conn = apsw.Connection(str(path))
+        conn.execute("CREATE TABLE user_t (x)")
+        conn.close()
+    else:
+        path.write_bytes(content)
+    d = ActorDb(path, max_pages=64)
+    try:
+        assert d.host_exec("PRAGMA journal_mode")[0][0] == "wal"
+        assert d.host_exec("SELECT gen FROM _wk_host_alarm") == [(0,)]
+    finally:
+        d.close()
+
+
 def test_exec_returns_columns_rows_and_values_of_every_type(db: ActorDb) -> None:
     run(db, "CREATE TABLE t (a, b, c, d, e)")
     run(db, "INSERT INTO t VALUES (?, ?, ?, ?, ?)", (None, 7, 2.5, "x", b"\x00\xff"))
