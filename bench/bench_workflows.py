@@ -558,6 +558,46 @@ def bench_sleepers(count: int, spread_s: float = 60.0) -> dict[str, Any]:
             "unfinished": dict(unfinished), "live_instances_cap": host.config.max_live_instances}
 
 
+def _drain_once(count: int, pool: bool) -> dict[str, float]:
+    """`count` sleepers due at one instant, every instance evicted: how fast does the host
+    wake them all (each wake: open the db, instantiate, replay, one step, finish)?"""
+    from concurrent.futures import ThreadPoolExecutor
+
+    host = make_host(Path(tempfile.mkdtemp(prefix="wkbench-drain-")), instance_pool=pool)
+    try:
+        lead_ms = 15_000 + count * 12  # room for creating them and their first runs
+        due = host.clock.now_ms() + lead_ms
+        with ThreadPoolExecutor(8) as workers:
+            list(workers.map(lambda i: wf_call(host, host.actor_ref(WF, f"d-{i}"), "start",
+                                               {"input": {"wake_at": due}}), range(count)))
+        deadline = time.monotonic() + lead_ms / 1000
+        while sum(host._alarms.values()) < count and time.monotonic() < deadline:
+            time.sleep(0.05)  # every first run (which records the sleep) has finished
+        if sum(host._alarms.values()) < count:
+            raise RuntimeError("the sleepers' first runs did not finish before they were due")
+        fired0 = sum(host._alarms.values())
+        time.sleep(max(0.0, (due - host.clock.now_ms()) / 1000))
+        cpu0, t0 = time.process_time(), time.monotonic()
+        while sum(host._alarms.values()) - fired0 < count and time.monotonic() - t0 < 300:
+            time.sleep(0.01)
+        elapsed, cpu = time.monotonic() - t0, time.process_time() - cpu0
+    finally:
+        host.close()
+    return {"wakes_per_s": count / elapsed, "cpu_ms_per_wake": cpu / count * 1e3}
+
+
+def bench_drain(repeats: int, count: int) -> dict[str, Any]:
+    """Cold-wake capacity with and without the instance pool, alternated in one run."""
+    runs: dict[str, list[dict[str, float]]] = {"pool": [], "no_pool": []}
+    for _ in range(repeats):
+        runs["pool"].append(_drain_once(count, True))
+        runs["no_pool"].append(_drain_once(count, False))
+    return {"count": count, **{
+        name: {"wakes_per_s": summary([r["wakes_per_s"] for r in rs]),
+               "cpu_ms_per_wake": summary([r["cpu_ms_per_wake"] for r in rs])}
+        for name, rs in runs.items()}}
+
+
 # -- the table --------------------------------------------------------------------------------
 
 def rows(figs: dict[str, Any]) -> list[tuple[str, dict[str, float], str]]:
@@ -580,6 +620,14 @@ def rows(figs: dict[str, Any]) -> list[tuple[str, dict[str, float], str]]:
             out.append((f"1 MiB result: {k.removesuffix('_us')}", b[k], "us"))
     for k, v in figs.get("cold", {}).items():
         out.append((f"cold: {k.removesuffix('_us')}", v, "us"))
+    d = figs.get("drain", {})
+    for name in ("pool", "no_pool"):
+        if name in d:
+            out.append((f"cold wakes/s, {d['count']} due at once ({name})",
+                        d[name]["wakes_per_s"], "/s"))
+            out.append((f"cold wake CPU ({name})",
+                        {k: v * 1e3 if k != "n" else v
+                         for k, v in d[name]["cpu_ms_per_wake"].items()}, "us"))
     return out
 
 
@@ -593,7 +641,7 @@ def print_rows(figs: dict[str, Any]) -> None:
         print(f"  {name:<52} {cells[0]:>11} {cells[1]:>11} {cells[2]:>11}")
 
 
-PARTS = ("replay", "step", "throughput", "big", "cold")
+PARTS = ("replay", "step", "throughput", "big", "cold", "drain")
 
 
 def run(parts: tuple[str, ...], repeats: int, quick: bool, sleepers: int,
@@ -613,6 +661,8 @@ def run(parts: tuple[str, ...], repeats: int, quick: bool, sleepers: int,
             figs[part] = bench_big(max(3, repeats // 2))
         elif part == "cold":
             figs[part] = bench_cold(max(3, repeats // 2))
+        elif part == "drain":
+            figs[part] = bench_drain(1 if quick else 3, 300 if quick else 1000)
         elif part == "sleepers":
             figs[part] = bench_sleepers(sleepers)
         say(f"  [workflows] {part} done in {time.monotonic() - started:.1f} s")

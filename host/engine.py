@@ -13,6 +13,7 @@ import logging
 import os
 import threading
 import time
+from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 
@@ -33,12 +34,69 @@ EPOCH_TICK_MS = 10
 FUEL_PER_MS = 16_000_000
 
 
-def make_engine() -> Engine:
+@dataclass(frozen=True)
+class InstancePool:
+    """wasmtime's pooling allocator, sized for one host.
+
+    Why: a fresh instance of a componentize-py guest writes to a few hundred pages of its
+    copy-on-write heap image in its first calls. Each such write is a page fault, and
+    when another thread of the host runs on the other core, a TLB shootdown (an IPI) as
+    well: with two event threads busy, a cold wake cost 11 ms of CPU, half of it in the
+    kernel. A pooled slot keeps the first `keep_resident_bytes` of its memory mapped and
+    written between instances (reset in place when the instance goes), so the next
+    instance of the same component faults on none of it: 6 ms (bench/bench_workflows.py
+    --part drain). The price: up to `warm_slots` idle slots keep that memory resident,
+    and each live instance holds at least that much.
+    """
+
+    instances: int                       # live component instances at once
+    max_memory_bytes: int                # a guest's linear memory cap
+    keep_resident_bytes: int = 16 << 20  # the part of a guest's heap the reset keeps
+    warm_slots: int = 4                  # idle slots kept resident for the next instance
+
+
+def make_engine(pool: InstancePool | None = None) -> Engine:
     fastconv.install()  # before any Linker exists: only later host functions get it
     cfg = Config()
     cfg.consume_fuel = True
     cfg.epoch_interruption = True
+    if pool is not None:
+        _use_pool(cfg, pool)
     return Engine(cfg)
+
+
+def _use_pool(cfg: Config, pool: InstancePool) -> None:
+    # wasmtime-py 50 has no Python wrapper for the pooling allocator; its C API is in the
+    # generated bindings. Limits per component are generous (a componentize-py guest has
+    # one memory, about ten core instances and tables); the totals are what bound the
+    # virtual memory reserved up front: one 4 GiB reservation per memory slot.
+    from wasmtime import _ffi as ffi
+
+    p = ffi.wasmtime_pooling_allocation_config_new()
+    n = pool.instances
+    ffi.wasmtime_pooling_allocation_config_total_component_instances_set(p, n)
+    ffi.wasmtime_pooling_allocation_config_total_memories_set(p, n)
+    ffi.wasmtime_pooling_allocation_config_total_core_instances_set(p, n * 32)
+    ffi.wasmtime_pooling_allocation_config_total_tables_set(p, n * 32)
+    ffi.wasmtime_pooling_allocation_config_total_stacks_set(p, n)
+    ffi.wasmtime_pooling_allocation_config_max_core_instances_per_component_set(p, 32)
+    ffi.wasmtime_pooling_allocation_config_max_memories_per_component_set(p, 1)
+    ffi.wasmtime_pooling_allocation_config_max_tables_per_component_set(p, 32)
+    ffi.wasmtime_pooling_allocation_config_table_elements_set(p, 100_000)
+    ffi.wasmtime_pooling_allocation_config_max_component_instance_size_set(p, 4 << 20)
+    ffi.wasmtime_pooling_allocation_config_max_core_instance_size_set(p, 4 << 20)
+    ffi.wasmtime_pooling_allocation_config_max_memory_size_set(p, pool.max_memory_bytes)
+    ffi.wasmtime_pooling_allocation_config_max_unused_warm_slots_set(p, pool.warm_slots)
+    ffi.wasmtime_pooling_allocation_config_linear_memory_keep_resident_set(
+        p, pool.keep_resident_bytes)
+    ffi.wasmtime_pooling_allocation_config_table_keep_resident_set(p, 1 << 20)
+    ffi.wasmtime_pooling_allocation_strategy_set(cfg.ptr(), p)
+    ffi.wasmtime_pooling_allocation_config_delete(p)
+
+
+def pool_exhausted(e: Exception) -> bool:
+    """Did instantiation fail only because every pooled slot is in use?"""
+    return "concurrent limit" in str(e)
 
 
 def cache_key(wasm: bytes) -> str:

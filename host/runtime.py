@@ -23,7 +23,7 @@ from wasmtime import WasmtimeError
 from . import alarms, crashpoints, event, paths
 from .clock import Clock, SystemClock
 from .config import HostConfig
-from .engine import EpochTicker, load_component, make_engine
+from .engine import EpochTicker, load_component, make_engine, pool_exhausted
 from .errors import (
     Forbidden,
     GuestFailed,
@@ -68,7 +68,7 @@ class Host:
     def __init__(self, config: HostConfig, clock: Clock | None = None) -> None:
         self.config = config
         self.clock = clock or SystemClock()
-        self.engine = make_engine()
+        self.engine = make_engine(config.pool())
         self.linker = make_linker(self.engine, self)
         self.classes: dict[str, ActorClass] = {}
         self.graph = CallGraph()
@@ -271,9 +271,26 @@ class Host:
             self.evict_idle()  # now, not at the next sweep: a burst must not pile up
         cls = self.classes[slot.ref.cls]
         cap = self.config.max_guest_output_bytes
-        return Instance(self.engine, self.linker, cls.exports,
-                        self.config.memory_limit_bytes,
-                        lambda data: slot.output.write(data, cap))
+
+        def instantiate() -> Instance:
+            return Instance(self.engine, self.linker, cls.exports,
+                            self.config.memory_limit_bytes,
+                            lambda data: slot.output.write(data, cap))
+
+        try:
+            return instantiate()
+        except WasmtimeError as e:
+            if not pool_exhausted(e):
+                raise
+        # Every pooled slot holds an instance: give back the idle ones, then try once more.
+        self.evict_idle(keep=self.config.max_live_instances // 2)
+        try:
+            return instantiate()
+        except WasmtimeError as e:
+            if not pool_exhausted(e):
+                raise
+            raise Overloaded("every instance slot is busy with an event; retry shortly"
+                             ) from None
 
     def _create(self, slot: ActorSlot, ev: Event) -> None:
         db = slot.require_db()
@@ -363,13 +380,14 @@ class Host:
         self.index.try_write(self.index.remove_actor, slot.ref)
 
     # -- keeping memory and file descriptors bounded -------------------------------------
-    def evict_idle(self) -> int:
+    def evict_idle(self, keep: int | None = None) -> int:
         """Drop idle actors' instances and databases: those idle past idle_instance_s, then
-        the least recently used beyond max_live_instances. Returns how many were dropped."""
+        the least recently used beyond `keep` (default max_live_instances). Returns how
+        many were dropped."""
         now = time.monotonic()
         with self._slots_lock:
             slots = sorted(self._slots.values(), key=lambda s: s.last_used)
-        excess = len(slots) - self.config.max_live_instances
+        excess = len(slots) - (self.config.max_live_instances if keep is None else keep)
         dropped = 0
         for slot in slots:
             idle = now - slot.last_used > self.config.idle_instance_s

@@ -372,8 +372,19 @@ def wasi(req: Request) -> Response:
     )
 
 
+# Module state lives as long as the instance: what one instance remembers, no other
+# instance may see, even one made in the same pooled memory slot afterwards.
+_REMEMBERED: list[str] = []
+
+
+def remember(req: Request) -> Response:
+    _REMEMBERED.append(req.body.decode())
+    return _ok(remembered=_REMEMBERED)
+
+
 ROUTES: dict[str, Callable[[Request], Response]] = {
     "/echo": echo,
+    "/remember": remember,
     "/whoami": whoami,
     "/now": now,
     "/big": big,

@@ -86,6 +86,57 @@ def test_instances_never_serve_two_ids(probe: Probe) -> None:
         slots[probe.host.actor_ref("probe", "y")].instance
 
 
+def test_a_pooled_memory_slot_carries_nothing_to_the_next_instance(make_probe) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    p = make_probe(max_live_instances=1, idle_instance_s=3600)
+
+    def remember(actor: str, text: str) -> list[str]:
+        return json.loads(p.send(actor, "POST", "/remember", text).body)["remembered"]
+
+    assert remember("x", "x-secret") == ["x-secret"]
+    assert remember("x", "x-again") == ["x-secret", "x-again"]
+    for _ in range(3):  # x's slot is freed and taken again, by y and then by x itself
+        p.host.config.idle_instance_s = 0
+        p.host.evict_idle()
+        p.host.config.idle_instance_s = 3600
+        assert remember("y", "y") == ["y"]
+        p.host.evict_idle()
+        assert remember("x", "x") == ["x"]
+
+
+def test_when_every_pooled_slot_is_taken_idle_actors_make_room_else_a_clear_refusal(
+        make_probe) -> None:  # type: ignore[no-untyped-def]
+    import pytest
+    from wkhost.errors import Overloaded
+    from wkhost.instance import Instance
+
+    p = make_probe(max_live_instances=4, workers=1, idle_instance_s=3600)
+    host = p.host
+    slots = host.config.pool().instances  # 4 live + 4 per worker
+    for name in ("a", "b", "c"):  # three idle actors, under the live cap
+        p.send(name, "GET", "/now")
+
+    def hold() -> Instance:
+        return Instance(host.engine, host.linker, host.classes["probe"].exports, 64 << 20,
+                        lambda _d: None)
+
+    held = [hold() for _ in range(slots - 3)]  # now every slot is taken
+    # The pool is full: the least recently used idle actors give back their slots.
+    assert p.send("new", "GET", "/now").status == 200
+    live = {ref.id for ref, slot in host._slots.items() if slot.instance is not None}
+    assert live == {"c", "new"}
+    held.append(hold())  # full again, and nothing idle is left to drop but c and new
+    host._slots[host.actor_ref("probe", "c")].lock.acquire()  # c and new are busy
+    host._slots[host.actor_ref("probe", "new")].lock.acquire()
+    with pytest.raises(Overloaded, match="every instance slot is busy"):
+        p.send("late", "GET", "/now")
+    held.pop()
+    assert p.send("late", "GET", "/now").status == 200
+    host._slots[host.actor_ref("probe", "c")].lock.release()
+    host._slots[host.actor_ref("probe", "new")].lock.release()
+
+
 def test_idle_instances_are_evicted_and_their_actors_come_back_intact(make_probe) -> None:  # type: ignore[no-untyped-def]
     p = make_probe(max_live_instances=2, idle_instance_s=3600)
     for i in range(5):
