@@ -93,10 +93,10 @@ def _add_serve(sub: Any) -> None:
     s.add_argument("--max-live-instances", type=int, default=96,
                    help="instances kept warm; the least recently used idle ones go beyond "
                         "this (default %(default)s)")
-    s.add_argument("--instance-pool", action=argparse.BooleanOptionalAction, default=True,
-                   help="take instances from wasmtime's pooling allocator, whose slots keep "
-                        "16 MiB of guest heap resident and reset between instances: cold "
-                        "events cost about half the CPU (default on)")
+    s.add_argument("--instance-pool", action=argparse.BooleanOptionalAction, default=False,
+                   help="take instances from wasmtime's pooling allocator: cold events cost "
+                        "about half the CPU, but every slot once used keeps 16 MiB of guest "
+                        "heap resident (default off)")
     s.add_argument("--allow-http", action="append", default=[], metavar="HOST[:PORT]",
                    help="let guests fetch from HOST (repeatable; default: nowhere)")
     s.add_argument("--admin-token-file", type=Path,

@@ -279,9 +279,9 @@ def test_a_thousand_actors_created_in_a_burst_all_answer(probe_host) -> None:  #
     print(f"1000 actors in {took:.1f} s; RSS before {rss_before // 1024} MiB, "
           f"peak {peak // 1024} MiB, settled {settled // 1024} MiB")
     # Bounded whatever the number of actors: at most max_live_instances (96) instances,
-    # of about 16 MiB each here (a pooled slot keeps 16 MiB of heap resident), plus the
-    # host. Not "one instance per actor touched in the last second" (the janitor's pace).
-    bound = rss_before + 96 * 18 * 1024 + 256 * 1024
+    # of about 9 MiB each here (16 with --instance-pool), plus the host. Not "one
+    # instance per actor touched in the last second" (the janitor's pace).
+    bound = rss_before + 96 * 12 * 1024 + 256 * 1024
     assert peak < bound and settled < bound, (
         f"RSS peaked at {peak // 1024} MiB for 1000 actors (bound {bound // 1024} MiB)")
     assert served(host, "burst-0") and served(host, "burst-999")

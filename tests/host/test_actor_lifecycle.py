@@ -89,7 +89,7 @@ def test_instances_never_serve_two_ids(probe: Probe) -> None:
 def test_a_pooled_memory_slot_carries_nothing_to_the_next_instance(make_probe) -> None:  # type: ignore[no-untyped-def]
     import json
 
-    p = make_probe(max_live_instances=1, idle_instance_s=3600)
+    p = make_probe(max_live_instances=1, idle_instance_s=3600, instance_pool=True)
 
     def remember(actor: str, text: str) -> list[str]:
         return json.loads(p.send(actor, "POST", "/remember", text).body)["remembered"]
@@ -111,7 +111,7 @@ def test_when_every_pooled_slot_is_taken_idle_actors_make_room_else_a_clear_refu
     from wkhost.errors import Overloaded
     from wkhost.instance import Instance
 
-    p = make_probe(max_live_instances=4, workers=1, idle_instance_s=3600)
+    p = make_probe(max_live_instances=4, workers=1, idle_instance_s=3600, instance_pool=True)
     host = p.host
     slots = host.config.pool().instances  # 4 live + 4 per worker
     for name in ("a", "b", "c"):  # three idle actors, under the live cap
