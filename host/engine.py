@@ -45,8 +45,9 @@ class InstancePool:
     kernel. A pooled slot keeps the first `keep_resident_bytes` of its memory mapped and
     written between instances (reset in place when the instance goes), so the next
     instance of the same component faults on none of it: 6 ms (bench/bench_workflows.py
-    --part drain). The price: up to `warm_slots` idle slots keep that memory resident,
-    and each live instance holds at least that much.
+    --part drain). The price: each live instance holds at least that much, and slots
+    once used were seen to keep it resident after their instance went, `warm_slots`
+    notwithstanding (docs/performance.md), which is why the pool is opt-in.
     """
 
     instances: int                       # live component instances at once

@@ -272,25 +272,18 @@ class Host:
         cls = self.classes[slot.ref.cls]
         cap = self.config.max_guest_output_bytes
 
-        def instantiate() -> Instance:
-            return Instance(self.engine, self.linker, cls.exports,
-                            self.config.memory_limit_bytes,
-                            lambda data: slot.output.write(data, cap))
-
-        try:
-            return instantiate()
-        except WasmtimeError as e:
-            if not pool_exhausted(e):
-                raise
-        # Every pooled slot holds an instance: give back the idle ones, then try once more.
-        self.evict_idle(keep=self.config.max_live_instances // 2)
-        try:
-            return instantiate()
-        except WasmtimeError as e:
-            if not pool_exhausted(e):
-                raise
-            raise Overloaded("every instance slot is busy with an event; retry shortly"
-                             ) from None
+        for evicted in (False, True):
+            try:
+                return Instance(self.engine, self.linker, cls.exports,
+                                self.config.memory_limit_bytes,
+                                lambda data: slot.output.write(data, cap))
+            except WasmtimeError as e:
+                if not pool_exhausted(e):
+                    raise
+            if not evicted:
+                # Every pooled slot holds an instance: the idle ones give theirs back.
+                self.evict_idle(keep=self.config.max_live_instances // 2)
+        raise Overloaded("every instance slot is busy with an event; retry shortly")
 
     def _create(self, slot: ActorSlot, ev: Event) -> None:
         db = slot.require_db()
