@@ -20,6 +20,7 @@ import json
 import os
 import tempfile
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,11 @@ CREATE TABLE IF NOT EXISTS _wk_host_alarm (
 INSERT OR IGNORE INTO _wk_host_alarm VALUES (1, NULL, 0, 0);
 """
 
+
+# SQLite calls the deadline check every this many VM steps: about 0.1 ms of a busy query,
+# so a runaway statement stops within a millisecond of its deadline, at a cost per check
+# of one Python call.
+_PROGRESS_STEPS = 20_000
 
 _HAS_HOST_SCHEMA = "SELECT 1 FROM sqlite_schema WHERE name = '_wk_host_alarm'"
 
@@ -121,6 +127,9 @@ class ActorDb:
             _create_from_template(path)
         self.conn = apsw.Connection(str(path))
         self._guest = False
+        # When the statement running for the guest must stop: the event's deadline. The
+        # fuel meter never sees SQLite's own work, so this is what bounds a hostile query.
+        self._guest_deadline = float("inf")
         self.durable_pending = False
         self._wal_fd: int | None = None
         conn = self.conn
@@ -134,6 +143,7 @@ class ActorDb:
         # scripts here are consumed with list() so that every statement runs.
         list(conn.execute(f"PRAGMA synchronous=NORMAL; PRAGMA max_page_count={int(max_pages)}"))
         conn.authorizer = self._authorize
+        conn.set_progress_handler(self._past_deadline, _PROGRESS_STEPS)
         if not conn.execute(_HAS_HOST_SCHEMA).fetchall():
             # A file cut short while it was made: give it what the template has. (A
             # read, not the schema script: that would be a write on every open.)
@@ -166,11 +176,15 @@ class ActorDb:
         """The host's own statements: not authorized as guest SQL."""
         return list(self.conn.execute(sql, params))
 
-    def guest_exec(self, sql: str, params: Sequence[SqlValue],
-                   durable: bool) -> tuple[list[str], list[tuple[Any, ...]]]:
+    def _past_deadline(self) -> bool:
+        return self._guest and time.monotonic() > self._guest_deadline
+
+    def guest_exec(self, sql: str, params: Sequence[SqlValue], durable: bool,
+                   deadline: float = float("inf")) -> tuple[list[str], list[tuple[Any, ...]]]:
         if crashpoints.ARMED:
             crashpoints.statement(sql, "before")
         self._guest = True
+        self._guest_deadline = deadline
         try:
             cursor = self.conn.cursor()
             cursor.execute(sql, params)
@@ -185,6 +199,9 @@ class ActorDb:
             if not columns:
                 with contextlib.suppress(apsw.ExecutionCompleteError):
                     columns = [d[0] for d in cursor.getdescription()]
+        except apsw.InterruptError:
+            raise SqlError("interrupted: the statement ran past the event's wall-clock "
+                           "budget (--wall-budget-ms)") from None
         except apsw.Error as e:
             raise SqlError(_one_line(e)) from None
         finally:
@@ -284,11 +301,12 @@ def register(root: Any, guard: Any) -> None:
         iface.add_func("query-packed", guard(_query_packed))
 
 
-def _current_db() -> ActorDb:
+def _current() -> tuple[ActorDb, float]:
+    """The running event's database, and its deadline."""
     from . import event
 
-    db: ActorDb = event.current().slot.require_db()
-    return db
+    ev = event.current()
+    return ev.slot.require_db(), ev.deadline
 
 
 def _exec(_store: Any, sql: str, params: list[Variant]) -> Any:
@@ -300,9 +318,9 @@ def _exec_durable(_store: Any, sql: str, params: list[Variant]) -> Any:
 
 
 def _exec_typed(sql: str, params: list[Variant], durable: bool) -> Any:
-    db = _current_db()
+    db, deadline = _current()
     try:
-        columns, rows = db.guest_exec(sql, params_from_wit(params), durable)
+        columns, rows = db.guest_exec(sql, params_from_wit(params), durable, deadline)
     except SqlError as e:
         return str(e)
     except OSError as e:  # the fsync itself failed: the write may not be durable
@@ -311,9 +329,9 @@ def _exec_typed(sql: str, params: list[Variant], durable: bool) -> Any:
 
 
 def _query_packed(_store: Any, sql: str, params: list[Variant]) -> str | Variant:
-    db = _current_db()
+    db, deadline = _current()
     try:
-        columns, rows = db.guest_exec(sql, params_from_wit(params), durable=False)
+        columns, rows = db.guest_exec(sql, params_from_wit(params), False, deadline)
     except SqlError as e:
         return Variant("err", str(e))
     return Variant("ok", pack_rows(columns, rows))

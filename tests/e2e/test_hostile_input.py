@@ -405,6 +405,34 @@ def test_guest_sql_cannot_reach_the_file_or_weaken_durability(
     assert header[18:20] == b"\x02\x02"  # still WAL (file format versions 2)
 
 
+RUNAWAY_SQL = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
+               "SELECT count(*) FROM c")
+
+
+def test_a_query_that_never_ends_is_interrupted_at_the_wall_budget(
+        launch: Launch, shop_wasm: dict[str, Path]) -> None:
+    """SQLite's own work burns no fuel: the event's deadline is what stops it. More such
+    queries than there are event threads, and the host still serves its neighbours."""
+    host = launch({"probe": shop_wasm["probe"]}, access={},
+                  extra=["--wall-budget-ms", "1500", "--workers", "2"])
+    from concurrent.futures import ThreadPoolExecutor
+
+    def runaway(i: int) -> tuple[float, dict[str, Any]]:
+        t0 = time.monotonic()
+        body = host.json("probe", f"hog-{i}", "POST", "/sql", {"sql": RUNAWAY_SQL},
+                         operator=False)[1]
+        return time.monotonic() - t0, body
+
+    with Neighbour(host) as healthy, ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(runaway, range(4)))
+    healthy.check()
+    for took, body in results:
+        assert "wall-clock budget" in body.get("error", ""), body
+        assert took < 15, took  # two rounds of 1.5 s on two threads, and a loaded machine
+    assert host.json("probe", "hog-0", "POST", "/query", {"sql": "SELECT 1"},
+                     operator=False)[1] == {"rows": [[1]]}
+
+
 # -- outgoing HTTP ------------------------------------------------------------------------
 
 class _Site(http.server.BaseHTTPRequestHandler):

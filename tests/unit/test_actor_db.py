@@ -56,6 +56,21 @@ def test_a_database_file_cut_short_while_made_gets_the_host_schema(
         d.close()
 
 
+def test_a_guest_statement_past_its_deadline_is_interrupted_and_the_db_goes_on(
+        db: ActorDb) -> None:
+    import time
+
+    runaway = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
+               "SELECT count(*) FROM c")
+    t0 = time.monotonic()
+    with pytest.raises(SqlError, match="wall-clock budget"):
+        db.guest_exec(runaway, [], False, deadline=time.monotonic() + 0.2)
+    assert time.monotonic() - t0 < 5
+    assert run(db, "SELECT 1")[1] == [(1,)]  # no deadline: not interrupted
+    assert db.host_exec("SELECT count(*) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL "
+                        "SELECT x + 1 FROM c LIMIT 300000) SELECT x FROM c)") == [(300000,)]
+
+
 def test_exec_returns_columns_rows_and_values_of_every_type(db: ActorDb) -> None:
     run(db, "CREATE TABLE t (a, b, c, d, e)")
     run(db, "INSERT INTO t VALUES (?, ?, ?, ?, ?)", (None, 7, 2.5, "x", b"\x00\xff"))
