@@ -85,6 +85,10 @@ def _add_serve(sub: Any) -> None:
     s.add_argument("--max-body-kb", type=int, default=1024,
                    help="largest request or response body (default %(default)s)")
     s.add_argument("--workers", type=int, default=16, help="event threads (default %(default)s)")
+    s.add_argument("--running-events", type=int, default=0,
+                   help="events running host or guest code at once; the other event threads "
+                        "wait, and one waiting on the network, SQLite or another actor gives "
+                        "its turn up (default 0: one per core, at least 2)")
     s.add_argument("--max-pending", type=int, default=1024,
                    help="events waiting host-wide before new requests get 503 "
                         "(default %(default)s)")
@@ -144,7 +148,8 @@ def run_serve(args: argparse.Namespace) -> int:
         data_dir=args.data, cache_dir=args.cache_dir, cpu_budget_ms=args.cpu_budget_ms,
         wall_budget_ms=args.wall_budget_ms, memory_limit_bytes=args.memory_mb << 20,
         db_max_bytes=args.db_max_mb << 20, max_body_bytes=args.max_body_kb << 10,
-        workers=args.workers, max_pending_events=args.max_pending,
+        workers=args.workers, running_events=args.running_events,
+        max_pending_events=args.max_pending,
         max_queue_per_actor=args.max_queue_per_actor, http=policy,
         always_fresh_instance=args.always_fresh_instance,
         max_live_instances=args.max_live_instances, instance_pool=args.instance_pool,

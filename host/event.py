@@ -12,8 +12,10 @@ one thread, waits on B while B, in another, waits on A). Both are refused at onc
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -38,6 +40,7 @@ class Event:
     kind: str                  # "init" | "alarm" | "request"
     deadline: float            # time.monotonic() when the event's wall budget runs out
     chain: Chain
+    gate: RunGate
     delete_requested: bool = False
     alarm_touched: bool = False   # the guest set or cleared its alarm in this event
 
@@ -46,6 +49,52 @@ class Event:
 
 
 _local = threading.local()
+
+
+class RunGate:
+    """At most `slots` events run host or guest code at once, whatever the number of event
+    threads; a thread gives its slot up while it waits (a lock, the network, SQLite).
+
+    Why: the event threads are many so that waiting events do not hold up the others,
+    but running ones fight. With 16 threads on 2 cores a cold wake cost 16.6 ms of CPU
+    against 11.1 with 2 (GIL hand-offs, and a TLB shootdown for each copy-on-write fault
+    of a fresh instance while another thread of the host runs on the other core).
+
+    A nested call runs on its caller's thread, inside the caller's slot. A thread never
+    waits for a lock while it holds a slot, so the gate adds no deadlock to the call
+    graph's: it waits for the slot only after taking its actor's lock.
+    """
+
+    def __init__(self, slots: int) -> None:
+        self._sem = threading.Semaphore(slots)
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        """Hold a slot for this thread's outermost event (nested events share it)."""
+        depth: int = getattr(_local, "gate_depth", 0)
+        if depth == 0:
+            self._sem.acquire()
+        _local.gate_depth = depth + 1
+        try:
+            yield
+        finally:
+            _local.gate_depth = depth
+            if depth == 0:
+                self._sem.release()
+
+    @contextlib.contextmanager
+    def waiting(self) -> Iterator[None]:
+        """Give this thread's slot to another event while it waits."""
+        if getattr(_local, "gate_depth", 0) == 0 or getattr(_local, "gate_waiting", False):
+            yield
+            return
+        _local.gate_waiting = True
+        self._sem.release()
+        try:
+            yield
+        finally:
+            self._sem.acquire()
+            _local.gate_waiting = False
 
 
 def stack() -> list[Event]:

@@ -28,7 +28,8 @@ def register(root: Any, guard: Any, host: Host) -> None:
         except UnicodeEncodeError:
             return "invalid: the body is not bytes-as-Latin-1 (use wkguest's http.fetch)"
         try:
-            resp = fetch(request, policy, deadline=ev.deadline)
+            with ev.gate.waiting():
+                resp = fetch(request, policy, deadline=ev.deadline)
         except FetchError as e:
             return str(e)
         return record(status=resp.status, headers=resp.headers,

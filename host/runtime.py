@@ -33,7 +33,7 @@ from .errors import (
     TooLarge,
     UnknownClass,
 )
-from .event import CallGraph, Chain, Event
+from .event import CallGraph, Chain, Event, RunGate
 from .index import Index
 from .instance import ComponentExports, Instance
 from .linker import make_linker
@@ -72,6 +72,7 @@ class Host:
         self.linker = make_linker(self.engine, self)
         self.classes: dict[str, ActorClass] = {}
         self.graph = CallGraph()
+        self.gate = RunGate(config.run_slots())
         self._slots: dict[ActorRef, ActorSlot] = {}
         self._slots_lock = threading.Lock()
         self._pending = 0
@@ -217,23 +218,25 @@ class Host:
                    body: Callable[[ActorSlot, Event], T], create: bool = True) -> T:
         slot = self._enqueue(ref)
         try:
-            self.graph.acquire(chain, slot, deadline - time.monotonic())
+            with self.gate.waiting():  # a nested call's thread waits without its run slot
+                self.graph.acquire(chain, slot, deadline - time.monotonic())
         finally:
             with self._slots_lock:
                 slot.waiting -= 1
-        ev = Event(slot, kind, deadline, chain)
+        ev = Event(slot, kind, deadline, chain, self.gate)
         stack = event.stack()
         stack.append(ev)
         try:
-            if not self._ready(slot, ev, create):
-                raise _Gone(f"{ref} does not exist")
-            return body(slot, ev)
+            with self.gate.running():
+                try:
+                    if not self._ready(slot, ev, create):
+                        raise _Gone(f"{ref} does not exist")
+                    return body(slot, ev)
+                finally:
+                    stack.pop()
+                    self._after_event(slot, ev)
         finally:
-            stack.pop()
-            try:
-                self._after_event(slot, ev)
-            finally:
-                self.graph.release(chain, slot)
+            self.graph.release(chain, slot)
 
     def _ready(self, slot: ActorSlot, ev: Event, create: bool) -> bool:
         """Open the db and an instance; create the actor (on-init) if it is new."""

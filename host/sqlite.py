@@ -301,12 +301,17 @@ def register(root: Any, guard: Any) -> None:
         iface.add_func("query-packed", guard(_query_packed))
 
 
-def _current() -> tuple[ActorDb, float]:
-    """The running event's database, and its deadline."""
+def _guest_exec(sql: str, params: list[Variant], durable: bool
+                ) -> tuple[ActorDb, list[str], list[tuple[Any, ...]]]:
+    """Run guest SQL for the running event, within its deadline. SQLite works without the
+    GIL and a durable write waits on the disk: the event's run slot goes to another."""
     from . import event
 
     ev = event.current()
-    return ev.slot.require_db(), ev.deadline
+    db = ev.slot.require_db()
+    with ev.gate.waiting():
+        columns, rows = db.guest_exec(sql, params_from_wit(params), durable, ev.deadline)
+    return db, columns, rows
 
 
 def _exec(_store: Any, sql: str, params: list[Variant]) -> Any:
@@ -318,9 +323,8 @@ def _exec_durable(_store: Any, sql: str, params: list[Variant]) -> Any:
 
 
 def _exec_typed(sql: str, params: list[Variant], durable: bool) -> Any:
-    db, deadline = _current()
     try:
-        columns, rows = db.guest_exec(sql, params_from_wit(params), durable, deadline)
+        db, columns, rows = _guest_exec(sql, params, durable)
     except SqlError as e:
         return str(e)
     except OSError as e:  # the fsync itself failed: the write may not be durable
@@ -329,9 +333,8 @@ def _exec_typed(sql: str, params: list[Variant], durable: bool) -> Any:
 
 
 def _query_packed(_store: Any, sql: str, params: list[Variant]) -> str | Variant:
-    db, deadline = _current()
     try:
-        columns, rows = db.guest_exec(sql, params_from_wit(params), False, deadline)
+        _db, columns, rows = _guest_exec(sql, params, False)
     except SqlError as e:
         return Variant("err", str(e))
     return Variant("ok", pack_rows(columns, rows))
