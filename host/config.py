@@ -40,6 +40,9 @@ class HostConfig:
     # bounded however many actors exist.
     max_live_instances: int = 96
     idle_instance_s: float = 30.0
+    # An actor whose alarm event leaves it asleep keeps its instance this long if it was
+    # asked something within this time (a client following a workflow it just started).
+    followed_s: float = 5.0
     # Instances from wasmtime's pooling allocator (see engine.InstancePool): slots for the
     # live cap plus room for the events in flight; each reserves 4 GiB of address space.
     # Off by default: it halves a cold event's CPU, but every slot once used keeps its

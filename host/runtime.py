@@ -335,11 +335,19 @@ class Host:
             return
         if ev.alarm_touched or ev.kind != "request":
             self._sync_alarm(slot, fired=ev.kind == "alarm")
+        now = time.monotonic()
+        if ev.kind == "request":
+            slot.last_request, slot.sleepy = now, False
         if self._asleep(slot, ev):
-            slot.close()  # the instance and the database connection: nothing stays warm
+            if now - slot.last_request < self.config.followed_s:
+                # Asked something a moment ago (a workflow just started, its client about
+                # to read the result): the next question should find it warm.
+                slot.sleepy = True
+            else:
+                slot.close()  # the instance and the database connection: nothing warm
         elif self.config.always_fresh_instance:
             slot.instance = None
-        slot.last_used = time.monotonic()
+        slot.last_used = now
 
     def _asleep(self, slot: ActorSlot, ev: Event) -> bool:
         """An alarm event that leaves the next alarm far away (or none), while live actors
@@ -377,18 +385,18 @@ class Host:
 
     # -- keeping memory and file descriptors bounded -------------------------------------
     def evict_idle(self, keep: int | None = None) -> int:
-        """Drop idle actors' instances and databases: those idle past idle_instance_s, then
-        the least recently used beyond `keep` (default max_live_instances). Returns how
-        many were dropped."""
+        """Drop idle actors' instances and databases: those idle past idle_instance_s (or
+        followed_s, for a sleepy one), then the least recently used beyond `keep` (default
+        max_live_instances). Returns how many were dropped."""
         now = time.monotonic()
         with self._slots_lock:
             slots = sorted(self._slots.values(), key=lambda s: s.last_used)
         excess = len(slots) - (self.config.max_live_instances if keep is None else keep)
         dropped = 0
         for slot in slots:
-            idle = now - slot.last_used > self.config.idle_instance_s
-            if not idle and dropped >= excess:
-                break
+            idle_after = self.config.followed_s if slot.sleepy else self.config.idle_instance_s
+            if now - slot.last_used <= idle_after and dropped >= excess:
+                continue  # not idle, and the cap is kept: a sleepy one may still be
             if self._drop_slot(slot):
                 dropped += 1
         return dropped

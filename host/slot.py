@@ -53,6 +53,10 @@ class ActorSlot:
     initialized: bool | None = None      # None: not read from the db yet
     alarm_seen: AlarmRow | None = None   # the row as last synced to the index
     last_used: float = 0.0
+    last_request: float = 0.0            # when someone last asked it something
+    # Asleep (see Host._asleep) but kept warm a little while, as someone asked it
+    # something just before: the idle sweep drops it after followed_s, not idle_instance_s.
+    sleepy: bool = False
     output: GuestOutput = field(default_factory=lambda: GuestOutput())
 
     def require_db(self) -> ActorDb:

@@ -134,7 +134,9 @@ def test_an_alarm_of_a_deleted_actor_does_not_bring_it_back(probe: Probe) -> Non
 
 def test_an_alarm_event_that_leaves_the_actor_asleep_drops_its_instance(
         make_probe: MakeProbe) -> None:
-    probe = make_probe(max_live_instances=2)  # two live actors: more than half the cap
+    # Two live actors: more than half the cap. followed_s=0: the requests that set them up
+    # do not count as someone following them (the next test is about that).
+    probe = make_probe(max_live_instances=2, followed_s=0)
     now = probe.clock.now_ms()
     for actor_id, next_at in (("sleepy", now + DAY), ("busy", now + 1000)):
         probe.sql(actor_id, "INSERT INTO rearm VALUES (?)", [next_at])
@@ -148,6 +150,22 @@ def test_an_alarm_event_that_leaves_the_actor_asleep_drops_its_instance(
     assert slots["sleepy"].instance is None       # re-armed a day ahead: asleep
     assert slots["sleepy"].db is None
     assert slots["busy"].instance is not None     # back in a second: kept warm
+
+
+def test_an_actor_asked_something_just_before_it_fell_asleep_stays_warm_a_little(
+        make_probe: MakeProbe) -> None:
+    probe = make_probe(max_live_instances=2, followed_s=1.5)
+    now = probe.clock.now_ms()
+    for actor_id in ("followed", "other"):
+        probe.sql(actor_id, "INSERT INTO rearm VALUES (?)", [now + DAY])
+        probe.json(actor_id, "POST", "/alarm/set", query=f"at={now}")
+    host = probe.host
+    assert wait_until(lambda: sorted(at for _, at in host.index.alarms()) == [now + DAY] * 2)
+    slot = host._slots[host.actor_ref("probe", "followed")]
+    assert wait_until(lambda: not slot.lock.locked())
+    assert slot.instance is not None and slot.sleepy  # its client may ask again soon
+    # The idle sweep (each second) drops it once followed_s has passed, not after 30 s.
+    assert wait_until(lambda: host._slots.get(slot.ref) is None, timeout=6)
 
 
 def test_with_room_to_spare_a_sleeping_actor_stays_warm(probe: Probe) -> None:
