@@ -7,6 +7,7 @@ entry point here blocks: call it from a worker thread (`submit`), never the even
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import sys
 import threading
@@ -54,6 +55,14 @@ _THREAD_STACK_BYTES = 64 << 20
 
 class _Gone(HostError):
     """An event that must not create its actor found none."""
+
+
+# glibc's malloc_trim gives freed C heap back to the system; None elsewhere (musl, macOS).
+try:
+    _malloc_trim: Callable[[int], int] | None = ctypes.CDLL("libc.so.6").malloc_trim
+except (OSError, AttributeError):
+    _malloc_trim = None
+_TRIM_AFTER_DROPS = 32
 
 
 @dataclass
@@ -415,11 +424,17 @@ class Host:
         return True
 
     def _janitor(self) -> None:
+        dropped_since_trim = 0
         while not self._stopping.wait(1.0):
             try:
-                self.evict_idle()
+                dropped_since_trim += self.evict_idle()
             except Exception:
                 log.exception("evicting idle actors failed")
+            if dropped_since_trim >= _TRIM_AFTER_DROPS and _malloc_trim is not None:
+                # Dropped instances and connections leave the C heap fragmented: without
+                # this, 3,000 sleepers held 40 MiB more than their instances' memory.
+                _malloc_trim(0)
+                dropped_since_trim = 0
 
     # -- alarms -------------------------------------------------------------------------
     def _dispatch_alarm(self, ref: ActorRef) -> None:

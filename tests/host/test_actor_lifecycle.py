@@ -168,3 +168,20 @@ def test_the_host_wide_queue_is_bounded_with_a_clear_refusal(make_probe) -> None
     for f in held:
         f.result(5)
     assert p.host.submit(lambda: 42).result(5) == 42
+
+
+def test_the_janitor_gives_freed_heap_back_after_dropping_many_instances(
+        make_probe, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from wkhost import runtime
+
+    from .support import wait_until
+
+    trims: list[int] = []
+    monkeypatch.setattr(runtime, "_malloc_trim", lambda pad: trims.append(pad) or 1)
+    p = make_probe(idle_instance_s=3600)
+    for i in range(runtime._TRIM_AFTER_DROPS):
+        p.send(f"t{i}", "GET", "/now")
+    assert trims == []
+    p.host.config.idle_instance_s = 0  # the next sweep drops them all
+    assert wait_until(lambda: trims == [0], timeout=5)
+    assert p.host._slots == {}
