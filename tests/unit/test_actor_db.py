@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -90,6 +91,24 @@ def test_durable_write_syncs_at_commit_not_inside_a_transaction(db: ActorDb, mon
     assert syncs == [1]            # still inside the transaction
     run(db, "COMMIT")
     assert syncs == [1, 1]         # the COMMIT, in a plain exec, carried the sync
+
+
+def test_only_the_fsync_of_a_durable_write_runs_as_a_wait(db: ActorDb, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The event's run slot is given up for the disk, not for every statement."""
+    log: list[str] = []
+
+    @contextlib.contextmanager
+    def io_wait():  # type: ignore[no-untyped-def]
+        log.append("wait")
+        yield
+        log.append("resume")
+
+    monkeypatch.setattr(db, "_fsync_wal", lambda: log.append("fsync"))
+    db.guest_exec("CREATE TABLE t (x)", [], False, io_wait=io_wait)
+    db.guest_exec("INSERT INTO t VALUES (1)", [], False, io_wait=io_wait)
+    assert log == []
+    db.guest_exec("INSERT INTO t VALUES (2)", [], True, io_wait=io_wait)
+    assert log == ["wait", "fsync", "resume"]
 
 
 def test_the_event_end_rolls_back_an_open_transaction(db: ActorDb) -> None:
