@@ -88,7 +88,7 @@ def _add_serve(sub: Any) -> None:
     s.add_argument("--running-events", type=int, default=0,
                    help="events running host or guest code at once; the other event threads "
                         "wait, and one waiting on the network, SQLite or another actor gives "
-                        "its turn up (default 0: one per core, at least 2)")
+                        "its turn up (default 0: one fewer than the cores, at least 1)")
     s.add_argument("--max-pending", type=int, default=1024,
                    help="events waiting host-wide before new requests get 503 "
                         "(default %(default)s)")

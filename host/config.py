@@ -29,8 +29,12 @@ class HostConfig:
     workers: int = 16
     # Events running host or guest code at once (event.RunGate); the other threads wait,
     # and a thread waiting on the network, SQLite or another actor gives its turn up.
-    # 0: one per core, at least 2 (1,000 cold wakes due at once: 131 wakes/s against 106
-    # with all 16 threads running, medians of 3 alternated runs).
+    # 0: one fewer than the cores, at least 1. The spare core takes SQLite, fsyncs, the
+    # front door's loop and the janitor. On 2 cores, 1 running event against 2: 800 cold
+    # wakes due at once 174/181 against 167/161 wakes/s at 5.9 against 10 ms of CPU each
+    # (a fresh instance's copy-on-write faults send no TLB-shootdown IPIs while no other
+    # thread of the host runs guest code); three-step workflows through `serve` at
+    # concurrency 8, 105/107 against 97/96 wf/s at 9.6 against 15 ms of CPU each.
     running_events: int = 0
     max_pending_events: int = 1024   # queued host-wide before the front door says 503
     max_queue_per_actor: int = 64    # events waiting on one actor before 503
@@ -60,7 +64,7 @@ class HostConfig:
     always_fresh_instance: bool = False
 
     def run_slots(self) -> int:
-        return self.running_events or max(2, os.cpu_count() or 1)
+        return self.running_events or max(1, (os.cpu_count() or 1) - 1)
 
     def pool(self) -> InstancePool | None:
         if not self.instance_pool:
