@@ -235,25 +235,46 @@ class Host:
         ev = Event(slot, kind, deadline, chain, self.gate)
         stack = event.stack()
         stack.append(ev)
+        # Opening the database before the run slot, and closing it with the instance
+        # after, keeps that work (about 0.8 ms of a cold wake's 5.5) off the one core
+        # that runs events: SQLite and munmap run beside the next event instead.
+        sleeps = False
         try:
+            try:
+                exists = self._open_storage(slot, create)
+            except BaseException:
+                stack.pop()
+                raise
             with self.gate.running():
                 try:
-                    if not self._ready(slot, ev, create):
+                    if not exists or not self._ready(slot, ev, create):
                         raise _Gone(f"{ref} does not exist")
                     return body(slot, ev)
                 finally:
                     stack.pop()
-                    self._after_event(slot, ev)
+                    sleeps = self._after_event(slot, ev)
         finally:
+            if sleeps:
+                slot.close()  # the instance and the database connection: nothing warm
             self.graph.release(chain, slot)
 
-    def _ready(self, slot: ActorSlot, ev: Event, create: bool) -> bool:
-        """Open the db and an instance; create the actor (on-init) if it is new."""
+    def _open_storage(self, slot: ActorSlot, create: bool) -> bool:
+        """Open the actor's db, unless it is open. False: the actor does not exist."""
         if slot.db is None:
             if not create and not slot.path.exists():
                 return False
-            slot.db = self._open_db(slot)
-            slot.alarm_seen = alarms.read(slot.db)
+            db = self._open_db(slot)
+            try:
+                slot.alarm_seen = alarms.read(db)
+            except apsw.Error as e:
+                db.close()
+                raise StorageFailed(f"{slot.ref}'s database cannot be read: {e}") from None
+            slot.db = db
+        return True
+
+    def _ready(self, slot: ActorSlot, ev: Event, create: bool) -> bool:
+        """An instance for the open db; create the actor (on-init) if it is new."""
+        assert slot.db is not None
         if slot.initialized is None:
             meta = dict(slot.db.host_exec("SELECT k, v FROM _wk_host_meta"))
             slot.initialized = meta.get("initialized") == 1
@@ -332,16 +353,18 @@ class Host:
     def _handle(self, slot: ActorSlot, ev: Event, record: Any, sender: Sender) -> Any:
         return self._call(slot, ev, "handle", (record, sender_variant(sender)))
 
-    def _after_event(self, slot: ActorSlot, ev: Event) -> None:
+    def _after_event(self, slot: ActorSlot, ev: Event) -> bool:
+        """Settle the event's effects. True: the actor sleeps, and its instance and
+        database connection go as soon as the event has left its run slot."""
         self._flush_output(slot, ev)
         db = slot.db
         if db is None:
-            return
+            return False
         if db.end_event():
             log.info("%s: rolled back a transaction the event left open", slot.ref)
         if ev.delete_requested and slot.instance is not None:
             self._destroy(slot)
-            return
+            return False
         if ev.alarm_touched or ev.kind != "request":
             self._sync_alarm(slot, fired=ev.kind == "alarm")
         now = time.monotonic()
@@ -353,10 +376,11 @@ class Host:
                 # to read the result): the next question should find it warm.
                 slot.sleepy = True
             else:
-                slot.close()  # the instance and the database connection: nothing warm
+                return True
         elif self.config.always_fresh_instance:
             slot.instance = None
         slot.last_used = now
+        return False
 
     def _asleep(self, slot: ActorSlot, ev: Event) -> bool:
         """An alarm event that leaves the next alarm far away (or none), while live actors

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 from unittest import mock
 
+import pytest
 from wkhost.sqlite import ActorDb
 
 from .support import MakeProbe, Probe, wait_until
@@ -177,3 +178,21 @@ def test_with_room_to_spare_a_sleeping_actor_stays_warm(probe: Probe) -> None:
     slot = host._slots[host.actor_ref("probe", "parked")]
     assert wait_until(lambda: not slot.lock.locked())
     assert slot.instance is not None
+
+
+def test_a_damaged_database_fails_its_actor_clearly_and_no_one_else(probe: Probe) -> None:
+    # The database is opened before the event takes its run slot: a failure there must
+    # still let go of the actor and its event, request after request.
+    from wkhost import event
+    from wkhost.errors import StorageFailed
+    from wkhost.paths import db_path
+
+    path = db_path(probe.host.config.data_dir, "probe", "damaged")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"this is not a database" * 300)
+    for _ in range(3):
+        with pytest.raises(StorageFailed, match="damaged's database cannot be"):
+            probe.send("damaged", "GET", "/now")
+        assert event.stack() == []  # the request ran on this thread, and left nothing
+    assert probe.send("neighbour", "GET", "/now").status == 200
+    assert path.read_bytes() == b"this is not a database" * 300  # nothing overwritten
