@@ -18,6 +18,9 @@ from .journal import Journal
 from .store import Store
 from .values import encode, revive
 
+# Exact types, not subclasses: an IntEnum or a str subclass decodes as its base type.
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
 MAX_ERROR_CHARS = 4000
 CUT = "attempt {n} ended without a result (the instance trapped, or the event was cut)"
 CALL_OF_KIND = {"S": "step", "T": "step", "X": "step", "p": "step", "Z": "sleep", "w": "sleep",
@@ -130,7 +133,9 @@ class Frontier:
         kind = "T" if tagged else "S"
         self.store.put_final(pos, kind, name, text, self.db.now(), durable=False)
         self.unsynced = True
-        raw = json.loads(text)
+        # A plain scalar comes back from its JSON as itself: decoding it again (1-2 ms for
+        # a 1 MiB str in the guest) would only make an equal copy.
+        raw = value if not tagged and type(value) in _SCALARS else json.loads(text)
         self.journal.append(kind, name, text, raw)
         # attempts 0: a replay cannot tell how many attempts a success took, so no run can
         return True, (revive(raw) if tagged else raw), None, 0

@@ -74,6 +74,38 @@ def test_first_run_sees_the_value_as_replay_will(host: FakeHost) -> None:
     assert got[0] == got[1] == {"t": [1, 2], "b": b"x"}
 
 
+def test_scalar_results_come_back_with_their_plain_types_on_the_first_run(
+        host: FakeHost) -> None:
+    """A plain scalar is journaled as itself; a subclass must still come back as its
+    JSON type, as a replay would give it."""
+    import enum
+
+    class Colour(enum.IntEnum):
+        RED = 1
+
+    class Tag(str):
+        pass
+
+    got: list[list[Any]] = []
+
+    def wf(run: Run, _: Any) -> Any:
+        values = [run.step("e", lambda: Colour.RED), run.step("s", lambda: Tag("x")),
+                  run.step("f", lambda: 0.5), run.step("big", lambda: "é" * 100_000),
+                  run.step("n", lambda: None), run.step("b", lambda: True)]
+        got.append(values)
+        run.sleep("z", 5)
+        return None
+
+    host.serve("w", wf)
+    host.client("w").start("1")
+    host.run_due()
+    host.advance(5)
+    first, replayed = got
+    assert first == replayed == [1, "x", 0.5, "é" * 100_000, None, True]
+    assert [type(v) for v in first] == [type(v) for v in replayed] == [
+        int, str, float, str, type(None), bool]
+
+
 def test_mutating_a_result_does_not_leak_into_the_next_run(host: FakeHost) -> None:
     """The warm cache hands every run its own copies (flat and nested values alike)."""
     seen: list[Any] = []
