@@ -73,6 +73,11 @@ INSERT OR IGNORE INTO _wk_host_alarm VALUES (1, NULL, 0, 0);
 # so a runaway statement stops within a millisecond of its deadline, at a cost per check
 # of one Python call.
 _PROGRESS_STEPS = 20_000
+# A guest statement still running at this many checks (about 0.5 ms) gives its event's
+# run slot up until it ends: SQLite's work burns no fuel, so a heavy or hostile query
+# would otherwise hold the slot, and every other actor, until its wall-clock deadline.
+# Nearly every statement ends well before, without paying the hand-off.
+_LONG_STATEMENT_CHECKS = 5
 
 _HAS_HOST_SCHEMA = "SELECT 1 FROM sqlite_schema WHERE name = '_wk_host_alarm'"
 
@@ -128,6 +133,9 @@ class ActorDb:
             _create_from_template(path)
         self.conn = apsw.Connection(str(path))
         self._guest = False
+        self._checks = 0  # progress checks in the running guest statement
+        self._slot_given_up = contextlib.ExitStack()  # holds io_wait() for a long statement
+        self._io_wait: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
         # When the statement running for the guest must stop: the event's deadline. The
         # fuel meter never sees SQLite's own work, so this is what bounds a hostile query.
         self._guest_deadline = float("inf")
@@ -178,17 +186,25 @@ class ActorDb:
         return list(self.conn.execute(sql, params))
 
     def _past_deadline(self) -> bool:
-        return self._guest and time.monotonic() > self._guest_deadline
+        if not self._guest:
+            return False
+        self._checks += 1
+        if self._checks == _LONG_STATEMENT_CHECKS:
+            self._slot_given_up.enter_context(self._io_wait())
+        return time.monotonic() > self._guest_deadline
 
     def guest_exec(self, sql: str, params: Sequence[SqlValue], durable: bool,
                    deadline: float = float("inf"),
                    io_wait: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
                    ) -> tuple[list[str], list[tuple[Any, ...]]]:
-        """Run one guest statement (or a ";"-separated script); `io_wait` wraps the
-        fsync a durable write ends with, the one wait on the disk in here."""
+        """Run one guest statement (or a ";"-separated script). `io_wait` wraps what
+        may run without the event's run slot: the fsync a durable write ends with, and
+        the rest of a statement that runs long."""
         if crashpoints.ARMED:
             crashpoints.statement(sql, "before")
         self._guest = True
+        self._checks = 0
+        self._io_wait = io_wait
         self._guest_deadline = deadline
         try:
             cursor = self.conn.cursor()
@@ -211,6 +227,7 @@ class ActorDb:
             raise SqlError(_one_line(e)) from None
         finally:
             self._guest = False
+            self._slot_given_up.close()  # a long statement takes its slot back
         if durable:
             self.durable_pending = True
         if self.durable_pending and not self.conn.in_transaction:

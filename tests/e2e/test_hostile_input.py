@@ -433,6 +433,23 @@ def test_a_query_that_never_ends_is_interrupted_at_the_wall_budget(
                      operator=False)[1] == {"rows": [[1]]}
 
 
+def test_a_query_that_never_ends_does_not_hold_up_the_other_actors(
+        launch: Launch, shop_wasm: dict[str, Path]) -> None:
+    """One event runs at a time on this machine's default: a runaway query gives the
+    run slot up while it runs, so its neighbours are answered long before its deadline."""
+    host = launch({"probe": shop_wasm["probe"]}, access={}, extra=["--wall-budget-ms", "4000"])
+    from concurrent.futures import ThreadPoolExecutor
+
+    with Neighbour(host, min_requests=20) as healthy, ThreadPoolExecutor(2) as pool:
+        hogs = [pool.submit(host.json, "probe", f"hog-{i}", "POST", "/sql",
+                            {"sql": RUNAWAY_SQL}, operator=False) for i in range(2)]
+        bodies = [h.result()[1] for h in hogs]
+    healthy.check()
+    assert all("wall-clock budget" in b.get("error", "") for b in bodies), bodies
+    # Held up until the deadline, the neighbour would wait about 4 s.
+    assert healthy.worst_s < 2.0, healthy.latencies
+
+
 # -- outgoing HTTP ------------------------------------------------------------------------
 
 class _Site(http.server.BaseHTTPRequestHandler):

@@ -111,6 +111,27 @@ def test_only_the_fsync_of_a_durable_write_runs_as_a_wait(db: ActorDb, monkeypat
     assert log == ["wait", "fsync", "resume"]
 
 
+def test_a_long_guest_statement_gives_its_run_slot_up_until_it_ends(db: ActorDb) -> None:
+    """SQLite burns no fuel: a heavy query must not hold the run slot, and everyone
+    else, until its deadline. A short one keeps it, without the hand-off."""
+    log: list[str] = []
+
+    @contextlib.contextmanager
+    def io_wait():  # type: ignore[no-untyped-def]
+        log.append("wait")
+        yield
+        log.append("resume")
+
+    assert db.guest_exec("SELECT 1", [], False, io_wait=io_wait)[1] == [(1,)]
+    assert log == []
+    heavy = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c "
+             "WHERE x < 300000) SELECT count(*) FROM c")
+    assert db.guest_exec(heavy, [], False, io_wait=io_wait)[1] == [(300000,)]
+    assert log == ["wait", "resume"]
+    assert db.guest_exec("SELECT 2", [], False, io_wait=io_wait)[1] == [(2,)]
+    assert log == ["wait", "resume"]  # the next statement starts counting afresh
+
+
 def test_the_event_end_rolls_back_an_open_transaction(db: ActorDb) -> None:
     run(db, "CREATE TABLE t (x)")
     run(db, "BEGIN")
