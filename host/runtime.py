@@ -376,6 +376,7 @@ class Host:
                 # to read the result): the next question should find it warm.
                 slot.sleepy = True
             else:
+                slot.last_used = now
                 return True
         elif self.config.always_fresh_instance:
             slot.instance = None
