@@ -53,7 +53,8 @@ _local = threading.local()
 
 class RunGate:
     """At most `slots` events run host or guest code at once, whatever the number of event
-    threads; a thread gives its slot up while it waits (a lock, the network, SQLite).
+    threads; a thread gives its slot up while it waits (a lock, the network, an fsync)
+    and while a SQLite statement of its runs long.
 
     Why: the event threads are many so that waiting events do not hold up the others,
     but running ones fight. With 16 threads on 2 cores a cold wake cost 16.6 ms of CPU

@@ -152,7 +152,7 @@ class ActorDb:
         # scripts here are consumed with list() so that every statement runs.
         list(conn.execute(f"PRAGMA synchronous=NORMAL; PRAGMA max_page_count={int(max_pages)}"))
         conn.authorizer = self._authorize
-        conn.set_progress_handler(self._past_deadline, _PROGRESS_STEPS)
+        conn.set_progress_handler(self._progress_check, _PROGRESS_STEPS)
         if not conn.execute(_HAS_HOST_SCHEMA).fetchall():
             # A file cut short while it was made: give it what the template has. (A
             # read, not the schema script: that would be a write on every open.)
@@ -185,7 +185,9 @@ class ActorDb:
         """The host's own statements: not authorized as guest SQL."""
         return list(self.conn.execute(sql, params))
 
-    def _past_deadline(self) -> bool:
+    def _progress_check(self) -> bool:
+        """SQLite's progress handler: True interrupts the statement (its deadline has
+        passed); a guest statement that runs long gives its run slot up here."""
         if not self._guest:
             return False
         self._checks += 1

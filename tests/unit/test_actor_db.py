@@ -93,15 +93,20 @@ def test_durable_write_syncs_at_commit_not_inside_a_transaction(db: ActorDb, mon
     assert syncs == [1, 1]         # the COMMIT, in a plain exec, carried the sync
 
 
-def test_only_the_fsync_of_a_durable_write_runs_as_a_wait(db: ActorDb, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """The event's run slot is given up for the disk, not for every statement."""
-    log: list[str] = []
-
+def logged_wait(log: list[str]):  # type: ignore[no-untyped-def]
+    """An `io_wait` for guest_exec that records when the run slot is given up and back."""
     @contextlib.contextmanager
     def io_wait():  # type: ignore[no-untyped-def]
         log.append("wait")
         yield
         log.append("resume")
+    return io_wait
+
+
+def test_only_the_fsync_of_a_durable_write_runs_as_a_wait(db: ActorDb, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The event's run slot is given up for the disk, not for every statement."""
+    log: list[str] = []
+    io_wait = logged_wait(log)
 
     monkeypatch.setattr(db, "_fsync_wal", lambda: log.append("fsync"))
     db.guest_exec("CREATE TABLE t (x)", [], False, io_wait=io_wait)
@@ -115,12 +120,7 @@ def test_a_long_guest_statement_gives_its_run_slot_up_until_it_ends(db: ActorDb)
     """SQLite burns no fuel: a heavy query must not hold the run slot, and everyone
     else, until its deadline. A short one keeps it, without the hand-off."""
     log: list[str] = []
-
-    @contextlib.contextmanager
-    def io_wait():  # type: ignore[no-untyped-def]
-        log.append("wait")
-        yield
-        log.append("resume")
+    io_wait = logged_wait(log)
 
     assert db.guest_exec("SELECT 1", [], False, io_wait=io_wait)[1] == [(1,)]
     assert log == []

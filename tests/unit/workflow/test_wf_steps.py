@@ -58,12 +58,12 @@ def test_loops_repeat_names_each_at_its_own_position(any_host: FakeHost) -> None
     assert seen == [0, 1, 2, 3, 4]
 
 
-def test_first_run_sees_the_value_as_replay_will(host: FakeHost) -> None:
+def first_run_and_replay(host: FakeHost, steps: Any) -> tuple[Any, Any]:
+    """What `steps(run)` gives a workflow's first run, and its replay after a sleep."""
     got: list[Any] = []
 
     def wf(run: Run, _: Any) -> Any:
-        v = run.step("s", lambda: {"t": (1, 2), "b": bytearray(b"x")})
-        got.append(v)
+        got.append(steps(run))
         run.sleep("z", 5)
         return None
 
@@ -71,7 +71,14 @@ def test_first_run_sees_the_value_as_replay_will(host: FakeHost) -> None:
     host.client("w").start("1")
     host.run_due()
     host.advance(5)
-    assert got[0] == got[1] == {"t": [1, 2], "b": b"x"}
+    first, replayed = got
+    return first, replayed
+
+
+def test_first_run_sees_the_value_as_replay_will(host: FakeHost) -> None:
+    first, replayed = first_run_and_replay(
+        host, lambda run: run.step("s", lambda: {"t": (1, 2), "b": bytearray(b"x")}))
+    assert first == replayed == {"t": [1, 2], "b": b"x"}
 
 
 def test_scalar_results_come_back_with_their_plain_types_on_the_first_run(
@@ -86,21 +93,10 @@ def test_scalar_results_come_back_with_their_plain_types_on_the_first_run(
     class Tag(str):
         pass
 
-    got: list[list[Any]] = []
-
-    def wf(run: Run, _: Any) -> Any:
-        values = [run.step("e", lambda: Colour.RED), run.step("s", lambda: Tag("x")),
-                  run.step("f", lambda: 0.5), run.step("big", lambda: "é" * 100_000),
-                  run.step("n", lambda: None), run.step("b", lambda: True)]
-        got.append(values)
-        run.sleep("z", 5)
-        return None
-
-    host.serve("w", wf)
-    host.client("w").start("1")
-    host.run_due()
-    host.advance(5)
-    first, replayed = got
+    first, replayed = first_run_and_replay(host, lambda run: [
+        run.step("e", lambda: Colour.RED), run.step("s", lambda: Tag("x")),
+        run.step("f", lambda: 0.5), run.step("big", lambda: "é" * 100_000),
+        run.step("n", lambda: None), run.step("b", lambda: True)])
     assert first == replayed == [1, "x", 0.5, "é" * 100_000, None, True]
     assert [type(v) for v in first] == [type(v) for v in replayed] == [
         int, str, float, str, type(None), bool]
