@@ -20,6 +20,7 @@ What happens to exceptions (the contract of `handler` in wit/world.wit):
 
 from __future__ import annotations
 
+import gc
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -134,4 +135,12 @@ def export(actor_cls: type[Actor]) -> type[Any]:
             return _response(actor().handle(_request(req, sender)), name)
 
     Handler.__qualname__ = Handler.__name__ = f"Handler_{name}"
+    # Every instance starts from the snapshot componentize-py takes after the app's import,
+    # and its heap pages are copy-on-write. Without this, the cyclic GC's first collections
+    # in an instance walk the objects of every module imported, writing to each, so an
+    # event that allocates a few thousand objects (a journal of 5,000 positions decoded)
+    # paid for copying most of the heap: its json.loads took 11 ms instead of 6.5.
+    # Frozen objects are never collected: they are the app's and the SDK's module-level
+    # state, which lives as long as the instance anyway.
+    gc.freeze()
     return Handler

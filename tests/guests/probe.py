@@ -76,6 +76,7 @@ Sandbox
 from __future__ import annotations
 
 import base64
+import gc
 import json
 import os
 import sys
@@ -382,7 +383,16 @@ def remember(req: Request) -> Response:
     return _ok(remembered=_REMEMBERED)
 
 
+def gc_state(req: Request) -> Response:
+    """The cyclic collector as this instance sees it: on, and the snapshot's objects frozen
+    (`export` freezes them), so that a collection walks only what the instance made."""
+    gc.collect()
+    return _ok(enabled=gc.isenabled(), frozen=gc.get_freeze_count(),
+               tracked=len(gc.get_objects()))
+
+
 ROUTES: dict[str, Callable[[Request], Response]] = {
+    "/gc": gc_state,
     "/echo": echo,
     "/remember": remember,
     "/whoami": whoami,
