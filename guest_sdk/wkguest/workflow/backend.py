@@ -5,7 +5,8 @@ Backend. `RealBackend` is the one compiled into a guest (over `wkguest.sqlite`, 
 and `lifecycle`); `wkguest.workflow.testing.FakeBackend` is the one unit tests use, on the
 stdlib's sqlite3 with a clock that tests move.
 
-Contract: a storage call (exec, exec_durable, query_packed, alarm_set, alarm_clear) that
+Contract: a storage call (exec, exec_durable, query_packed, query_row, alarm_set,
+alarm_clear) that
 fails raises StoreFault, a BaseException, so that no user `except Exception` can mistake
 the runner's own database trouble for a step's error. `now` is the host's clock in ms.
 """
@@ -29,6 +30,10 @@ class Backend(Protocol):
 
     def query_packed(self, sql: str, params: Sequence[Param] = ()) -> str:
         """A read, as the packed JSON: [[columns], [row values], ...]."""
+
+    def query_row(self, sql: str, params: Sequence[Param] = ()) -> tuple[Any, ...] | None:
+        """A read's first row, its values crossing one by one, typed: no JSON around a
+        big text value, so no escaping to undo. None if there are no rows."""
 
     def alarm_set(self, at_ms: int) -> None: ...
 
@@ -80,6 +85,13 @@ class RealBackend:
             return str(self._sqlite.query_packed(sql, params))
         except self._errors as e:
             raise StoreFault(f"sqlite: {e}") from None
+
+    def query_row(self, sql: str, params: Sequence[Param] = ()) -> tuple[Any, ...] | None:
+        try:
+            rows = self._sqlite.exec(sql, params).rows
+        except self._errors as e:
+            raise StoreFault(f"sqlite: {e}") from None
+        return rows[0] if rows else None
 
     def alarm_set(self, at_ms: int) -> None:
         try:

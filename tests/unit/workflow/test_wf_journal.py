@@ -11,7 +11,7 @@ import apsw
 import pytest
 from wkguest.workflow import Config, Run
 from wkguest.workflow.runner import Runner
-from wkguest.workflow.store import _LOAD, SCHEMA, Loaded, Store
+from wkguest.workflow.store import SCHEMA, Loaded, Store
 from wkguest.workflow.testing import FakeBackend, FakeHost, bench_replay
 from wkguest.workflow.testing.bench import recorded_backend
 
@@ -30,26 +30,61 @@ def _fill(execute: Any, n: int) -> None:
             "VALUES (?, 'w', 'tail', 5, 0)", (n,))
 
 
+class _ApswRows:
+    """Just enough of a Backend for Store.load on the host's SQLite."""
+
+    def __init__(self, conn: apsw.Connection) -> None:
+        self.conn = conn
+
+    def query_row(self, sql: str, params: Any = ()) -> tuple[Any, ...] | None:
+        rows = list(self.conn.execute(sql, params))
+        return rows[0] if rows else None
+
+
 @pytest.mark.parametrize("engine", ["sqlite3", "apsw"])
 def test_load_returns_positions_in_order(engine: str) -> None:
     n = 3000
     if engine == "apsw":  # the host's SQLite (3.54 here), not the stdlib's (3.40)
         conn = apsw.Connection(":memory:")
         _fill(lambda sql, p: conn.execute(sql, p), n)
-        row = list(conn.execute(_LOAD, (0, "r")))[0]
+        store = Store(_ApswRows(conn))  # type: ignore[arg-type]
     else:
         b = FakeBackend()
         _fill(lambda sql, p: b.conn.execute(sql, p), n)
-        row = b.rows(_LOAD, (0, "r"))[0]
-    count, kinds, names, results, pending = row[10:15]
-    assert count == n and kinds == "S" * n
-    assert names.split("\x1e") == [f"n{i}" for i in range(n)]
-    assert json.loads(results) == list(range(n))
-    assert json.loads(pending) == [n, "w", "tail", 0, None, 5, None]
-    if engine == "sqlite3":
-        tail = b.rows(_LOAD, (n - 2, "r"))[0]
-        assert (tail[10], json.loads(tail[13])) == (2, [n - 2, n - 1])
-        assert b.rows(_LOAD, (n - 2, "other run"))[0][10] == n  # another run: from 0
+        store = Store(b)
+    got = store.load(0, "r")
+    assert got is not None
+    assert (got.state, got.run_id, got.input, got.since) == ("running", "r", None, 0)
+    assert got.count == n and got.kinds == "S" * n
+    assert got.keys.split("\x1e") == [f"n{i}" for i in range(n)]
+    assert json.loads(got.results) == list(range(n))
+    assert got.pending == [n, "w", "tail", 0, None, 5, None]
+    tail = store.load(n - 2, "r")
+    assert tail is not None and (tail.since, tail.count) == (n - 2, 2)
+    assert json.loads(tail.results) == [n - 2, n - 1]
+    other = store.load(n - 2, "other run")  # another run: from 0, with its input
+    assert other is not None and (other.since, other.count, other.input) == (0, n, "null")
+
+
+def test_a_load_keeps_text_that_json_escapes_intact() -> None:
+    """Names and results cross as typed text, not inside JSON: quotes, backslashes and
+    non-ASCII survive, and an error with a newline comes back as written."""
+    b = FakeBackend()
+    for sql in SCHEMA:
+        b.conn.execute(sql)
+    b.conn.execute("INSERT INTO _wk_wf (id, state, run_id, input, input_tagged, created_at, "
+                   "updated_at, error) VALUES (1, 'running', 'r', ?, 0, 0, 0, ?)",
+                   (json.dumps({"q": '"\\'}), 'line 1\nline "2"'))
+    names = ['say "hi"', "back\\slash", "naïve ☃"]
+    for pos, name in enumerate(names):
+        b.conn.execute("INSERT INTO _wk_wf_step (pos, kind, name, result, updated_at) "
+                       "VALUES (?, 'S', ?, ?, 0)", (pos, name, json.dumps({name: name})))
+    got = Store(b).load(0, "")
+    assert got is not None and got.error == 'line 1\nline "2"'
+    assert json.loads(got.input or "") == {"q": '"\\'}
+    assert got.keys.split("\x1e") == names
+    assert json.loads(got.results) == [{n: n} for n in names]
+    assert got.pending is None
 
 
 def test_a_warm_instance_fetches_only_new_positions(host: FakeHost) -> None:

@@ -87,6 +87,13 @@ class FakeBackend:
         self.host_ns += time.perf_counter_ns() - t0
         return out
 
+    def query_row(self, sql: str, params: Sequence[Param] = ()) -> tuple[Any, ...] | None:
+        row = self._run("query_row", sql, params).fetchone()
+        if row is None:
+            return None
+        # As the host's typed exec: a BLOB comes back as bytes.
+        return tuple(bytes(v) if isinstance(v, (bytes, memoryview)) else v for v in row)
+
     # -- alarm, lifecycle --------------------------------------------------------------
 
     def alarm_set(self, at_ms: int) -> None:
