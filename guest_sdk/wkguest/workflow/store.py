@@ -164,8 +164,8 @@ class Store:
         return list(doc[1:])
 
     def init_schema(self) -> None:
-        for sql in SCHEMA:
-            self.db.exec("/*wk:schema*/ " + sql)
+        # One script in one transaction: one crossing and one commit, not six of each.
+        self.db.exec("/*wk:schema*/ BEGIN; " + "; ".join(SCHEMA) + "; COMMIT")
 
     # -- reading -------------------------------------------------------------------
 

@@ -63,7 +63,13 @@ class FakeBackend:
         try:
             if self.fail_when is not None and self.fail_when(method, sql):
                 raise StoreFault(f"injected fault in {method}")
-            return self.conn.execute(sql, tuple(params))
+            try:
+                return self.conn.execute(sql, tuple(params))
+            except sqlite3.ProgrammingError as e:
+                # Several ";"-separated statements, which the host runs one after another.
+                if params or "one statement at a time" not in str(e):
+                    raise
+                return self.conn.executescript(sql)
         except sqlite3.Error as e:
             raise StoreFault(f"sqlite: {e}") from None
         finally:
