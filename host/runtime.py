@@ -57,12 +57,25 @@ class _Gone(HostError):
     """An event that must not create its actor found none."""
 
 
-# glibc's malloc_trim gives freed C heap back to the system; None elsewhere (musl, macOS).
+# glibc's malloc_trim gives freed C heap back to the system, and mallopt tunes when it
+# does so by itself; None elsewhere (musl, macOS).
 try:
-    _malloc_trim: Callable[[int], int] | None = ctypes.CDLL("libc.so.6").malloc_trim
+    _libc = ctypes.CDLL("libc.so.6")
+    _malloc_trim: Callable[[int], int] | None = _libc.malloc_trim
+    _mallopt: Callable[[int, int], int] | None = _libc.mallopt
 except (OSError, AttributeError):
-    _malloc_trim = None
+    _malloc_trim = _mallopt = None
 _TRIM_AFTER_DROPS = 32
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+# A big value (a journal of thousands of positions, a 1 MiB result) passes through
+# buffers of a few MiB: SQLite's group_concat, the Python str, the copy lowered into the
+# guest. glibc's defaults serve each from a fresh mmap, or trim the heap under it as soon
+# as it is freed, so every event paid page faults on all of it again: loading a
+# 5,000-position journal took 1.4 ms instead of 0.8. Buffers up to 4 MiB now come from the
+# heap, and up to 8 MiB of free heap top is kept for the next event; the janitor's
+# malloc_trim still gives the rest back.
+_MMAP_THRESHOLD_BYTES = 4 << 20
+_TRIM_THRESHOLD_BYTES = 8 << 20
 
 
 @dataclass
@@ -87,6 +100,9 @@ class Host:
         self._pending = 0
         self._pending_lock = threading.Lock()
         config.data_dir.mkdir(parents=True, exist_ok=True)
+        if _mallopt is not None:
+            _mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_BYTES)
+            _mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD_BYTES)
         self.index = Index(config.data_dir)
         self.scheduler = Scheduler(self.clock, self._dispatch_alarm,
                                    max_inflight=max(2, config.workers))
