@@ -6,9 +6,9 @@ and `lifecycle`); `wkguest.workflow.testing.FakeBackend` is the one unit tests u
 stdlib's sqlite3 with a clock that tests move.
 
 Contract: a storage call (exec, exec_durable, query_packed, query_row, alarm_set,
-alarm_clear) that
-fails raises StoreFault, a BaseException, so that no user `except Exception` can mistake
-the runner's own database trouble for a step's error. `now` is the host's clock in ms.
+alarm_clear) that fails raises StoreFault, a BaseException, so that no user `except
+Exception` can mistake the runner's own database trouble for a step's error. `now` is the
+host's clock in ms.
 """
 
 from __future__ import annotations
