@@ -208,6 +208,23 @@ def test_export_converts_requests_and_responses(wit: ModuleType) -> None:
     assert made == [1]  # one actor object per instance, however many Handler objects
 
 
+def test_export_freezes_the_heap_only_in_a_guest(wit: ModuleType,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    from wkguest import Actor, export
+
+    before = gc.get_freeze_count()
+    export(Actor)
+    assert gc.get_freeze_count() == before  # plain CPython (a test process): left alone
+    monkeypatch.setattr(sys, "platform", "wasi")
+    try:
+        export(Actor)
+        assert gc.get_freeze_count() > before  # what componentize-py snapshots
+    finally:
+        gc.unfreeze()
+
+
 def test_export_default_handle_is_404(wit: ModuleType) -> None:
     from wkguest import Actor, export
 
