@@ -21,8 +21,9 @@ its own so that its memory figure starts from a clean host):
 - cold:       a new actor's first event, a host restart (component from the cache) and
               the first event after it, and `wkhost serve` from exec to listening;
 - sleepers:   S sleeping instances (10,000 by default) whose wake times are spread over
-              60 s: the host's RSS beyond an idle host serving the same class, and the wake
-              lateness (the time a step recorded right after the sleep, minus its due time).
+              60 s: the host's RSS beyond an idle host serving the same class (both read
+              after a malloc_trim), and the wake lateness (the time a step recorded right
+              after the sleep, minus its due time), also as its median by 5 s of due time.
 
 The workload component is examples/bench/app.py (one workflow function, shaped by its
 input). Every figure is a median with min and max over repeated runs; nothing here
@@ -489,6 +490,14 @@ def bench_cold(repeats: int) -> dict[str, Any]:
 # -- f. sleeping instances ----------------------------------------------------------------------
 
 def _rss_kib() -> int:
+    """This process's RSS, once freed C heap is given back: a component compiled just
+    before (no cached artifact yet) leaves hundreds of MiB free but resident, which made
+    the idle host look bigger than the sleeping one."""
+    from wkhost.runtime import _malloc_trim
+
+    gc.collect()
+    if _malloc_trim is not None:
+        _malloc_trim(0)
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
@@ -504,7 +513,6 @@ def bench_sleepers(count: int, spread_s: float = 60.0) -> dict[str, Any]:
         idle_ref = host.actor_ref(WF, "idle")
         wf_call(host, idle_ref, "start", {"input": {"n": 1}})
         run_until(host, idle_ref, ("completed",))
-        gc.collect()
         time.sleep(1)
         idle_rss = _rss_kib()
 
@@ -533,18 +541,20 @@ def bench_sleepers(count: int, spread_s: float = 60.0) -> dict[str, Any]:
             time.sleep(0.5)
         wait = (base - host.clock.now_ms()) / 1000 - 1
         time.sleep(max(0.0, wait - 2))
-        gc.collect()
         sleeping_rss = _rss_kib()
         # Wait for every wake (spread over `spread_s`), then read the outputs back.
         time.sleep(max(0.0, (base - host.clock.now_ms()) / 1000 + spread_s + 5))
         lateness = []
+        by_window: dict[int, list[int]] = {}
         unfinished: Counter[str] = Counter()
         for i in range(probe, count + probe):
             st = wf_call(host, host.actor_ref(WF, f"s-{i}"), "status", {})
             if st["state"] != "completed":
                 unfinished[st["state"]] += 1
                 continue
-            lateness.append(st["output"]["woke"] - st["output"]["due"])
+            late = st["output"]["woke"] - st["output"]["due"]
+            lateness.append(late)
+            by_window.setdefault((st["output"]["due"] - base) // 5000, []).append(late)
         lateness.sort()
     finally:
         host.close()
@@ -555,7 +565,10 @@ def bench_sleepers(count: int, spread_s: float = 60.0) -> dict[str, Any]:
             "lateness_ms": {"p50": lateness[n // 2] if n else None,
                             "p99": lateness[int(n * 0.99)] if n else None,
                             "max": lateness[-1] if n else None},
-            "unfinished": dict(unfinished), "live_instances_cap": host.config.max_live_instances}
+            "unfinished": dict(unfinished), "live_instances_cap": host.config.max_live_instances,
+            # When it misses: a backlog grows window after window, a stall shows in one.
+            "median_lateness_ms_by_5s_of_due_time": [
+                statistics.median(by_window[w]) for w in sorted(by_window)]}
 
 
 def _drain_once(count: int, pool: bool) -> dict[str, float]:
