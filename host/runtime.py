@@ -294,8 +294,7 @@ class Host:
                 # An earlier on-init never finished (the host died in it): start clean.
                 slot.close()
                 delete_db_files(slot.path)
-                slot.db = self._open_db(slot)
-                slot.alarm_seen = alarms.read(slot.db)
+                self._open_storage(slot, create=True)
                 slot.initialized = False
         if slot.instance is None:
             slot.instance = self._instantiate(slot)

@@ -232,16 +232,19 @@ class ActorDb:
             self._slot_given_up.close()  # a long statement takes its slot back
         if durable:
             self.durable_pending = True
-        if self.durable_pending and not self.conn.in_transaction:
+        if self._sync_due():
             with io_wait():
                 self.sync_if_pending()
         if crashpoints.ARMED:
             crashpoints.statement(sql, "after")
         return columns, rows
 
+    def _sync_due(self) -> bool:
+        return self.durable_pending and not self.conn.in_transaction
+
     def sync_if_pending(self) -> None:
         """fsync the WAL once no transaction is open and a durable write asked for it."""
-        if self.durable_pending and not self.conn.in_transaction:
+        if self._sync_due():
             self.durable_pending = False
             self._fsync_wal()
 
