@@ -49,10 +49,11 @@ class HostConfig:
     followed_s: float = 5.0
     # Instances from wasmtime's pooling allocator (see engine.InstancePool): slots for the
     # live cap plus room for the events in flight; each reserves 4 GiB of address space.
-    # Off by default: a cold wake costs less CPU (4.7 against 5.7 ms with one running
-    # event, 8 against 12.5 with two), but every slot once used keeps its 16 MiB
-    # resident (10,000 sleepers: 1,469 MiB beyond an idle host, against 122).
-    instance_pool: bool = False
+    # A fresh instance starts without most of its page faults (a 5,000-position replay
+    # on a fresh instance: 12 against 16 ms). The price: a slot once used keeps 16 MiB
+    # resident until no instance lives, when the janitor gives every idle slot's pages
+    # back (engine.PoolMemory).
+    instance_pool: bool = True
     pool_keep_resident_bytes: int = 16 << 20
     pool_warm_slots: int = 4
     # Guest stdout/stderr kept per event before the rest is dropped (logged with the actor).

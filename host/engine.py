@@ -8,6 +8,7 @@ code), so the cache key holds all three.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import logging
 import os
@@ -45,9 +46,9 @@ class InstancePool:
     kernel. A pooled slot keeps the first `keep_resident_bytes` of its memory mapped and
     written between instances (reset in place when the instance goes), so the next
     instance of the same component faults on none of it: 6 ms (bench/bench_workflows.py
-    --part drain). The price: each live instance holds at least that much, and slots
-    once used were seen to keep it resident after their instance went, `warm_slots`
-    notwithstanding (docs/performance.md), which is why the pool is opt-in.
+    --part drain). The price: each live instance holds at least that much, and a slot
+    once used keeps it resident after its instance has gone, `warm_slots` notwithstanding,
+    until `PoolMemory.release_idle` gives it back.
     """
 
     instances: int                       # live component instances at once
@@ -56,14 +57,153 @@ class InstancePool:
     warm_slots: int = 4                  # idle slots kept resident for the next instance
 
 
+# Per pooled component instance: a componentize-py guest has one memory, about ten core
+# instances and as many tables (the limits leave room).
+_CORE_INSTANCES_PER_COMPONENT = 32
+_TABLES_PER_COMPONENT = 32
+_TABLE_ELEMENTS = 100_000
+_MADV_DONTNEED = 4
+# Released a slot-sized piece at a time, the lock let go between pieces, so that an
+# instantiation waits at most one piece (about 0.6 ms each with 16 MiB resident).
+_RELEASE_PIECE_BYTES = 4 << 30
+
+
+class PoolMemory:
+    """The pooling allocator's reserved memory, and giving its idle slots' pages back.
+
+    Why: a pooled slot keeps its first `keep_resident_bytes` written when its instance
+    goes (that is what spares the next instance its page faults), and wasmtime 50 has no
+    call to release idle slots (wasmtime issue #14413). 10,000 sleepers, whose instances
+    all go while they sleep, left 1.4 GiB resident.
+
+    Why an madvise of our own is safe: an idle slot has been reset to the component's
+    memory image where the image is mapped and to zeros elsewhere (tables: zeros).
+    MADV_DONTNEED gives exactly that again: a private page of the image's file mapping
+    drops back to the file, an anonymous page to zero. What must never be released is a
+    slot whose instance may still run, and which slot an instance holds is not
+    exposed. So the whole region is released only while no instance of this engine
+    lives: `enter` counts one before it is instantiated, under the lock the release
+    holds, and `leave` runs once its `Instance` object is gone and can run no more.
+    """
+
+    def __init__(self, regions: list[tuple[int, int]]) -> None:
+        self.regions = regions  # [start, end) of the memory pool and the table pool
+        self._lock = threading.RLock()  # re-entrant: a finalizer may run inside release
+        self._live = 0
+        self._used_since_release = False
+
+    def enter(self) -> None:
+        with self._lock:
+            self._live += 1
+            self._used_since_release = True
+
+    def leave(self) -> None:
+        with self._lock:
+            self._live -= 1
+
+    @property
+    def live(self) -> int:
+        return self._live
+
+    def release_idle(self) -> bool:
+        """Give the resident pages of every slot back, if no instance lives. True: done
+        (or nothing to do); False: an instance lived, or came during the release."""
+        with self._lock:
+            if self._live or not self._used_since_release:
+                return not self._live
+            self._used_since_release = False
+        for start, end in self.regions:
+            for piece in range(start, end, _RELEASE_PIECE_BYTES):
+                with self._lock:
+                    if self._live:
+                        self._used_since_release = True
+                        return False
+                    _madvise(piece, min(_RELEASE_PIECE_BYTES, end - piece), _MADV_DONTNEED)
+        return True
+
+    def resident_bytes(self) -> int:
+        """Resident bytes of the pool's regions, from /proc/self/smaps (slow: a few ms)."""
+        total, inside = 0, False
+        try:
+            with open("/proc/self/smaps") as f:
+                for line in f:
+                    if line[0] in "0123456789abcdef" and "-" in line.split(" ", 1)[0]:
+                        lo, hi = (int(x, 16) for x in line.split(" ", 1)[0].split("-"))
+                        inside = any(s <= lo and hi <= e for s, e in self.regions)
+                    elif inside and line.startswith("Rss:"):
+                        total += int(line.split()[1]) * 1024
+        except OSError:
+            return 0
+        return total
+
+
+class PooledEngine(Engine):
+    """An Engine whose instances come from its pooling allocator."""
+
+    pool_memory: PoolMemory
+
+
+def pool_memory(engine: Engine) -> PoolMemory | None:
+    return engine.pool_memory if isinstance(engine, PooledEngine) else None
+
+
 def make_engine(pool: InstancePool | None = None) -> Engine:
     fastconv.install()  # before any Linker exists: only later host functions get it
     cfg = Config()
     cfg.consume_fuel = True
     cfg.epoch_interruption = True
-    if pool is not None:
-        _use_pool(cfg, pool)
-    return Engine(cfg)
+    if pool is None:
+        return Engine(cfg)
+    _use_pool(cfg, pool)
+    with _ENGINE_MAKING:  # one at a time: the maps' difference is this engine's
+        before = _mappings()
+        engine = PooledEngine(cfg)
+        made = _mappings() - before
+    engine.pool_memory = PoolMemory(_pool_regions(made, pool))
+    return engine
+
+
+_ENGINE_MAKING = threading.Lock()
+
+
+def _mappings() -> set[tuple[int, int]]:
+    try:
+        with open("/proc/self/maps") as f:
+            return {tuple(int(x, 16) for x in line.split(" ", 1)[0].split("-"))  # type: ignore[misc]
+                    for line in f}
+    except OSError:  # not Linux: nothing to release, and nothing found
+        return set()
+
+
+def _pool_regions(made: set[tuple[int, int]], pool: InstancePool) -> list[tuple[int, int]]:
+    """The memory pool (one reservation of at least a memory cap per slot) and the table
+    pool (its exact size, within rounding) among the mappings the engine made. Another
+    thread's mapping made meanwhile (a thread stack, a malloc arena) is far smaller."""
+    regions = []
+    memories = [r for r in made if r[1] - r[0] >= pool.instances * pool.max_memory_bytes]
+    if len(memories) == 1:
+        regions.append(memories[0])
+    tables_bytes = pool.instances * _TABLES_PER_COMPONENT * _TABLE_ELEMENTS * 8
+    tables = [r for r in made if tables_bytes <= r[1] - r[0] <= tables_bytes * 1.1]
+    if len(tables) == 1:
+        regions.append(tables[0])
+    if len(regions) < 2:
+        log.warning("the instance pool's memory was not found in /proc/self/maps: idle "
+                    "slots will keep their pages resident")
+        return []
+    return regions
+
+
+def _madvise(addr: int, length: int, advice: int) -> None:
+    if _libc_madvise(addr, length, advice) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"madvise: {os.strerror(err)}")
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc_madvise = _libc.madvise
+_libc_madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+_libc_madvise.restype = ctypes.c_int
 
 
 def _use_pool(cfg: Config, pool: InstancePool) -> None:
@@ -75,15 +215,16 @@ def _use_pool(cfg: Config, pool: InstancePool) -> None:
 
     p = ffi.wasmtime_pooling_allocation_config_new()
     n = pool.instances
+    cores, tables = _CORE_INSTANCES_PER_COMPONENT, _TABLES_PER_COMPONENT
     ffi.wasmtime_pooling_allocation_config_total_component_instances_set(p, n)
     ffi.wasmtime_pooling_allocation_config_total_memories_set(p, n)
-    ffi.wasmtime_pooling_allocation_config_total_core_instances_set(p, n * 32)
-    ffi.wasmtime_pooling_allocation_config_total_tables_set(p, n * 32)
+    ffi.wasmtime_pooling_allocation_config_total_core_instances_set(p, n * cores)
+    ffi.wasmtime_pooling_allocation_config_total_tables_set(p, n * tables)
     ffi.wasmtime_pooling_allocation_config_total_stacks_set(p, n)
-    ffi.wasmtime_pooling_allocation_config_max_core_instances_per_component_set(p, 32)
+    ffi.wasmtime_pooling_allocation_config_max_core_instances_per_component_set(p, cores)
     ffi.wasmtime_pooling_allocation_config_max_memories_per_component_set(p, 1)
-    ffi.wasmtime_pooling_allocation_config_max_tables_per_component_set(p, 32)
-    ffi.wasmtime_pooling_allocation_config_table_elements_set(p, 100_000)
+    ffi.wasmtime_pooling_allocation_config_max_tables_per_component_set(p, tables)
+    ffi.wasmtime_pooling_allocation_config_table_elements_set(p, _TABLE_ELEMENTS)
     ffi.wasmtime_pooling_allocation_config_max_component_instance_size_set(p, 4 << 20)
     ffi.wasmtime_pooling_allocation_config_max_core_instance_size_set(p, 4 << 20)
     ffi.wasmtime_pooling_allocation_config_max_memory_size_set(p, pool.max_memory_bytes)

@@ -9,13 +9,14 @@ this object after any `GuestFailed`.
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Callable
 from typing import Any
 
 from wasmtime import Engine, Store, WasiConfig, WasmtimeError
 from wasmtime.component import Component, ExportIndex, Func, Linker
 
-from .engine import ticks_for
+from .engine import pool_memory, ticks_for
 from .errors import BudgetExceeded, GuestFailed
 
 log = logging.getLogger("wkhost.instance")
@@ -54,6 +55,12 @@ class Instance:
         store.set_fuel(50_000_000)  # instantiation burns ~6k; the first call ~120k
         store.set_epoch_deadline(ticks_for(30_000))  # must be set before instantiate
         self.store = store
+        pool = pool_memory(engine)
+        if pool is not None:
+            # Counted before it takes a pooled slot, until this object is gone: while it
+            # counts, the pool's idle pages are not released under it.
+            pool.enter()
+            weakref.finalize(self, pool.leave)
         instance = linker.instantiate(store, exports.component)
         self.funcs: dict[str, Func] = {}
         for name, index in exports.index.items():

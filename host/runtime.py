@@ -24,7 +24,7 @@ from wasmtime import WasmtimeError
 from . import alarms, crashpoints, event, paths
 from .clock import Clock, SystemClock
 from .config import HostConfig
-from .engine import EpochTicker, load_component, make_engine, pool_exhausted
+from .engine import EpochTicker, load_component, make_engine, pool_exhausted, pool_memory
 from .errors import (
     Forbidden,
     GuestFailed,
@@ -91,6 +91,7 @@ class Host:
         self.config = config
         self.clock = clock or SystemClock()
         self.engine = make_engine(config.pool())
+        self.pool_memory = pool_memory(self.engine)
         self.linker = make_linker(self.engine, self)
         self.classes: dict[str, ActorClass] = {}
         self.graph = CallGraph()
@@ -153,6 +154,7 @@ class Host:
             if slot.lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
                 slot.close()
                 slot.lock.release()
+        self._release_pool_memory()
         self._ticker.stop()
         self.index.close()
 
@@ -465,11 +467,22 @@ class Host:
                 dropped_since_trim += self.evict_idle()
             except Exception:
                 log.exception("evicting idle actors failed")
+            self._release_pool_memory()
             if dropped_since_trim >= _TRIM_AFTER_DROPS and _malloc_trim is not None:
                 # Dropped instances and connections leave the C heap fragmented: without
                 # this, 3,000 sleepers held 40 MiB more than their instances' memory.
                 _malloc_trim(0)
                 dropped_since_trim = 0
+
+    def _release_pool_memory(self) -> None:
+        """Idle pooled slots give their pages back, once no instance lives (sleepers all
+        asleep, a host between bursts): 16 MiB each otherwise, for good."""
+        if self.pool_memory is None:
+            return
+        try:
+            self.pool_memory.release_idle()
+        except OSError:
+            log.exception("releasing the instance pool's idle memory failed")
 
     # -- alarms -------------------------------------------------------------------------
     def _dispatch_alarm(self, ref: ActorRef) -> None:

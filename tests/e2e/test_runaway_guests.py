@@ -278,10 +278,12 @@ def test_a_thousand_actors_created_in_a_burst_all_answer(probe_host) -> None:  #
     settled = host.rss_kb()
     print(f"1000 actors in {took:.1f} s; RSS before {rss_before // 1024} MiB, "
           f"peak {peak // 1024} MiB, settled {settled // 1024} MiB")
-    # Bounded whatever the number of actors: at most max_live_instances (96) instances,
-    # of about 9 MiB each here (16 with --instance-pool), plus the host. Not "one
-    # instance per actor touched in the last second" (the janitor's pace).
-    bound = rss_before + 96 * 12 * 1024 + 256 * 1024
+    # Bounded whatever the number of actors: by the instance pool's slots (96 live
+    # instances plus 4 per event thread, 160), each keeping at most its first 16 MiB of
+    # guest heap written while any instance lives (1.3 GiB measured here), plus the
+    # host. Not "one instance per actor touched in the last second" (the janitor's
+    # pace), which would be 1,000 instances of about 9 MiB.
+    bound = rss_before + 160 * 16 * 1024 + 256 * 1024
     assert peak < bound and settled < bound, (
         f"RSS peaked at {peak // 1024} MiB for 1000 actors (bound {bound // 1024} MiB)")
     assert served(host, "burst-0") and served(host, "burst-999")

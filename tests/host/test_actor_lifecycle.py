@@ -115,6 +115,47 @@ def test_a_pooled_memory_slot_carries_nothing_to_the_next_instance(make_probe) -
         assert remember("x", "x") == ["x"]
 
 
+def test_idle_pooled_slots_give_their_pages_back_only_while_no_instance_lives(
+        make_probe) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from wkhost.instance import Instance
+
+    p = make_probe(max_live_instances=8, idle_instance_s=3600, instance_pool=True)
+    pool = p.host.pool_memory
+    assert pool is not None and len(pool.regions) == 2  # the memories and the tables
+
+    def remember(actor: str, text: str) -> list[str]:
+        return json.loads(p.send(actor, "POST", "/remember", text).body)["remembered"]
+
+    for name in ("a", "b", "c"):
+        assert remember(name, name) == [name]
+    assert pool.live == 3
+    assert not pool.release_idle()  # refused: it would wipe the live instances' heaps
+    assert remember("a", "a2") == ["a", "a2"]  # and so a's is whole
+
+    # An instance made outside the host's actors counts too, as long as it exists; it
+    # also keeps the janitor from releasing anything until this test does.
+    held = Instance(p.host.engine, p.host.linker, p.host.classes["probe"].exports,
+                    64 << 20, lambda _d: None)
+    p.host.config.idle_instance_s = 0
+    p.host.evict_idle()
+    assert pool.live == 1 and not pool.release_idle()
+    # The three freed slots were reset in place, keeping their heaps' pages written
+    # (about 11 MiB each here, the held instance about 8).
+    assert pool.resident_bytes() > 3 * (8 << 20)
+    del held
+    assert pool.live == 0
+    assert pool.release_idle()
+    assert pool.resident_bytes() < 1 << 20
+
+    # Instances made in released slots start from the component's image, and clean.
+    p.host.config.idle_instance_s = 3600
+    for name in ("a", "b", "c", "d"):
+        assert remember(name, "again") == ["again"]
+    assert p.json("a", "GET", "/gc")["frozen"] > 10_000  # the snapshot's heap is there
+
+
 def test_when_every_pooled_slot_is_taken_idle_actors_make_room_else_a_clear_refusal(
         make_probe) -> None:  # type: ignore[no-untyped-def]
     import pytest
