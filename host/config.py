@@ -51,10 +51,12 @@ class HostConfig:
     # live cap plus room for the events in flight; each reserves 4 GiB of address space.
     # A fresh instance starts without most of its page faults (a 5,000-position replay
     # on a fresh instance: 12 against 16 ms). The price: a slot once used keeps 16 MiB
-    # resident until no instance lives, when the janitor gives every idle slot's pages
-    # back (engine.PoolMemory).
+    # resident until no instance has lived for pool_release_idle_s, when the janitor
+    # gives every idle slot's pages back (engine.PoolMemory).
     instance_pool: bool = True
     pool_keep_resident_bytes: int = 16 << 20
+    # With no instance alive this long, the janitor releases every idle slot's pages.
+    pool_release_idle_s: float = 10.0
     pool_warm_slots: int = 4
     # Guest stdout/stderr kept per event before the rest is dropped (logged with the actor).
     max_guest_output_bytes: int = 16 << 10

@@ -90,6 +90,7 @@ class PoolMemory:
         self.regions = regions  # [start, end) of the memory pool and the table pool
         self._lock = threading.RLock()  # re-entrant: a finalizer may run inside release
         self._live = 0
+        self._idle_since = time.monotonic()
         self._used_since_release = False
 
     def enter(self) -> None:
@@ -100,17 +101,22 @@ class PoolMemory:
     def leave(self) -> None:
         with self._lock:
             self._live -= 1
+            if not self._live:
+                self._idle_since = time.monotonic()
 
     @property
     def live(self) -> int:
         return self._live
 
-    def release_idle(self) -> bool:
-        """Give the resident pages of every slot back, if no instance lives. True: done
-        (or nothing to do); False: an instance lived, or came during the release."""
+    def release_idle(self, idle_for_s: float = 0.0) -> bool:
+        """Give the resident pages of every slot back, if no instance has lived for
+        `idle_for_s`. True: done, or nothing to do; False: an instance lived (or not for
+        long enough), or came during the release."""
         with self._lock:
-            if self._live or not self._used_since_release:
-                return not self._live
+            if self._live or time.monotonic() - self._idle_since < idle_for_s:
+                return False
+            if not self._used_since_release:
+                return True
             self._used_since_release = False
         for start, end in self.regions:
             for piece in range(start, end, _RELEASE_PIECE_BYTES):

@@ -467,20 +467,23 @@ class Host:
                 dropped_since_trim += self.evict_idle()
             except Exception:
                 log.exception("evicting idle actors failed")
-            self._release_pool_memory()
+            self._release_pool_memory(self.config.pool_release_idle_s)
             if dropped_since_trim >= _TRIM_AFTER_DROPS and _malloc_trim is not None:
                 # Dropped instances and connections leave the C heap fragmented: without
                 # this, 3,000 sleepers held 40 MiB more than their instances' memory.
                 _malloc_trim(0)
                 dropped_since_trim = 0
 
-    def _release_pool_memory(self) -> None:
-        """Idle pooled slots give their pages back, once no instance lives (sleepers all
-        asleep, a host between bursts): 16 MiB each otherwise, for good."""
+    def _release_pool_memory(self, idle_for_s: float = 0.0) -> None:
+        """Idle pooled slots give their pages back once no instance has lived for
+        `idle_for_s` (sleepers all asleep, a quiet host): 16 MiB each otherwise, for
+        good. Not sooner: a slot's first use after a release costs more than a fresh
+        mapping would (its reset writes all 16 MiB again), so a host between two bursts
+        keeps its slots warm."""
         if self.pool_memory is None:
             return
         try:
-            self.pool_memory.release_idle()
+            self.pool_memory.release_idle(idle_for_s)
         except OSError:
             log.exception("releasing the instance pool's idle memory failed")
 

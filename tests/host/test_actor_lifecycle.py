@@ -146,6 +146,8 @@ def test_idle_pooled_slots_give_their_pages_back_only_while_no_instance_lives(
     assert pool.resident_bytes() > 3 * (8 << 20)
     del held
     assert pool.live == 0
+    assert not pool.release_idle(idle_for_s=3600)  # the janitor waits for a quiet spell
+    assert pool.resident_bytes() > 3 * (8 << 20)
     assert pool.release_idle()
     assert pool.resident_bytes() < 1 << 20
 
