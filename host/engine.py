@@ -63,6 +63,9 @@ _CORE_INSTANCES_PER_COMPONENT = 32
 _TABLES_PER_COMPONENT = 32
 _TABLE_ELEMENTS = 100_000
 _MADV_DONTNEED = 4
+# wasmtime 50's defaults on 64-bit hosts, which size each pooled memory slot.
+_MEMORY_RESERVATION = 4 << 30
+_MEMORY_GUARD = 32 << 20
 # Released a slot-sized piece at a time, the lock let go between pieces, so that an
 # instantiation waits at most one piece (about 0.6 ms each with 16 MiB resident).
 _RELEASE_PIECE_BYTES = 4 << 30
@@ -77,7 +80,7 @@ class PoolMemory:
     all go while they sleep, left 1.4 GiB resident.
 
     Why an madvise of our own is safe: an idle slot has been reset to the component's
-    memory image where the image is mapped and to zeros elsewhere (tables: zeros).
+    memory image where the image is mapped and to zeros elsewhere.
     MADV_DONTNEED gives exactly that again: a private page of the image's file mapping
     drops back to the file, an anonymous page to zero. What must never be released is a
     slot whose instance may still run, and which slot an instance holds is not
@@ -87,7 +90,7 @@ class PoolMemory:
     """
 
     def __init__(self, regions: list[tuple[int, int]]) -> None:
-        self.regions = regions  # [start, end) of the memory pool and the table pool
+        self.regions = regions  # [start, end) of the memory pool's reservation
         self._lock = threading.RLock()  # re-entrant: a finalizer may run inside release
         self._live = 0
         self._idle_since = time.monotonic()
@@ -165,7 +168,7 @@ def make_engine(pool: InstancePool | None = None) -> Engine:
         before = _mappings()
         engine = PooledEngine(cfg)
         made = _mappings() - before
-    engine.pool_memory = PoolMemory(_pool_regions(made, pool))
+    engine.pool_memory = PoolMemory(_pool_regions(made, before, pool))
     return engine
 
 
@@ -181,23 +184,36 @@ def _mappings() -> set[tuple[int, int]]:
         return set()
 
 
-def _pool_regions(made: set[tuple[int, int]], pool: InstancePool) -> list[tuple[int, int]]:
-    """The memory pool (one reservation of at least a memory cap per slot) and the table
-    pool (its exact size, within rounding) among the mappings the engine made. Another
-    thread's mapping made meanwhile (a thread stack, a malloc arena) is far smaller."""
-    regions = []
-    memories = [r for r in made if r[1] - r[0] >= pool.instances * pool.max_memory_bytes]
-    if len(memories) == 1:
-        regions.append(memories[0])
-    tables_bytes = pool.instances * _TABLES_PER_COMPONENT * _TABLE_ELEMENTS * 8
-    tables = [r for r in made if tables_bytes <= r[1] - r[0] <= tables_bytes * 1.1]
-    if len(tables) == 1:
-        regions.append(tables[0])
-    if len(regions) < 2:
+def _pool_regions(made: set[tuple[int, int]], before: set[tuple[int, int]],
+                  pool: InstancePool) -> list[tuple[int, int]]:
+    """The memory pool's reservation among the mappings the engine made, by its exact
+    size: a guard, then one 4 GiB reservation and a guard per slot (wasmtime 50's
+    defaults for 64-bit hosts). Nothing else is released: a neighbour that the kernel
+    merged into a new mapping would be released with it. That is how the table pool,
+    once found by a size within rounding, took in a neighbouring mapping (it ended
+    where no table pool ends) and the host crashed; the tables keep only about 5 MiB
+    after 200 instances anyway.
+
+    A merged neighbour that was mapped before is cut off again; if what remains is not
+    exactly one reservation, nothing is released."""
+    slot = max(_MEMORY_RESERVATION, pool.max_memory_bytes) + _MEMORY_GUARD
+    expected = _MEMORY_GUARD + pool.instances * slot
+    found = []
+    for lo, hi in made:
+        if hi - lo < expected:
+            continue
+        for old_lo, old_hi in before:
+            if lo == old_lo and old_hi < hi:
+                lo = old_hi
+            elif hi == old_hi and lo < old_lo:
+                hi = old_lo
+        if hi - lo == expected:
+            found.append((lo, hi))
+    if len(found) != 1:
         log.warning("the instance pool's memory was not found in /proc/self/maps: idle "
                     "slots will keep their pages resident")
         return []
-    return regions
+    return found
 
 
 def _madvise(addr: int, length: int, advice: int) -> None:

@@ -123,7 +123,7 @@ def test_idle_pooled_slots_give_their_pages_back_only_while_no_instance_lives(
 
     p = make_probe(max_live_instances=8, idle_instance_s=3600, instance_pool=True)
     pool = p.host.pool_memory
-    assert pool is not None and len(pool.regions) == 2  # the memories and the tables
+    assert pool is not None and len(pool.regions) == 1  # the memories' reservation
 
     def remember(actor: str, text: str) -> list[str]:
         return json.loads(p.send(actor, "POST", "/remember", text).body)["remembered"]
