@@ -156,6 +156,9 @@ def pool_memory(engine: Engine) -> PoolMemory | None:
     return engine.pool_memory if isinstance(engine, PooledEngine) else None
 
 
+_ENGINE_MAKING = threading.Lock()
+
+
 def make_engine(pool: InstancePool | None = None) -> Engine:
     fastconv.install()  # before any Linker exists: only later host functions get it
     cfg = Config()
@@ -170,9 +173,6 @@ def make_engine(pool: InstancePool | None = None) -> Engine:
         made = _mappings() - before
     engine.pool_memory = PoolMemory(_pool_regions(made, before, pool))
     return engine
-
-
-_ENGINE_MAKING = threading.Lock()
 
 
 def _mappings() -> set[tuple[int, int]]:
