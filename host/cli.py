@@ -100,8 +100,9 @@ def _add_serve(sub: Any) -> None:
     s.add_argument("--instance-pool", action=argparse.BooleanOptionalAction, default=True,
                    help="take instances from wasmtime's pooling allocator: a fresh instance "
                         "costs about a fifth less CPU, but a slot once used keeps 16 MiB of "
-                        "guest heap resident until no instance lives (default on; "
-                        "--no-instance-pool for the least memory under load)")
+                        "guest heap resident until the host has had no live instance for "
+                        "10 s (default on; --no-instance-pool for the least memory under "
+                        "load)")
     s.add_argument("--allow-http", action="append", default=[], metavar="HOST[:PORT]",
                    help="let guests fetch from HOST (repeatable; default: nowhere)")
     s.add_argument("--admin-token-file", type=Path,

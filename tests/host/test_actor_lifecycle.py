@@ -158,6 +158,22 @@ def test_idle_pooled_slots_give_their_pages_back_only_while_no_instance_lives(
     assert p.json("a", "GET", "/gc")["frozen"] > 10_000  # the snapshot's heap is there
 
 
+def test_without_the_pool_instances_come_and_go_the_same(make_probe) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    p = make_probe(max_live_instances=1, idle_instance_s=3600, instance_pool=False)
+    assert p.host.pool_memory is None
+
+    def remember(actor: str, text: str) -> list[str]:
+        return json.loads(p.send(actor, "POST", "/remember", text).body)["remembered"]
+
+    assert remember("x", "x1") == ["x1"]
+    assert remember("x", "x2") == ["x1", "x2"]
+    assert remember("y", "y") == ["y"]  # over the cap of one: x's instance goes
+    assert remember("x", "x3") == ["x3"]
+    assert p.json("x", "GET", "/gc")["frozen"] > 10_000
+
+
 def test_when_every_pooled_slot_is_taken_idle_actors_make_room_else_a_clear_refusal(
         make_probe) -> None:  # type: ignore[no-untyped-def]
     import pytest
