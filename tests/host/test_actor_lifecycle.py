@@ -158,6 +158,48 @@ def test_idle_pooled_slots_give_their_pages_back_only_while_no_instance_lives(
     assert p.json("a", "GET", "/gc")["frozen"] > 10_000  # the snapshot's heap is there
 
 
+def test_releases_racing_instances_never_touch_a_live_one(make_probe, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import json
+    import threading
+    import time
+
+    from wkhost import engine
+
+    p = make_probe(idle_instance_s=3600, instance_pool=True)
+    pool = p.host.pool_memory
+    assert pool is not None
+    released = []
+    real_madvise = engine._madvise
+
+    def counted(addr: int, length: int, advice: int) -> None:
+        released.append(addr)
+        real_madvise(addr, length, advice)
+
+    monkeypatch.setattr(engine, "_madvise", counted)
+    done = threading.Event()
+
+    def release_all_the_time() -> None:
+        while not done.is_set():
+            pool._used_since_release = True  # so that every call tries a whole release
+            pool.release_idle()
+
+    releaser = threading.Thread(target=release_all_the_time)
+    releaser.start()
+    try:
+        for i in range(10):  # each time a new instance, used a few times, then dropped
+            for n in range(1, 4):
+                got = json.loads(p.send(f"r{i}", "POST", "/remember", str(n)).body)
+                assert got["remembered"] == [str(k) for k in range(1, n + 1)], (i, got)
+                time.sleep(0.02)  # the releaser runs meanwhile: it must leave this heap be
+            p.host.config.idle_instance_s = 0
+            p.host.evict_idle()
+            p.host.config.idle_instance_s = 3600
+    finally:
+        done.set()
+        releaser.join()
+    assert released  # the releases did run between the instances
+
+
 def test_without_the_pool_instances_come_and_go_the_same(make_probe) -> None:  # type: ignore[no-untyped-def]
     import json
 
