@@ -136,8 +136,9 @@ class PoolMemory:
         try:
             with open("/proc/self/smaps") as f:
                 for line in f:
-                    if line[0] in "0123456789abcdef" and "-" in line.split(" ", 1)[0]:
-                        lo, hi = (int(x, 16) for x in line.split(" ", 1)[0].split("-"))
+                    first = line.split(" ", 1)[0]
+                    if line[0] in "0123456789abcdef" and "-" in first:  # a mapping's header
+                        lo, hi = (int(x, 16) for x in first.split("-"))
                         inside = any(s <= lo and hi <= e for s, e in self.regions)
                     elif inside and line.startswith("Rss:"):
                         total += int(line.split()[1]) * 1024
