@@ -103,7 +103,7 @@ def test_a_database_past_its_size_cap_is_a_clear_error_and_stays_whole(
         assert "error" not in sql(host, "filler", f"INSERT INTO big VALUES (randomblob({BLOB}))")
         assert integrity(host, "filler") == "ok"
     healthy.check()
-    assert host.stop() == 0
+    assert host.stop() == 0, "\n".join(host.log[-40:])
     assert file_checks(paths.db_path(data, "probe", "filler")) == ("ok", "wal")
 
 
@@ -127,7 +127,7 @@ def test_a_workflow_past_its_size_cap_refuses_clearly_and_the_others_complete(
     # The refused start left nothing behind: its actor deleted itself at its alarm.
     fleet.advance(1000)
     wait_until(lambda: "big" not in host.ids("orders"), timeout=10, what="big deleted itself")
-    assert host.stop() == 0
+    assert host.stop() == 0, "\n".join(host.log[-40:])
     snap = snapshot(data)
     assert all(a.integrity == "ok" for a in snap.values()), snap
     assert [e for a in snap.values() for e in a.events] == []  # the refused event is not kept
@@ -216,7 +216,7 @@ if _can_mount_tmpfs():
                 status, _, text = host.request("GET", "/probe/newcomer/now")
                 assert status in (503, 507) and b"full" in text, (status, text)
             healthy.check()
-            assert host.stop() == 0
+            assert host.stop() == 0, "\n".join(host.log[-40:])
 
             for f in root.glob("ballast-*"):  # room again
                 f.unlink()
@@ -225,7 +225,7 @@ if _can_mount_tmpfs():
             assert sql(host, "filler", "PRAGMA integrity_check")["rows"] == [["ok"]]
             assert sql(host, "filler", "SELECT count(*) FROM big")["rows"] == [[written]]
             assert sql(host, "healthy", "SELECT x FROM t")["rows"] == [[1]]
-            assert host.stop() == 0
+            assert host.stop() == 0, "\n".join(host.log[-40:])
             for cls_id in (("probe", "filler"), ("probe", "healthy"), ("probe", "newcomer")):
                 assert file_checks(paths.db_path(data, *cls_id))[0] == "ok"
 
@@ -253,7 +253,7 @@ if _can_mount_tmpfs():
             fleet.pump(timeout=30)  # without a restart: their alarms are still theirs
             # A result that could not be recorded is like a crash after f: f runs again.
             fleet.verify(max_reruns=5)
-            assert host.stop() == 0
+            assert host.stop() == 0, "\n".join(host.log[-40:])
             assert all(a.integrity == "ok" for a in snapshot(data).values())
 
     def test_a_full_index_filesystem_loses_no_alarm_and_no_actor(
@@ -275,7 +275,7 @@ if _can_mount_tmpfs():
             wait_until(lambda: any(k == "alarm" for k, _ in host.json(
                 "probe", "sleeper", "GET", "/log")[1]["rows"]), timeout=10,
                 what="the alarm the guest saved fired")
-            assert host.stop() == 0
+            assert host.stop() == 0, "\n".join(host.log[-40:])
             for f in index_dir.glob("ballast-*"):
                 f.unlink()
             host = launch({"probe": shop_wasm["probe"]}, data, access={})
