@@ -47,6 +47,11 @@ class HostConfig:
     # An actor whose alarm event leaves it asleep keeps its instance this long if it was
     # asked something within this time (a client following a workflow it just started).
     followed_s: float = 5.0
+    # Classes served with reuse_instances (`--reuse-instances`) keep up to this many
+    # instances that their actors let go, for their next new actors (host/spares.py),
+    # each for at most spare_idle_s: a quiet host still gets to release the pool's pages.
+    spare_instances: int = 16
+    spare_idle_s: float = 5.0
     # Instances from wasmtime's pooling allocator (see engine.InstancePool): slots for the
     # live cap plus room for the events in flight; each reserves 4 GiB of address space.
     # A fresh instance starts without most of its page faults (a 5,000-position replay

@@ -112,7 +112,8 @@ def to_web(resp: Response) -> web.Response:
 async def _health(request: web.Request) -> web.Response:
     host: Host = request.app["host"]
     return web.json_response({"ok": True, "classes": sorted(host.classes),
-                              "alarms_pending": host.scheduler.pending()})
+                              "alarms_pending": host.scheduler.pending(),
+                              "instances_reused": host.spares.taken})
 
 
 async def _list_actors(request: web.Request) -> web.Response:

@@ -1,6 +1,9 @@
-"""One live instance of a component, serving exactly one actor, with per-event budgets.
+"""One live instance of a component, serving one actor at a time, with per-event budgets.
 
-An instance never serves two ids, so a guest's module globals never leak between actors.
+By default an instance serves one id for its whole life, so a guest's module globals
+never leak between actors. A class served with `--reuse-instances` hands an instance that
+ended cleanly to its next new actor (`host/spares.py`), whose on-init comes first.
+
 Any trap (fuel, epoch, a guest exception, memory, a host-side failure) leaves the
 instance and its Store unusable ("cannot enter component instance"), so the caller drops
 this object after any `GuestFailed`.
@@ -48,13 +51,19 @@ class Instance:
                  memory_limit: int, output: Callable[[bytes], None]) -> None:
         store = Store(engine)
         wasi = WasiConfig()  # no preopens, no environment, no argv, no sockets
-        wasi.stdout_custom = output
-        wasi.stderr_custom = output
+        # The callbacks reach the output through this list, not through self: they live in
+        # wasmtime-py's global table until the Store goes, so a reference to this object
+        # there would keep it, and its Store, alive for good.
+        self._output = [output]
+        sink = self._output
+        wasi.stdout_custom = lambda data: sink[0](data)
+        wasi.stderr_custom = lambda data: sink[0](data)
         store.set_wasi(wasi)  # without it the first WASI call aborts the process
         store.set_limits(memory_size=memory_limit)
         store.set_fuel(50_000_000)  # instantiation burns ~6k; the first call ~120k
         store.set_epoch_deadline(ticks_for(30_000))  # must be set before instantiate
         self.store = store
+        self.actors_served = 0  # how many actors it has served (reuse is bounded)
         pool = pool_memory(engine)
         if pool is not None:
             # Counted before it takes a pooled slot, until this object is gone: while it
@@ -67,6 +76,16 @@ class Instance:
             func = instance.get_func(store, index)
             assert func is not None, name
             self.funcs[name] = func
+
+    def set_output(self, output: Callable[[bytes], None]) -> None:
+        """Send the guest's stdout and stderr to `output` from now on (a reused instance
+        writes to its new actor's log)."""
+        self._output[0] = output
+
+    @property
+    def usable(self) -> bool:
+        """False once a trap has killed the Store."""
+        return bool(self.funcs)
 
     def call(self, name: str, args: tuple[Any, ...], fuel: int, wall_ms: float) -> Any:
         """Call an export within the budgets; a trap raises GuestFailed / BudgetExceeded."""

@@ -40,6 +40,7 @@ from .instance import ComponentExports, Instance
 from .linker import make_linker
 from .scheduler import Scheduler
 from .slot import ActorSlot
+from .spares import SpareInstances
 from .sqlite import ActorDb, delete_db_files
 from .types import ActorRef, Request, Response, Sender
 from .wire import request_record, response_from_record, sender_variant
@@ -84,6 +85,7 @@ class ActorClass:
     wasm: Path
     exports: ComponentExports
     access: Access = "public"
+    reuse_instances: bool = False  # see host/spares.py
 
 
 class Host:
@@ -98,6 +100,7 @@ class Host:
         self.gate = RunGate(config.run_slots())
         self._slots: dict[ActorRef, ActorSlot] = {}
         self._slots_lock = threading.Lock()
+        self.spares = SpareInstances(config.spare_instances)
         self._pending = 0
         self._pending_lock = threading.Lock()
         config.data_dir.mkdir(parents=True, exist_ok=True)
@@ -115,7 +118,8 @@ class Host:
         self._stopping = threading.Event()
 
     # -- set-up and shutdown ------------------------------------------------------------
-    def add_class(self, name: str, wasm: Path, access: Access = "public") -> ActorClass:
+    def add_class(self, name: str, wasm: Path, access: Access = "public",
+                  reuse_instances: bool = False) -> ActorClass:
         paths.check_class(name)
         if not wasm.is_file():
             raise HostError(f"no component at {wasm}")
@@ -125,7 +129,7 @@ class Host:
             first = str(e).strip().splitlines()[0] if str(e).strip() else "unknown error"
             raise HostError(f"{wasm} is not a component this host can load ({first}); "
                             "build it with `wkhost build`") from None
-        cls = ActorClass(name, wasm, ComponentExports(component), access)
+        cls = ActorClass(name, wasm, ComponentExports(component), access, reuse_instances)
         self.classes[name] = cls
         return cls
 
@@ -154,6 +158,7 @@ class Host:
             if slot.lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
                 slot.close()
                 slot.lock.release()
+        self.spares.drop_idle(0)
         self._release_pool_memory()
         self._ticker.stop()
         self.index.close()
@@ -269,7 +274,7 @@ class Host:
                     sleeps = self._after_event(slot, ev)
         finally:
             if sleeps:
-                slot.close()  # the instance and the database connection: nothing warm
+                self._close_slot(slot)  # the instance and the db connection: nothing warm
             self.graph.release(chain, slot)
 
     def _open_storage(self, slot: ActorSlot, create: bool) -> bool:
@@ -299,7 +304,7 @@ class Host:
                 self._open_storage(slot, create=True)
                 slot.initialized = False
         if slot.instance is None:
-            slot.instance = self._instantiate(slot)
+            slot.instance = self._instance_for(slot, creating=create and not slot.initialized)
         if not slot.initialized:
             if not create:
                 return False
@@ -312,9 +317,23 @@ class Host:
         except (apsw.Error, OSError) as e:
             raise StorageFailed(f"{slot.ref}'s database cannot be opened: {e}") from None
 
-    def _instantiate(self, slot: ActorSlot) -> Instance:
+    def _instance_for(self, slot: ActorSlot, creating: bool) -> Instance:
         if len(self._slots) > self.config.max_live_instances:
             self.evict_idle()  # now, not at the next sweep: a burst must not pile up
+        inst = None
+        if creating and self.classes[slot.ref.cls].reuse_instances:
+            # Only a new actor takes a spare: its on-init is the reused instance's first
+            # call, and there the SDK lets the last actor's object go.
+            inst = self.spares.take(slot.ref.cls)
+        if inst is None:
+            inst = self._instantiate(slot)
+        else:
+            cap = self.config.max_guest_output_bytes
+            inst.set_output(lambda data: slot.output.write(data, cap))
+        inst.actors_served += 1
+        return inst
+
+    def _instantiate(self, slot: ActorSlot) -> Instance:
         cls = self.classes[slot.ref.cls]
         cap = self.config.max_guest_output_bytes
 
@@ -328,6 +347,7 @@ class Host:
                     raise
             if not evicted:
                 # Every pooled slot holds an instance: the idle ones give theirs back.
+                self.spares.drop_idle(0)
                 self.evict_idle(keep=self.config.max_live_instances // 2)
         raise Overloaded("every instance slot is busy with an event; retry shortly")
 
@@ -422,7 +442,7 @@ class Host:
 
     def _destroy(self, slot: ActorSlot) -> None:
         """Remove the actor: instance, database files, index entries and alarm."""
-        slot.close()
+        self._close_slot(slot)
         if crashpoints.ARMED:
             crashpoints.hit(f"delete:{slot.ref.cls}")
         delete_db_files(slot.path)
@@ -455,10 +475,17 @@ class Host:
         # Closed outside the table's lock: closing a WAL database checkpoints it, which
         # must not hold up every other event's lookup.
         try:
-            slot.close()
+            self._close_slot(slot)
         finally:
             slot.lock.release()
         return True
+
+    def _close_slot(self, slot: ActorSlot) -> None:
+        """Close the actor's instance and db (the caller holds its lock, or it is not
+        running); the instance may serve the class's next new actor."""
+        inst = slot.close()
+        if inst is not None and self.classes[slot.ref.cls].reuse_instances:
+            self.spares.offer(slot.ref.cls, inst)
 
     def _janitor(self) -> None:
         dropped_since_trim = 0
@@ -467,6 +494,7 @@ class Host:
                 dropped_since_trim += self.evict_idle()
             except Exception:
                 log.exception("evicting idle actors failed")
+            dropped_since_trim += self.spares.drop_idle(self.config.spare_idle_s)
             self._release_pool_memory(self.config.pool_release_idle_s)
             if dropped_since_trim >= _TRIM_AFTER_DROPS and _malloc_trim is not None:
                 # Dropped instances and connections leave the C heap fragmented: without

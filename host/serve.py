@@ -29,6 +29,7 @@ class ServeOptions:
     admin_token_file: Path | None = None
     fake_clock: bool = False
     shutdown_timeout_s: float = 10.0
+    reuse_instances: frozenset[str] = frozenset()
 
 
 def admin_token(config: HostConfig, path: Path | None) -> tuple[str, Path]:
@@ -51,7 +52,8 @@ def build_host(config: HostConfig, opts: ServeOptions) -> Host:
     host = Host(config, clock)
     for name, wasm in opts.actors:
         log.info("loading class %s from %s", name, wasm)
-        host.add_class(name, wasm, opts.access.get(name, "public"))
+        host.add_class(name, wasm, opts.access.get(name, "public"),
+                       reuse_instances=name in opts.reuse_instances)
     return host
 
 

@@ -64,11 +64,13 @@ class ActorSlot:
             raise RuntimeError(f"{self.ref} has no open database outside an event")
         return self.db
 
-    def close(self) -> None:
-        """Drop the instance and close the db (the caller holds the lock)."""
-        self.instance = None
+    def close(self) -> Instance | None:
+        """Let go of the instance, returned to the caller, and close the db (the caller
+        holds the lock)."""
+        inst, self.instance = self.instance, None
         if self.db is not None:
             self.db.close()
             self.db = None
         self.initialized = None
         self.alarm_seen = None
+        return inst

@@ -41,10 +41,15 @@ __all__ = ["Actor", "export"]
 class Actor:
     """Base class of an actor: override only the hooks you need.
 
-    One object is created per wasm instance, lazily, at its first event (not at build
-    time, when host calls do not work), and it lives as long as the instance: attributes
-    are a cache, the database is the state. The host may drop an instance at any time.
-    The constructor is called without arguments.
+    One object is created per actor in a wasm instance, lazily, at its first event (not at
+    build time, when host calls do not work), and it lives as long as the instance serves
+    that actor: attributes are a cache, the database is the state. The host may drop an
+    instance at any time. The constructor is called without arguments.
+
+    Module globals live as long as the instance. Normally an instance serves one actor;
+    a class served with `wkhost serve --reuse-instances` hands an instance to its next new
+    actor, so there a global is shared by every actor the instance serves, one after
+    another: keep per-actor state on this object or in the database.
     """
 
     def on_init(self) -> None:
@@ -115,7 +120,10 @@ def export(actor_cls: type[Actor]) -> type[Any]:
     if not (isinstance(actor_cls, type) and issubclass(actor_cls, Actor)):
         raise TypeError(f"export() needs an Actor subclass, got {actor_cls!r}")
     # componentize-py may create the Handler object more than once (even at build time),
-    # so the actor object lives here, per instance, not on the Handler.
+    # so the actor object lives here, per instance, not on the Handler. One object per
+    # actor: a host that reuses instances (`wkhost serve --reuse-instances`) hands this
+    # instance to a new actor only to create it, so on_init is that actor's first call,
+    # and it starts a new object.
     holder: list[Actor] = []
     name = actor_cls.__name__
 
@@ -126,6 +134,7 @@ def export(actor_cls: type[Actor]) -> type[Any]:
 
     class Handler:
         def on_init(self) -> None:
+            holder.clear()
             _run_hook(lambda: actor().on_init(), "on_init")
 
         def on_alarm(self) -> None:

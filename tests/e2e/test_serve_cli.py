@@ -21,6 +21,8 @@ def serve(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     (["--actor", "x"], 2, "--actor takes NAME=VALUE"),
     (["--actor", "x=a.wasm", "--access", "y=internal"], 2, "--access names no served class"),
     (["--actor", "x=a.wasm", "--access", "x=secret"], 2, "takes internal or public"),
+    (["--actor", "x=a.wasm", "--reuse-instances", "y"], 2,
+     "--reuse-instances names no served class: ['y']"),
     (["--actor", "x=a.wasm", "--allow-http", "http://x/"], 2, "--allow-http"),
 ])
 def test_bad_arguments_get_one_clear_line(tmp_path: Path, args: list[str], code: int,

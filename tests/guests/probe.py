@@ -456,6 +456,10 @@ class Probe(Actor):
             alarm.set(int(at or 0))
 
     def handle(self, req: Request) -> Response:
+        if req.path == "/mine":
+            # State on the actor object: one object per actor, even in a reused instance.
+            self.mine = [*getattr(self, "mine", []), req.body.decode()]
+            return _ok(mine=self.mine)
         route = ROUTES.get(req.path)
         if route is None:
             return Response.json({"error": f"no route {req.path}"}, status=404)

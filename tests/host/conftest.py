@@ -22,12 +22,13 @@ from .support import COMPILED, START_MS, MakeProbe, Probe
 def make_probe(tmp_path: Path, probe_wasm: Path) -> Iterator[MakeProbe]:
     hosts: list[Host] = []
 
-    def make(data_dir: Path | None = None, **settings: Any) -> Probe:
+    def make(data_dir: Path | None = None, reuse_instances: bool = False,
+             **settings: Any) -> Probe:
         config = HostConfig(data_dir=data_dir or tmp_path / "data", cache_dir=COMPILED,
                             **settings)
         clock = FakeClock(START_MS)
         host = Host(config, clock)
-        host.add_class("probe", probe_wasm)
+        host.add_class("probe", probe_wasm, reuse_instances=reuse_instances)
         host.add_class("inner", probe_wasm, access="internal")
         host.start()
         hosts.append(host)

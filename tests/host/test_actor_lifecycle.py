@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -84,6 +85,83 @@ def test_instances_never_serve_two_ids(probe: Probe) -> None:
     slots = probe.host._slots
     assert slots[probe.host.actor_ref("probe", "x")].instance is not \
         slots[probe.host.actor_ref("probe", "y")].instance
+
+
+def said(p: Probe, actor: str, path: str, text: str) -> list[str]:
+    """POST `text` to the probe's /remember or /mine: what it now holds."""
+    doc = json.loads(p.send(actor, "POST", path, text).body)
+    return list(doc["remembered" if path == "/remember" else "mine"])
+
+
+def test_without_reuse_an_evicted_instance_serves_no_other_actor(make_probe) -> None:  # type: ignore[no-untyped-def]
+    p = make_probe(max_live_instances=1, idle_instance_s=3600)
+    assert said(p, "a", "/remember", "a") == ["a"]
+    assert said(p, "b", "/remember", "b") == ["b"]  # a was evicted
+    assert p.host.spares.taken == 0 and p.host.spares.count() == 0
+
+
+def test_a_reused_instance_serves_a_new_actor_with_a_new_actor_object(
+        make_probe, caplog) -> None:  # type: ignore[no-untyped-def]
+    """--reuse-instances: an evicted actor's instance creates the class's next new actor.
+    Module globals carry over (documented); the actor object and the output do not."""
+    p = make_probe(max_live_instances=1, idle_instance_s=3600, reuse_instances=True)
+    assert said(p, "a", "/remember", "a") == ["a"]
+    assert said(p, "a", "/mine", "a") == ["a"]
+    # b is new: creating it evicts a, whose instance runs b's on-init first.
+    assert said(p, "b", "/mine", "b") == ["b"]
+    assert p.host.spares.taken == 1
+    assert said(p, "b", "/remember", "b") == ["a", "b"]
+    assert p.json("b", "GET", "/whoami")["self"] == ["probe", "b"]
+    assert p.json("b", "POST", "/query", {"sql": "SELECT kind FROM log"})["rows"] == [["init"]]
+    with caplog.at_level("INFO", logger="wkhost.guest.probe"):
+        p.send("b", "POST", "/print")
+    printed = [r.getMessage() for r in caplog.records if "probe stdout 0" in r.getMessage()]
+    assert printed and all(m.startswith("[probe/b]") for m in printed), printed
+
+    # a exists: waking it never takes a spare (no on-init would come first), so it gets
+    # a fresh instance, and b's instance waits for the next new actor.
+    assert said(p, "a", "/remember", "a2") == ["a2"]
+    assert said(p, "a", "/mine", "a2") == ["a2"]
+    assert p.host.spares.taken == 1 and p.host.spares.count() == 1
+    # Creating c evicts a, and takes the newest spare: a's instance, whose pages are the
+    # likeliest to be resident.
+    assert said(p, "c", "/mine", "c") == ["c"]
+    assert said(p, "c", "/remember", "c") == ["a2", "c"]
+    assert p.host.spares.taken == 2 and p.host.spares.count() == 1
+
+
+def test_a_trapped_instance_is_never_reused(make_probe) -> None:  # type: ignore[no-untyped-def]
+    p = make_probe(max_live_instances=1, idle_instance_s=3600, reuse_instances=True)
+    assert said(p, "t", "/remember", "t") == ["t"]
+    with pytest.raises(GuestFailed):
+        p.send("t", "POST", "/trap")
+    p.host.config.idle_instance_s = 0
+    p.host.evict_idle()  # t's slot goes, with no instance to offer
+    assert said(p, "n", "/remember", "n") == ["n"]
+    assert p.host.spares.taken == 0
+
+
+def test_an_actor_deleted_and_created_again_gets_a_new_actor_object(make_probe) -> None:  # type: ignore[no-untyped-def]
+    p = make_probe(reuse_instances=True)
+    assert said(p, "d", "/mine", "x") == ["x"]
+    p.send("d", "POST", "/delete-self")
+    assert said(p, "d", "/mine", "y") == ["y"]
+    assert p.host.spares.taken == 1  # its own instance, through a new on-init
+    assert said(p, "d", "/remember", "y") == ["y"]
+
+
+def test_spare_instances_go_when_idle_and_at_close(make_probe) -> None:  # type: ignore[no-untyped-def]
+    p = make_probe(max_live_instances=1, idle_instance_s=3600, reuse_instances=True,
+                   spare_idle_s=3600)
+    for name in ("a", "b", "c"):
+        p.json(name, "GET", "/whoami")
+    p.host.config.idle_instance_s = 0
+    p.host.evict_idle()
+    assert p.host.spares.count() == 1
+    assert p.host.spares.drop_idle(3600) == 0
+    assert p.host.spares.drop_idle(0) == 1
+    pool = p.host.pool_memory
+    assert pool is not None and pool.live == 0  # so the pool may be released
 
 
 def test_an_instance_starts_with_its_import_time_objects_frozen(probe: Probe) -> None:

@@ -30,18 +30,24 @@ def serve(fn: Workflow, config: Config | None = None) -> type[Any]:
     from wkguest.actor import Actor, export
     from wkguest.types import Request, Response
 
-    runner = Runner(fn, config or Config(), RealBackend())
-    protocol = Protocol(runner)
+    backend = RealBackend()  # stateless: one per instance, made at import (see its doc)
+    cfg = config or Config()
 
     class WorkflowActor(Actor):
+        # A runner per actor object, so its warm journal never outlives its actor, even
+        # in an instance that the host reuses for the next one.
+        def __init__(self) -> None:
+            self.runner = Runner(fn, cfg, backend)
+            self.protocol = Protocol(self.runner)
+
         def on_init(self) -> None:
-            runner.init()
+            self.runner.init()
 
         def on_alarm(self) -> None:
-            runner.on_alarm()
+            self.runner.on_alarm()
 
         def handle(self, req: Request) -> Response:
-            out = protocol.handle(req.method, req.path, req.body, req.sender.kind)
+            out = self.protocol.handle(req.method, req.path, req.body, req.sender.kind)
             return Response(out.status, out.headers, out.body)
 
     WorkflowActor.__name__ = WorkflowActor.__qualname__ = f"Workflow_{fn.__name__}"
