@@ -14,8 +14,9 @@ its own so that its memory figure starts from a clean host):
               host has finished the event that completed it;
 - throughput: three-step workflows started concurrently (start, then status until
               completed, with the output read back) through a real `wkhost serve` on
-              127.0.0.1, at concurrency 1, 8 and 32; and the synced writes (fsyncs) one
-              such workflow costs, counted in-process;
+              127.0.0.1, at concurrency 1, 8 and 32, served as by default and with
+              `--reuse-instances` (two servers, their rounds alternated); and the synced
+              writes (fsyncs) one such workflow costs, counted in-process;
 - big:        a 1 MiB step result, recorded (the event that runs the step) and replayed
               (warm and fresh), each beside the same workflow with a 1-character result;
 - cold:       a new actor's first event, a host restart (component from the cache) and
@@ -381,25 +382,40 @@ async def _load(url: str, token: str, concurrency: int, total: int, tag: str
 
 
 def bench_throughput(repeats: int, workflows: int) -> dict[str, Any]:
+    """Through two servers, side by side: one as served by default (each actor its own
+    instance) and one with `--reuse-instances` (a new workflow's actor takes an instance
+    another one let go). Their rounds alternate, so that both see the same machine."""
     from bench.server import BenchServer
 
     wasm = bench_wasm()
     out: dict[str, Any] = {}
     t0 = time.perf_counter()
-    server = BenchServer({WF: wasm}, ["--access", f"{WF}=internal"])
+    servers = {"isolated": BenchServer({WF: wasm}, ["--access", f"{WF}=internal"])}
     out["serve_start_ms"] = (time.perf_counter() - t0) * 1e3
     try:
-        asyncio.run(_load(server.url, server.token, 4, 40, "warmup"))
+        servers["reused"] = BenchServer({WF: wasm}, ["--access", f"{WF}=internal",
+                                                     "--reuse-instances", WF])
+        for name, server in servers.items():
+            asyncio.run(_load(server.url, server.token, 4, 40, f"warmup-{name}"))
         for level in LEVELS:
-            runs = [asyncio.run(_load(server.url, server.token, level, workflows,
-                                      f"c{level}-r{r}")) for r in range(max(1, repeats))]
-            out[str(level)] = {"wf_per_s": summary([r["wf_per_s"] for r in runs]),
-                               "p50_ms": statistics.median(r["p50_ms"] for r in runs),
-                               "p99_ms": statistics.median(r["p99_ms"] for r in runs),
-                               "polls_per_wf": statistics.median(r["polls_per_wf"] for r in runs),
-                               "failures": sum(int(r["failures"]) for r in runs)}
+            runs: dict[str, list[dict[str, float]]] = {name: [] for name in servers}
+            for r in range(max(1, repeats)):
+                for name, server in servers.items():
+                    runs[name].append(asyncio.run(_load(
+                        server.url, server.token, level, workflows, f"c{level}-r{r}-{name}")))
+            for name, done in runs.items():
+                fig = {"wf_per_s": summary([d["wf_per_s"] for d in done]),
+                       "p50_ms": statistics.median(d["p50_ms"] for d in done),
+                       "p99_ms": statistics.median(d["p99_ms"] for d in done),
+                       "polls_per_wf": statistics.median(d["polls_per_wf"] for d in done),
+                       "failures": sum(int(d["failures"]) for d in done)}
+                if name == "isolated":
+                    out[str(level)] = fig
+                else:
+                    out.setdefault(name, {})[str(level)] = fig
     finally:
-        server.close()
+        for server in servers.values():
+            server.close()
     out["synced_writes"] = count_synced_writes()
     return out
 
@@ -627,6 +643,9 @@ def rows(figs: dict[str, Any]) -> list[tuple[str, dict[str, float], str]]:
         t = figs.get("throughput", {}).get(str(level))
         if t:
             out.append((f"three-step wf/s at concurrency {level}", t["wf_per_s"], "/s"))
+        t = figs.get("throughput", {}).get("reused", {}).get(str(level))
+        if t:
+            out.append(("  the same, instances reused", t["wf_per_s"], "/s"))
     b = figs.get("big", {})
     for k in ("record_delta_us", "replay_warm_delta_us", "replay_fresh_delta_us"):
         if k in b:
