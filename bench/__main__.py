@@ -165,20 +165,22 @@ def _range(v: Any, unit: str) -> str:
 
 def print_table(rows: list[dict[str, Any]], peers: dict[str, Any]) -> None:
     names = [p for p in ("dbos", "restate") if "skipped" not in peers.get(p, {"skipped": 1})]
-    head = f"  {'workload':<48} {'wkhost':>10} {'(min..max)':>21}"
+    wide = max([48, *(len(r["workload"]) for r in rows)])  # columns stay aligned
+    tw = max([28, *(len(r["target"]) for r in rows)])
+    head = f"  {'workload':<{wide}} {'wkhost':>10} {'(min..max)':>21}"
     for p in names:
         head += f" {p:>10} {'ratio':>7}"
-    head += f"  {'target':<28} met"
+    head += f"  {'target':<{tw}} met"
     say("\n== combined: wkhost beside each peer (medians; ratio = wkhost / peer)")
     say(head)
     for r in rows:
-        line = (f"  {r['workload']:<48} {_cell(r['wkhost'], r['unit']):>10} "
+        line = (f"  {r['workload']:<{wide}} {_cell(r['wkhost'], r['unit']):>10} "
                 f"{_range(r['wkhost'], r['unit']):>21}")
         for p in names:
             x = r.get(f"x_{p}")
             line += f" {_cell(r.get(p), r['unit']):>10} {(f'{x:.2f}x' if x else '-'):>7}"
         met = {True: "yes", False: "NO", None: ""}[r["met"]]
-        line += f"  {r['target']:<28} {met}"
+        line += f"  {r['target']:<{tw}} {met}"
         say(line)
     for p, f in peers.items():
         if "skipped" in f:
