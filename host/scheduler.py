@@ -36,10 +36,13 @@ class Scheduler:
         self._inflight: set[ActorRef] = set()
         self._seq = itertools.count()
         self._stopped = False
+        self._running = False  # started: set() may hand out due alarms itself
         self._thread = threading.Thread(target=self._run, name="wk-alarms", daemon=True)
         clock.on_jump(self.poke)
 
     def start(self) -> None:
+        with self._cond:
+            self._running = True
         self._thread.start()
 
     def stop(self) -> None:
@@ -54,28 +57,42 @@ class Scheduler:
             self._cond.notify_all()
 
     def set(self, ref: ActorRef, at_ms: int | None) -> None:
-        """Schedule (or unschedule, with None) the actor's alarm."""
+        """Schedule (or unschedule, with None) the actor's alarm. An alarm already due is
+        handed out from this thread, if there is room: waking the scheduler's thread to
+        do it cost two context switches per new workflow."""
         with self._cond:
             if at_ms is None:
                 self._due.pop(ref, None)
                 return
             # A time in the past is due now, not earlier than everything already waiting:
             # an actor re-arming to a past time must not jump the queue every time.
-            at_ms = max(at_ms, self._clock.now_ms())
+            now = self._clock.now_ms()
+            at_ms = max(at_ms, now)
             if self._due.get(ref) == at_ms:
                 return
             self._due[ref] = at_ms
-            heapq.heappush(self._heap, (at_ms, next(self._seq), ref))
-            self._cond.notify_all()
+            entry = (at_ms, next(self._seq), ref)
+            heapq.heappush(self._heap, entry)
+            due: list[ActorRef] = []
+            if at_ms <= now and self._running and not self._stopped:
+                due = self._take_due()  # oldest first, as the scheduler's thread would
+            elif self._heap[0] is entry:
+                self._cond.notify_all()  # it now wakes earlier; a later time needs no wake
+        self._hand_out(due)
 
     def done(self, ref: ActorRef) -> None:
         """The fire for `ref` has finished; its next time (if any) was set already."""
         with self._cond:
+            was_full = len(self._inflight) >= self._max_inflight
             self._inflight.discard(ref)
             at_ms = self._due.get(ref)
+            earlier = False
             if at_ms is not None:  # set again while it ran; its heap entry was dropped
-                heapq.heappush(self._heap, (at_ms, next(self._seq), ref))
-            self._cond.notify_all()
+                entry = (at_ms, next(self._seq), ref)
+                heapq.heappush(self._heap, entry)
+                earlier = self._heap[0] is entry
+            if was_full or earlier:
+                self._cond.notify_all()
 
     def pending(self) -> int:
         with self._cond:
@@ -111,9 +128,12 @@ class Scheduler:
                 if not due:
                     self._cond.wait(self._sleep_s())
                     continue
-            for ref in due:
-                try:
-                    self._fire(ref)
-                except Exception:
-                    log.exception("could not hand out the alarm of %s", ref)
-                    self.done(ref)
+            self._hand_out(due)
+
+    def _hand_out(self, due: list[ActorRef]) -> None:
+        for ref in due:
+            try:
+                self._fire(ref)
+            except Exception:
+                log.exception("could not hand out the alarm of %s", ref)
+                self.done(ref)

@@ -78,3 +78,27 @@ def test_unset_and_superseded_alarms_do_not_fire() -> None:
         assert wait_for(lambda: fired == [b])
     finally:
         s.stop()
+
+
+def test_an_alarm_set_due_is_handed_out_by_the_setter_oldest_first() -> None:
+    """Once started, set() hands out what is due from the calling thread (no wake-up of
+    the scheduler's thread), still oldest first and within max_inflight."""
+    clock = FakeClock(1_000)
+    fired: list[tuple[str, str]] = []
+    s = Scheduler(clock, lambda r: fired.append((r.id, threading.current_thread().name)),
+                  max_inflight=2)
+    s.start()
+    try:
+        s.set(ActorRef("c", "later"), 5_000)
+        assert fired == []
+        clock.jump(4_000)  # "later" is due now, and handed out by the scheduler's thread
+        assert wait_for(lambda: [f[0] for f in fired] == ["later"])
+        assert fired[0][1] == "wk-alarms"
+        s.set(ActorRef("c", "now"), 0)  # in the past: due now
+        assert fired[1] == ("now", threading.current_thread().name)
+        s.set(ActorRef("c", "full"), 0)  # two in flight: it waits for a done()
+        assert len(fired) == 2
+        s.done(ActorRef("c", "later"))
+        assert wait_for(lambda: len(fired) == 3) and fired[2][0] == "full"
+    finally:
+        s.stop()
