@@ -36,13 +36,10 @@ class Scheduler:
         self._inflight: set[ActorRef] = set()
         self._seq = itertools.count()
         self._stopped = False
-        self._running = False  # started: set() may hand out due alarms itself
         self._thread = threading.Thread(target=self._run, name="wk-alarms", daemon=True)
         clock.on_jump(self.poke)
 
     def start(self) -> None:
-        with self._cond:
-            self._running = True
         self._thread.start()
 
     def stop(self) -> None:
@@ -57,28 +54,29 @@ class Scheduler:
             self._cond.notify_all()
 
     def set(self, ref: ActorRef, at_ms: int | None) -> None:
-        """Schedule (or unschedule, with None) the actor's alarm. An alarm already due is
-        handed out from this thread, if there is room: waking the scheduler's thread to
-        do it cost two context switches per new workflow."""
+        """Schedule (or unschedule, with None) the actor's alarm. The scheduler's thread
+        is woken only if its next wake-up moves earlier: a workflow's retention alarm, an
+        hour away, cost two context switches for nothing.
+
+        An alarm already due is still handed out by that thread, never by the setter:
+        a setter is an event that holds the run gate, and alarm events handed out from
+        there took the gate again before a waiting request could (the gate's semaphore
+        is not first come, first served), so a few actors re-arming to now on every
+        event starved requests (tests/e2e/test_runaway_guests.py)."""
         with self._cond:
             if at_ms is None:
                 self._due.pop(ref, None)
                 return
             # A time in the past is due now, not earlier than everything already waiting:
             # an actor re-arming to a past time must not jump the queue every time.
-            now = self._clock.now_ms()
-            at_ms = max(at_ms, now)
+            at_ms = max(at_ms, self._clock.now_ms())
             if self._due.get(ref) == at_ms:
                 return
             self._due[ref] = at_ms
             entry = (at_ms, next(self._seq), ref)
             heapq.heappush(self._heap, entry)
-            due: list[ActorRef] = []
-            if at_ms <= now and self._running and not self._stopped:
-                due = self._take_due()  # oldest first, as the scheduler's thread would
-            elif self._heap[0] is entry:
-                self._cond.notify_all()  # it now wakes earlier; a later time needs no wake
-        self._hand_out(due)
+            if self._heap[0] is entry:
+                self._cond.notify_all()
 
     def done(self, ref: ActorRef) -> None:
         """The fire for `ref` has finished; its next time (if any) was set already."""
@@ -128,12 +126,9 @@ class Scheduler:
                 if not due:
                     self._cond.wait(self._sleep_s())
                     continue
-            self._hand_out(due)
-
-    def _hand_out(self, due: list[ActorRef]) -> None:
-        for ref in due:
-            try:
-                self._fire(ref)
-            except Exception:
-                log.exception("could not hand out the alarm of %s", ref)
-                self.done(ref)
+            for ref in due:
+                try:
+                    self._fire(ref)
+                except Exception:
+                    log.exception("could not hand out the alarm of %s", ref)
+                    self.done(ref)

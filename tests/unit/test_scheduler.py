@@ -80,25 +80,30 @@ def test_unset_and_superseded_alarms_do_not_fire() -> None:
         s.stop()
 
 
-def test_an_alarm_set_due_is_handed_out_by_the_setter_oldest_first() -> None:
-    """Once started, set() hands out what is due from the calling thread (no wake-up of
-    the scheduler's thread), still oldest first and within max_inflight."""
-    clock = FakeClock(1_000)
-    fired: list[tuple[str, str]] = []
-    s = Scheduler(clock, lambda r: fired.append((r.id, threading.current_thread().name)),
-                  max_inflight=2)
+def test_only_an_earlier_wake_up_wakes_the_scheduler_thread() -> None:
+    """A later alarm (a workflow's retention, an hour away) changes nothing the thread
+    waits for, so it is not woken; all of them still fire, in time order."""
+    clock = FakeClock(0)
+    fired: list[str] = []
+    s = Scheduler(clock, lambda r: (fired.append(r.id), s.done(r)), max_inflight=4)
+    wakes = [0]
+    notify_all = s._cond.notify_all
+
+    def counted() -> None:
+        wakes[0] += 1
+        notify_all()
+
+    s._cond.notify_all = counted  # type: ignore[method-assign]
     s.start()
     try:
-        s.set(ActorRef("c", "later"), 5_000)
-        assert fired == []
-        clock.jump(4_000)  # "later" is due now, and handed out by the scheduler's thread
-        assert wait_for(lambda: [f[0] for f in fired] == ["later"])
-        assert fired[0][1] == "wk-alarms"
-        s.set(ActorRef("c", "now"), 0)  # in the past: due now
-        assert fired[1] == ("now", threading.current_thread().name)
-        s.set(ActorRef("c", "full"), 0)  # two in flight: it waits for a done()
-        assert len(fired) == 2
-        s.done(ActorRef("c", "later"))
-        assert wait_for(lambda: len(fired) == 3) and fired[2][0] == "full"
+        s.set(ActorRef("c", "b"), 5_000)
+        assert wakes[0] == 1  # the first: the thread now wakes at 5,000
+        s.set(ActorRef("c", "c"), 9_000)
+        s.set(ActorRef("c", "b"), 5_000)  # unchanged
+        assert wakes[0] == 1
+        s.set(ActorRef("c", "a"), 1_000)
+        assert wakes[0] == 2
+        clock.jump(10_000)
+        assert wait_for(lambda: fired == ["a", "b", "c"])
     finally:
         s.stop()
