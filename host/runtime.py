@@ -320,28 +320,28 @@ class Host:
     def _instance_for(self, slot: ActorSlot, creating: bool) -> Instance:
         if len(self._slots) > self.config.max_live_instances:
             self.evict_idle()  # now, not at the next sweep: a burst must not pile up
+        cap = self.config.max_guest_output_bytes
+
+        def output(data: bytes) -> None:
+            slot.output.write(data, cap)
+
         inst = None
         if creating and self.classes[slot.ref.cls].reuse_instances:
             # Only a new actor takes a spare: its on-init is the reused instance's first
             # call, and there the SDK lets the last actor's object go.
             inst = self.spares.take(slot.ref.cls)
         if inst is None:
-            inst = self._instantiate(slot)
+            inst = self._instantiate(self.classes[slot.ref.cls], output)
         else:
-            cap = self.config.max_guest_output_bytes
-            inst.set_output(lambda data: slot.output.write(data, cap))
+            inst.set_output(output)
         inst.actors_served += 1
         return inst
 
-    def _instantiate(self, slot: ActorSlot) -> Instance:
-        cls = self.classes[slot.ref.cls]
-        cap = self.config.max_guest_output_bytes
-
+    def _instantiate(self, cls: ActorClass, output: Callable[[bytes], None]) -> Instance:
         for evicted in (False, True):
             try:
                 return Instance(self.engine, self.linker, cls.exports,
-                                self.config.memory_limit_bytes,
-                                lambda data: slot.output.write(data, cap))
+                                self.config.memory_limit_bytes, output)
             except WasmtimeError as e:
                 if not pool_exhausted(e):
                     raise

@@ -51,13 +51,12 @@ class SpareInstances:
 
     def drop_idle(self, idle_for_s: float) -> int:
         """Let go of spares unused for `idle_for_s` (0: all of them). Returns how many."""
-        cutoff = time.monotonic() - idle_for_s
+        cutoff = time.monotonic() - idle_for_s if idle_for_s > 0 else float("inf")
         gone: list[Instance] = []
         with self._lock:
-            for cls, spares in self._spares.items():
-                keep = [(t, i) for t, i in spares if idle_for_s > 0 and t > cutoff]
-                gone += [i for t, i in spares if not (idle_for_s > 0 and t > cutoff)]
-                self._spares[cls] = keep
+            for spares in self._spares.values():
+                gone += [i for t, i in spares if t <= cutoff]
+                spares[:] = [(t, i) for t, i in spares if t > cutoff]
         n = len(gone)
         gone.clear()  # dropped here, outside the lock: a pooled slot's reset takes a while
         return n
