@@ -353,8 +353,8 @@ class Host:
 
     def _create(self, slot: ActorSlot, ev: Event) -> None:
         db = slot.require_db()
-        db.host_exec("INSERT OR REPLACE INTO _wk_host_meta VALUES ('class', ?), ('id', ?), "
-                     "('initialized', 0)", (slot.ref.cls, slot.ref.id))
+        db.first_host_write("INSERT OR REPLACE INTO _wk_host_meta VALUES ('class', ?), "
+                            "('id', ?), ('initialized', 0)", (slot.ref.cls, slot.ref.id))
         try:
             err = self._call(slot, ev, "on-init", ())
             if err is not None:

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import stat
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import apsw
 import pytest
-from wkhost.sqlite import ActorDb, SqlError, pack_rows
+from wkhost.sqlite import ActorDb, SqlError, _template_bytes, pack_rows
 
 
 @pytest.fixture
@@ -183,3 +188,77 @@ def test_the_size_cap_fails_a_write_cleanly(db: ActorDb) -> None:
 def test_packed_rows_encode_blobs_as_base64() -> None:
     assert pack_rows(["a", "b"], [(1, b"\x00\x01"), (None, "t")]) == \
         '[["a","b"],[1,{"b64":"AAE="}],[null,"t"]]'
+
+
+class _SyncCountingVFS(apsw.VFS):
+    """The default VFS, counting SQLite's own xSync calls by file name."""
+
+    def __init__(self) -> None:
+        self.syncs: list[str] = []
+        super().__init__("wk-count-syncs", "unix", makedefault=True)
+
+    def xOpen(self, name: Any, flags: list[int]) -> apsw.VFSFile:
+        vfs = self
+        filename = name if isinstance(name, str) or name is None else name.filename()
+
+        class File(apsw.VFSFile):
+            def xSync(self, flags: int) -> None:
+                vfs.syncs.append(Path(filename or "?").name)
+                super().xSync(flags)
+
+        return File("unix", name, flags)
+
+
+@pytest.fixture
+def sqlite_syncs() -> Iterator[list[str]]:
+    _template_bytes()  # made (with its own syncs) before the count starts
+    vfs = _SyncCountingVFS()
+    yield vfs.syncs
+    vfs.unregister()
+
+
+def test_a_new_actors_first_write_skips_sqlites_syncs_and_its_directory_is_synced_once(
+        tmp_path: Path, sqlite_syncs: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    ours: list[str] = []  # the host's own fsyncs: "dir" or "file"
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        ours.append("dir" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    d = ActorDb(tmp_path / "a.db", max_pages=64)
+    try:
+        d.first_host_write("INSERT INTO _wk_host_meta VALUES ('initialized', 0)")
+        assert sqlite_syncs == [] and ours == []  # not the WAL header's, nor the dir's
+        assert d.host_exec("PRAGMA synchronous")[0][0] == 1  # NORMAL again
+        run(d, "CREATE TABLE t (x)")
+        run(d, "INSERT INTO t VALUES (1)", durable=True)
+        assert ours == ["file", "dir"]  # the WAL, then the entry of the new WAL file
+        run(d, "INSERT INTO t VALUES (2)", durable=True)
+        assert ours == ["file", "dir", "file"]
+    finally:
+        d.close()
+    assert sqlite_syncs == []
+    # Reopened with its WAL in place, nothing is skipped: SQLite's syncs are its own again.
+    d = ActorDb(tmp_path / "a.db", max_pages=64)
+    try:
+        d.first_host_write("UPDATE _wk_host_meta SET v = 1")
+        assert d.host_exec("SELECT v FROM _wk_host_meta") == [(1,)]
+    finally:
+        d.close()
+
+
+def test_the_database_is_the_hosts_alone_while_open(tmp_path: Path) -> None:
+    d = ActorDb(tmp_path / "a.db", max_pages=64)
+    run(d, "CREATE TABLE t (x)")
+    run(d, "INSERT INTO t VALUES (1)", durable=True)
+    other = apsw.Connection(str(tmp_path / "a.db"))
+    try:
+        with pytest.raises(apsw.BusyError):
+            other.execute("SELECT x FROM t").fetchall()
+        assert not (tmp_path / "a.db-shm").exists()  # the WAL index is in memory
+        d.close()
+        assert other.execute("SELECT x FROM t").fetchall() == [(1,)]
+    finally:
+        other.close()
