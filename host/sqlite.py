@@ -369,6 +369,7 @@ def register(root: Any, guard: Any) -> None:
         iface.add_func("exec", guard(_exec))
         iface.add_func("exec-durable", guard(_exec_durable))
         iface.add_func("query-packed", guard(_query_packed))
+        iface.add_func("exec-write", guard(_exec_write))
 
 
 def _guest_exec(sql: str, params: list[Variant], durable: bool
@@ -411,3 +412,13 @@ def _query_packed(_store: Any, sql: str, params: list[Variant]) -> str | Variant
     except SqlError as e:
         return Variant("err", str(e))
     return Variant("ok", pack_rows(columns, rows))
+
+
+def _exec_write(_store: Any, sql: str, params: list[Variant], durable: bool) -> int | str:
+    try:
+        db, _columns, _rows = _guest_exec(sql, params, durable)
+    except SqlError as e:
+        return str(e)
+    except OSError as e:  # the fsync itself failed: the write may not be durable
+        return f"durable sync failed: {e}"
+    return int(db.conn.changes())

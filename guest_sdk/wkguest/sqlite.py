@@ -19,7 +19,7 @@ from wkguest import _bindings as _b
 from wkguest.codec import SqlValue, decode_packed, from_wire, normalize_params, to_wire
 from wkguest.errors import SqliteError
 
-__all__ = ["Rows", "exec", "exec_durable", "query", "query_packed"]
+__all__ = ["Rows", "exec", "exec_durable", "query", "query_packed", "write"]
 
 
 @dataclass
@@ -98,6 +98,21 @@ def exec_durable(sql: str, params: Sequence[object] = ()) -> Rows:
         return _rows(_b.sqlite.exec_durable(sql, wit_params))
     except _b.Err as e:
         raise SqliteError(str(e.value)) from None
+
+
+def write(sql: str, params: Sequence[object] = (), durable: bool = False) -> int:
+    """As `exec` (or `exec_durable` when `durable`), for a write whose rows you do not
+    need: returns the number of rows it changed, and skips carrying a `Rows` back
+    (a small write costs about a third less).
+
+    Raises SqliteError, TypeError (as `exec`).
+    """
+    wit_params = _wit_params(params)
+    try:
+        changes: int = _b.sqlite.exec_write(sql, wit_params, durable)
+    except _b.Err as e:
+        raise SqliteError(str(e.value)) from None
+    return changes
 
 
 def query_packed(sql: str, params: Sequence[object] = ()) -> str:

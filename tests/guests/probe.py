@@ -166,6 +166,16 @@ def sql(req: Request) -> Response:
     )
 
 
+def write(req: Request) -> Response:
+    doc = req.json()
+    params = [_dec(p) for p in doc.get("params", [])]
+    try:
+        changes = sqlite.write(doc["sql"], params, durable=bool(doc.get("durable")))
+    except SqliteError as e:
+        return _ok(error=str(e))
+    return _ok(changes=changes)
+
+
 def query(req: Request) -> Response:
     doc = req.json()
     try:
@@ -399,6 +409,7 @@ ROUTES: dict[str, Callable[[Request], Response]] = {
     "/now": now,
     "/big": big,
     "/sql": sql,
+    "/write": write,
     "/query": query,
     "/log": log,
     "/alarm/set": alarm_set,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from typing import Any
 from unittest import mock
 
 import pytest
@@ -25,6 +26,26 @@ def test_exec_and_exec_durable_differ_only_in_the_fsync(probe: Probe) -> None:
         probe.sql("s", "INSERT INTO t VALUES (2)", durable=True)
         assert fsync.call_count == 1
     assert probe.sql("s", "SELECT x FROM t ORDER BY x")["rows"] == [[1], [2]]
+
+
+def test_write_returns_the_changes_and_syncs_only_when_durable(probe: Probe) -> None:
+    probe.sql("w", "CREATE TABLE t (x)")
+
+    def write(sql: str, params: list[Any], durable: bool = False) -> Any:
+        return probe.json("w", "POST", "/write",
+                          {"sql": sql, "params": params, "durable": durable})
+
+    blob = {"b64": base64.b64encode(b"\x00\xff").decode()}
+    with mock.patch.object(ActorDb, "_fsync_wal") as fsync:
+        assert write("INSERT INTO t VALUES (?), (?), (?)", [1, "two", blob]) == {"changes": 3}
+        assert fsync.call_count == 0
+        assert write("UPDATE t SET x = ? WHERE x = ?", [4, 1], durable=True) == {"changes": 1}
+        assert fsync.call_count == 1
+    assert write("DELETE FROM t WHERE x = 'none'", []) == {"changes": 0}
+    assert probe.sql("w", "SELECT x FROM t ORDER BY rowid")["rows"] == [[4], ["two"], [blob]]
+    # Errors come back as the guest's SqliteError, as exec's do.
+    assert "no such table" in write("INSERT INTO nowhere VALUES (1)", [])["error"]
+    assert "not authorized" in write("DELETE FROM _wk_host_alarm", [])["error"]
 
 
 def test_values_of_every_type_round_trip(probe: Probe) -> None:

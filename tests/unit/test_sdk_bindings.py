@@ -96,6 +96,31 @@ def test_sqlite_errors_and_query(wit: ModuleType, monkeypatch: pytest.MonkeyPatc
     assert sqlite.Rows().scalar() is None and sqlite.Rows().first() is None
 
 
+def test_sqlite_write(wit: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    from componentize_py_types import Err
+    from wkguest import sqlite
+    from wkguest.errors import SqliteError
+
+    S = wit.sqlite
+    seen: list[Any] = []
+
+    def fake_write(sql: str, params: list[Any], durable: bool) -> int:
+        seen.append((sql, params, durable))
+        if sql.startswith("BAD"):
+            raise Err("near BAD: syntax error")
+        return 2
+
+    monkeypatch.setattr(S, "exec_write", fake_write)
+    assert sqlite.write("UPDATE t SET a = ?", (True, b"\x01")) == 2
+    assert sqlite.write("UPDATE t SET a = 1", durable=True) == 2
+    assert seen == [("UPDATE t SET a = ?", [S.Value_Integer(1), S.Value_Blob("\x01")], False),
+                    ("UPDATE t SET a = 1", [], True)]
+    with pytest.raises(SqliteError, match="syntax error"):
+        sqlite.write("BAD")
+    with pytest.raises(TypeError):
+        sqlite.write("UPDATE t SET a = ?", (object(),))
+
+
 def test_alarm(wit: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
     from componentize_py_types import Err
     from wkguest import alarm

@@ -68,15 +68,16 @@ class RealBackend:
         self._lifecycle: Any = lifecycle
         self._errors: tuple[type[Exception], ...] = (errors.SqliteError, errors.AlarmError)
 
+    # The runner's writes need only their changes: `sqlite.write` leaves the rows behind.
     def exec(self, sql: str, params: Sequence[Param] = ()) -> int:
         try:
-            return int(self._sqlite.exec(sql, params).changes)
+            return int(self._sqlite.write(sql, params))
         except self._errors as e:
             raise StoreFault(f"sqlite: {e}") from None
 
     def exec_durable(self, sql: str, params: Sequence[Param] = ()) -> int:
         try:
-            return int(self._sqlite.exec_durable(sql, params).changes)
+            return int(self._sqlite.write(sql, params, durable=True))
         except self._errors as e:
             raise StoreFault(f"sqlite: {e}") from None
 
