@@ -37,6 +37,8 @@ from wkguest.types import PUBLIC, ActorRef, Request, Response, Sender
 
 __all__ = ["Actor", "export"]
 
+_BODY_TYPES = (bytes, bytearray, memoryview)  # a tuple made once: `a | b` is built per call
+
 
 class Actor:
     """Base class of an actor: override only the hooks you need.
@@ -92,7 +94,7 @@ def _response(r: object, cls_name: str) -> Any:
     # Checked here so a mistake names the actor, not a frame deep in the generated glue.
     if not isinstance(r, Response):
         raise TypeError(f"{cls_name}.handle returned {type(r).__name__}, not a wkguest Response")
-    if not isinstance(r.body, bytes | bytearray | memoryview):
+    if not isinstance(r.body, _BODY_TYPES):
         raise TypeError(f"{cls_name}: Response.body must be bytes, use Response.text/json")
     if not 100 <= r.status <= 599:
         raise ValueError(f"{cls_name}: Response.status {r.status} is not an HTTP status")

@@ -24,6 +24,13 @@ SqlParam = SqlValue | bool | bytearray | memoryview
 S64_MIN = -(2**63)
 S64_MAX = 2**63 - 1
 
+# isinstance's class tuples, made once: `float | str` builds a new union on every call,
+# which in a guest costs more than the check itself.
+_PLAIN_PARAM = (float, str, bytes)
+_BYTES_LIKE = (bytearray, memoryview)
+_TEXT_OR_BYTES = (str, bytes)
+_PACKED_SCALAR = (int, float, str)
+
 
 def to_wire(b: bytes | bytearray | memoryview) -> str:
     """Bytes → the WIT `bytes` string (one character per byte). Never raises."""
@@ -45,20 +52,20 @@ def normalize_param(x: object) -> SqlValue:
     Raises TypeError for any other type, or for an int outside the signed 64-bit range
     (SQLite could not store it, and the WIT `s64` could not carry it).
     """
-    if x is None or isinstance(x, float | str | bytes):
+    if x is None or isinstance(x, _PLAIN_PARAM):
         return x
     if isinstance(x, int):  # bool included: it is an int subclass
         if not S64_MIN <= x <= S64_MAX:
             raise TypeError(f"SQL integer parameter out of the signed 64-bit range: {x}")
         return int(x)
-    if isinstance(x, bytearray | memoryview):
+    if isinstance(x, _BYTES_LIKE):
         return bytes(x)
     raise TypeError(f"unsupported SQL parameter type: {type(x).__name__}")
 
 
 def normalize_params(params: Sequence[object]) -> list[SqlValue]:
     """`normalize_param` over a sequence. Raises TypeError (see there)."""
-    if isinstance(params, str | bytes):  # a common slip: exec(sql, "x") is 1 param, not 1
+    if isinstance(params, _TEXT_OR_BYTES):  # a common slip: exec(sql, "x") is 1 param, not 1
         raise TypeError("SQL params must be a sequence of values, not a str or bytes")
     return [normalize_param(p) for p in params]
 
@@ -66,7 +73,7 @@ def normalize_params(params: Sequence[object]) -> list[SqlValue]:
 def _packed_value(v: Any) -> SqlValue:
     if isinstance(v, dict):  # the only object form is a blob: {"b64": "..."}
         return base64.b64decode(v["b64"])
-    if v is None or isinstance(v, int | float | str):
+    if v is None or isinstance(v, _PACKED_SCALAR):
         return v
     raise ValueError(f"unexpected value in query-packed output: {v!r}")
 

@@ -16,7 +16,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wkguest import _bindings as _b
-from wkguest.codec import SqlValue, decode_packed, from_wire, normalize_params, to_wire
+from wkguest.codec import (
+    S64_MAX,
+    S64_MIN,
+    SqlValue,
+    decode_packed,
+    from_wire,
+    normalize_param,
+    normalize_params,
+    to_wire,
+)
 from wkguest.errors import SqliteError
 
 __all__ = ["Rows", "exec", "exec_durable", "query", "query_packed", "write"]
@@ -62,8 +71,28 @@ def _from_value(v: Any) -> SqlValue:
     return value
 
 
+_NULL = _b.sqlite.Value_Null()  # no fields: one object serves every NULL
+_INTEGER, _TEXT = _b.sqlite.Value_Integer, _b.sqlite.Value_Text
+
+
 def _wit_params(params: Sequence[object]) -> list[Any]:
-    return [_to_value(p) for p in normalize_params(params)]
+    # The exact common types inline, the rest through normalize_param: in a guest, Python
+    # runs 10-20 times slower than natively, so every call and isinstance counts, and
+    # the workflow runner passes six to eight params on every write.
+    if isinstance(params, (str, bytes)):
+        normalize_params(params)  # raises its TypeError
+    out = []
+    for p in params:
+        t = type(p)
+        if t is str:
+            out.append(_TEXT(p))
+        elif t is int and S64_MIN <= p <= S64_MAX:  # type: ignore[operator]
+            out.append(_INTEGER(p))
+        elif p is None:
+            out.append(_NULL)
+        else:
+            out.append(_to_value(normalize_param(p)))
+    return out
 
 
 def _rows(r: Any) -> Rows:

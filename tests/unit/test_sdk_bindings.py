@@ -9,6 +9,7 @@ still see a CPython without bindings.
 
 from __future__ import annotations
 
+import enum
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -117,6 +118,22 @@ def test_sqlite_write(wit: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
                     ("UPDATE t SET a = 1", [], True)]
     with pytest.raises(SqliteError, match="syntax error"):
         sqlite.write("BAD")
+    # Subclasses take the slow path and cross as their base type.
+    class Name(str):
+        pass
+
+    class Level(enum.IntEnum):
+        HIGH = 3
+
+    seen.clear()
+    sqlite.write("X", (Name("n"), Level.HIGH, None, None, -(2**63), 2**63 - 1))
+    assert seen[0][1] == [S.Value_Text("n"), S.Value_Integer(3), S.Value_Null(),
+                          S.Value_Null(), S.Value_Integer(-(2**63)),
+                          S.Value_Integer(2**63 - 1)]
+    with pytest.raises(TypeError):
+        sqlite.write("X", "not a sequence of params")
+    with pytest.raises(TypeError):
+        sqlite.write("X", (-(2**63) - 1,))
     with pytest.raises(TypeError):
         sqlite.write("UPDATE t SET a = ?", (object(),))
 

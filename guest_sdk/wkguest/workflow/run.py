@@ -251,6 +251,6 @@ _APPLY: dict[str, Callable[[Run, int, str, str], Any]] = {
 
 
 def _ms(t: object, what: str) -> int:
-    if isinstance(t, bool) or not isinstance(t, int | float):
+    if isinstance(t, bool) or not isinstance(t, (int, float)):
         raise TypeError(f"{what} must be a number of milliseconds, not {type(t).__name__}")
     return int(t)

@@ -138,13 +138,13 @@ def _scan_other(v: Any, depth: int) -> bool:
     # Subclasses (IntEnum, OrderedDict, ...) are accepted and come back as the base type.
     if isinstance(v, _BYTES):
         return True
-    if isinstance(v, bool | float):
+    if isinstance(v, (bool, float)):
         return False
     if isinstance(v, str):
         return v[:1] == "\x00"
     if isinstance(v, int):
         return _scan(int(v), depth)
-    if isinstance(v, list | tuple):
+    if isinstance(v, (list, tuple)):
         return _scan_items(v, depth)
     if isinstance(v, dict):
         return _scan_dict(v, depth)
@@ -165,7 +165,7 @@ def _tag(v: Any) -> Any:
         return "\x00s" + v if v[:1] == "\x00" else v
     if isinstance(v, _BYTES):
         return "\x00b" + base64.b64encode(v).decode("ascii")
-    if isinstance(v, list | tuple):
+    if isinstance(v, (list, tuple)):
         return [_tag(x) for x in v]
     if isinstance(v, dict):
         return {k: _tag(x) for k, x in v.items()}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import enum
 import math
 
 import cbor2
@@ -99,6 +100,41 @@ def _nest(n: int) -> object:
     for _ in range(n):
         v = [v]
     return v
+
+
+def test_nesting_cap_is_exact_for_every_container() -> None:
+    # 100 levels of containers around an empty one encode; one more level does not.
+    for leaf in ([], {}):
+        v: object = leaf
+        for i in range(100):
+            v = [v] if i % 2 else {"k": v}
+        assert cbor.loads(cbor.dumps(v)) == v
+        with pytest.raises(CborError, match="deeper"):
+            cbor.dumps([v])
+
+
+def test_map_key_orders_are_cached_by_shape_and_bounded() -> None:
+    a = {"state": 1, "a": None, "run_id": "x", "zz": [1]}
+    b = dict(reversed(list(a.items())))
+    assert cbor.dumps(a) == cbor.dumps(b) == cbor2.dumps(a, canonical=True)
+    # Far more key sets than the cache keeps: each still encodes canonically.
+    for i in range(cbor._MAX_ORDERS * 2):
+        m = {f"k{i}": i, "a": i, f"{i}z": None}
+        assert cbor.dumps(m) == cbor2.dumps(m, canonical=True)
+    assert len(cbor._ORDERS) <= cbor._MAX_ORDERS
+
+
+def test_subclasses_encode_as_their_base_type() -> None:
+    class Key(str):
+        pass
+
+    class Num(enum.IntEnum):
+        ONE = 1
+        BIG = 2**40
+
+    v = {Key("k"): [Num.ONE, Num.BIG, Key("text")], "b": True}
+    plain = {"k": [1, 2**40, "text"], "b": True}
+    assert cbor.dumps(v) == cbor.dumps(plain) == cbor2.dumps(plain, canonical=True)
 
 
 def test_unsupported_types_are_refused() -> None:
