@@ -37,7 +37,22 @@ INT_MIN = -(2**64)
 INT_MAX = 2**64 - 1
 MAX_NAME_CHARS = 256
 
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=True).encode
+_encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=True)
+# The C encoder that JSONEncoder.encode builds anew on every call, built once: in a guest
+# that setup cost more than encoding a small step result. No cycle check (markers=None):
+# `_scan` has already refused nesting deeper than MAX_DEPTH. Same text as .encode.
+_c_make_encoder: Any = getattr(json.encoder, "c_make_encoder", None)
+_iterencode = None if _c_make_encoder is None else _c_make_encoder(
+    None, _encoder.default, json.encoder.encode_basestring, None, ":", ",",
+    False, False, True)
+
+
+def _dumps(value: Any) -> str:
+    if _iterencode is None:
+        return _encoder.encode(value)
+    return "".join(_iterencode(value, 0))
+
+
 _BYTES = (bytes, bytearray, memoryview)
 
 

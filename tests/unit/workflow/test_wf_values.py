@@ -30,6 +30,16 @@ def test_roundtrip_is_identity_for_supported_values(v: object) -> None:
     assert "\n" not in text  # compact
 
 
+@given(values)
+def test_the_stored_text_is_what_json_dumps_writes(v: object) -> None:
+    # values.py calls the C encoder directly; the stored form must not change with it.
+    from wkguest.workflow.values import _tag
+
+    text, tagged = encode(v, LIMIT)
+    plain = _tag(v) if tagged else v
+    assert text == json.dumps(plain, ensure_ascii=False, separators=(",", ":"))
+
+
 def test_plain_values_are_plain_json() -> None:
     text, tagged = encode({"order": "ord-1", "n": 3, "ok": True, "x": None}, LIMIT)
     assert not tagged
