@@ -9,7 +9,6 @@ and real SQLite files. Nothing here asserts a speed: it prints and saves figures
 from __future__ import annotations
 
 import argparse
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,15 @@ from wkhost.instance import ComponentExports, Instance
 from wkhost.runtime import Host
 from wkhost.types import Request, Sender
 
-from bench.common import COMPILED, print_table, probe_wasm, save, summary, timed
+from bench.common import (
+    COMPILED,
+    print_table,
+    probe_wasm,
+    save,
+    scratch_dir,
+    summary,
+    timed,
+)
 
 
 def bench_compile(wasm: Path, repeats: int) -> dict[str, Any]:
@@ -38,7 +45,7 @@ def bench_compile(wasm: Path, repeats: int) -> dict[str, Any]:
 
 
 def bench_instantiate(wasm: Path, repeats: int) -> dict[str, Any]:
-    host = Host(HostConfig(data_dir=Path(tempfile.mkdtemp()), cache_dir=COMPILED))
+    host = Host(HostConfig(data_dir=scratch_dir("wkbench-core-"), cache_dir=COMPILED))
     cls = host.add_class("probe", wasm)
     exports: ComponentExports = cls.exports
     result = timed(lambda: Instance(host.engine, host.linker, exports, 256 << 20,
@@ -48,7 +55,7 @@ def bench_instantiate(wasm: Path, repeats: int) -> dict[str, Any]:
 
 
 def bench_events(wasm: Path, repeats: int) -> dict[str, Any]:
-    host = Host(HostConfig(data_dir=Path(tempfile.mkdtemp()), cache_dir=COMPILED))
+    host = Host(HostConfig(data_dir=scratch_dir("wkbench-core-"), cache_dir=COMPILED))
     host.add_class("probe", wasm)
     host.start()
     ref = host.actor_ref("probe", "bench")

@@ -39,7 +39,6 @@ import contextlib
 import gc
 import os
 import statistics
-import tempfile
 import threading
 import time
 from collections import Counter
@@ -49,7 +48,15 @@ from typing import Any
 
 import cbor2
 
-from bench.common import COMPILED, example_wasm, fmt_us, save, summary
+from bench.common import (
+    COMPILED,
+    example_wasm,
+    fmt_us,
+    remove_scratch,
+    save,
+    scratch_dir,
+    summary,
+)
 
 WF = "wfbench"
 PREFIX = "/wk-workflow/v1/"
@@ -236,7 +243,7 @@ def _median_of(samples: list[dict[str, float]], key: str, per: float = 1.0,
 # -- a. replay --------------------------------------------------------------------------------
 
 def bench_replay(repeats: int, sizes: tuple[int, ...]) -> dict[str, Any]:
-    data = Path(tempfile.mkdtemp(prefix="wkbench-replay-"))
+    data = scratch_dir("wkbench-replay-")
     host = make_host(data, cpu_budget_ms=10_000)  # the set-up runs 5,000 new steps at once
     out: dict[str, Any] = {}
     try:
@@ -275,7 +282,7 @@ def bench_replay(repeats: int, sizes: tuple[int, ...]) -> dict[str, Any]:
 # -- b. a new durable step ----------------------------------------------------------------------
 
 def bench_step(repeats: int) -> dict[str, Any]:
-    data = Path(tempfile.mkdtemp(prefix="wkbench-step-"))
+    data = scratch_dir("wkbench-step-")
     host = make_host(data)
     totals: dict[int, list[float]] = {10: [], 50: []}
     slopes = []
@@ -304,7 +311,7 @@ def bench_step(repeats: int) -> dict[str, Any]:
 
 def count_synced_writes() -> dict[str, Any]:
     """Run one three-step workflow in-process and count what it syncs, event by event."""
-    data = Path(tempfile.mkdtemp(prefix="wkbench-sync-"))
+    data = scratch_dir("wkbench-sync-")
     host = make_host(data)
     try:
         warm = host.actor_ref(WF, "sync-warmup")
@@ -431,7 +438,7 @@ def bench_throughput(repeats: int, workflows: int) -> dict[str, Any]:
 # -- d. a 1 MiB step result ---------------------------------------------------------------------
 
 def bench_big(repeats: int) -> dict[str, Any]:
-    data = Path(tempfile.mkdtemp(prefix="wkbench-big-"))
+    data = scratch_dir("wkbench-big-")
     host = make_host(data)
     rec: dict[str, list[float]] = {"big": [], "small": []}
     refs: dict[str, Any] = {}
@@ -475,7 +482,7 @@ def bench_big(repeats: int) -> dict[str, Any]:
 def bench_cold(repeats: int) -> dict[str, Any]:
     from wkhost.types import Request, Sender
 
-    data = Path(tempfile.mkdtemp(prefix="wkbench-cold-"))
+    data = scratch_dir("wkbench-cold-")
     bench_wasm()
     first: list[float] = []
     restart: list[float] = []
@@ -531,7 +538,7 @@ def _rss_kib() -> int:
 def bench_sleepers(count: int, spread_s: float = 60.0) -> dict[str, Any]:
     from concurrent.futures import ThreadPoolExecutor
 
-    data = Path(tempfile.mkdtemp(prefix="wkbench-sleep-"))
+    data = scratch_dir("wkbench-sleep-")
     host = make_host(data)
     try:
         idle_ref = host.actor_ref(WF, "idle")
@@ -600,7 +607,7 @@ def _drain_once(count: int, pool: bool) -> dict[str, float]:
     wake them all (each wake: open the db, instantiate, replay, one step, finish)?"""
     from concurrent.futures import ThreadPoolExecutor
 
-    host = make_host(Path(tempfile.mkdtemp(prefix="wkbench-drain-")), instance_pool=pool)
+    host = make_host(scratch_dir("wkbench-drain-"), instance_pool=pool)
     try:
         lead_ms = 15_000 + count * 12  # room for creating them and their first runs
         due = host.clock.now_ms() + lead_ms
@@ -705,6 +712,7 @@ def run(parts: tuple[str, ...], repeats: int, quick: bool, sleepers: int,
             figs[part] = bench_drain(1 if quick else 3, 300 if quick else 1000)
         elif part == "sleepers":
             figs[part] = bench_sleepers(sleepers)
+        remove_scratch()
         say(f"  [workflows] {part} done in {time.monotonic() - started:.1f} s")
     return figs
 

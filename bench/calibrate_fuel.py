@@ -12,9 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import statistics
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 from wkhost.config import HostConfig
@@ -23,7 +21,7 @@ from wkhost.errors import BudgetExceeded
 from wkhost.runtime import Host
 from wkhost.types import Request, Sender
 
-from bench.common import COMPILED, probe_wasm, save
+from bench.common import COMPILED, probe_wasm, save, scratch_dir
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -31,7 +29,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--repeats", type=int, default=7)
     p.add_argument("--budget-ms", type=int, default=200)
     args = p.parse_args(argv)
-    host = Host(HostConfig(data_dir=Path(tempfile.mkdtemp()), cache_dir=COMPILED,
+    host = Host(HostConfig(data_dir=scratch_dir("wkbench-core-"), cache_dir=COMPILED,
                            cpu_budget_ms=args.budget_ms))
     host.add_class("probe", probe_wasm())
     host.start()

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import platform
+import shutil
 import statistics
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +16,27 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
 COMPILED = REPO / ".cache" / "compiled"
+
+
+# Data directories made by the benchmarks. A full `make bench` writes gigabytes of actor
+# databases (the 10,000 sleepers alone about 1.5 GB), so each part's go as soon as it ends
+# (remove_scratch), and whatever is left at exit.
+_SCRATCH: list[Path] = []
+
+
+def scratch_dir(prefix: str) -> Path:
+    """A new temporary directory, removed by `remove_scratch` or at exit."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    _SCRATCH.append(path)
+    return path
+
+
+def remove_scratch() -> None:
+    while _SCRATCH:
+        shutil.rmtree(_SCRATCH.pop(), ignore_errors=True)
+
+
+atexit.register(remove_scratch)
 
 
 def probe_wasm() -> Path:

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 from pathlib import Path
 
-from bench.common import COMPILED, REPO
+from bench.common import COMPILED, REPO, scratch_dir
 
 
 class BenchServer:
     def __init__(self, actors: dict[str, Path], extra: list[str] | None = None) -> None:
-        self.data = Path(tempfile.mkdtemp(prefix="wkbench-"))
+        self.data = scratch_dir("wkbench-serve-")
         cmd = [sys.executable, "-m", "wkhost.cli", "serve", "--port", "0", "--data",
                str(self.data), "--cache-dir", str(COMPILED), "--log-level", "warning"]
         for name, wasm in actors.items():
@@ -38,3 +38,4 @@ class BenchServer:
         self.proc.wait(30)
         if self.proc.stdout is not None:
             self.proc.stdout.close()
+        shutil.rmtree(self.data, ignore_errors=True)

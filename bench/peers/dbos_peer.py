@@ -18,6 +18,7 @@ import argparse
 import json
 import logging
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -84,6 +85,7 @@ def main() -> None:
         figures["storage"] = "SQLite (DBOS defaults), system database in a temp dir"
     finally:
         DBOS.destroy()
+        shutil.rmtree(data, ignore_errors=True)
     print(json.dumps(figures))
 
 
