@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Any
 
-from bench.common import REPO, RESULTS, fmt_us, save
+from bench.common import REPO, RESULTS, SCRATCH_ENV, fmt_us, save
 
 MODULES = ("bench_core", "calibrate_fuel", "bench_frontdoor", "bench_conversion",
            "bench_workflows")
@@ -197,6 +200,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", default="", help="comma list of modules and/or 'peers'")
     args = p.parse_args(argv)
     only = {x.strip() for x in args.only.split(",") if x.strip()}
+    scratch = tempfile.mkdtemp(prefix="wkbench-run-")
+    os.environ[SCRATCH_ENV] = scratch  # every module's data, removed once all is measured
+    try:
+        return _run(args, only)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _run(args: argparse.Namespace, only: set[str]) -> int:
     started = time.time()
     codes: dict[str, int] = {}
     for module in MODULES:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import threading
@@ -38,4 +37,4 @@ class BenchServer:
         self.proc.wait(30)
         if self.proc.stdout is not None:
             self.proc.stdout.close()
-        shutil.rmtree(self.data, ignore_errors=True)
+        # self.data is a scratch_dir: it goes with the others (bench.common)
