@@ -396,14 +396,17 @@ def _exec_durable(_store: Any, sql: str, params: list[Variant]) -> Any:
     return _exec_typed(sql, params, durable=True)
 
 
-def _exec_typed(sql: str, params: list[Variant], durable: bool) -> Any:
+def _exec_typed(sql: str, params: list[Variant], durable: bool,
+                answer: Callable[[ActorDb, list[str], list[tuple[Any, ...]]], Any] = rows_record,
+                ) -> Any:
+    """`exec`'s result: `answer(...)`, or the error's text."""
     try:
         db, columns, rows = _guest_exec(sql, params, durable)
     except SqlError as e:
         return str(e)
     except OSError as e:  # the fsync itself failed: the write may not be durable
         return f"durable sync failed: {e}"
-    return rows_record(db, columns, rows)
+    return answer(db, columns, rows)
 
 
 def _query_packed(_store: Any, sql: str, params: list[Variant]) -> str | Variant:
@@ -415,10 +418,8 @@ def _query_packed(_store: Any, sql: str, params: list[Variant]) -> str | Variant
 
 
 def _exec_write(_store: Any, sql: str, params: list[Variant], durable: bool) -> int | str:
-    try:
-        db, _columns, _rows = _guest_exec(sql, params, durable)
-    except SqlError as e:
-        return str(e)
-    except OSError as e:  # the fsync itself failed: the write may not be durable
-        return f"durable sync failed: {e}"
+    return _exec_typed(sql, params, durable, _changes)  # type: ignore[no-any-return]
+
+
+def _changes(db: ActorDb, _columns: list[str], _rows: list[tuple[Any, ...]]) -> int:
     return int(db.conn.changes())
