@@ -110,8 +110,14 @@ class Protocol:
         text, tagged = _encode(msg.get("input"), self.r.config.max_value_bytes, "the input")
         now = self.db.now()
         self.db.alarm_set(now)  # first: the durable insert below syncs it too
-        self.store.create(self.r.new_run_id(), text, tagged, now)
-        created = self.store.status()
+        run_id = self.r.new_run_id()
+        if self.store.create(run_id, text, tagged, now):
+            # What status() would read back: the row just inserted, in an actor with no
+            # steps or events yet (an id without an instance row never keeps any).
+            created: StatusRow | None = StatusRow("running", run_id, None, None, None, False,
+                                                  None, now, now, None, 0, 0)
+        else:
+            created = self.store.status()
         if created is None:
             raise StoreFault("the new instance is not there after its insert")
         return reply({**self._status(created), "created": True})

@@ -44,6 +44,13 @@ def test_start_status_and_fields(host: FakeHost, orders: Any) -> None:
     assert code == 200 and "output" not in s and s["state"] == "completed"
 
 
+def test_a_new_starts_reply_is_what_status_reads_back(host: FakeHost, orders: Any) -> None:
+    # start builds its reply from the row it inserted rather than reading it back.
+    code, started = orders("o1", "start", {"input": [1, "two"]})
+    assert code == 200 and started.pop("created") is True
+    assert orders("o1", "status")[1] == started
+
+
 def test_start_without_a_body_has_input_none(host: FakeHost, orders: Any) -> None:
     orders("o1", "start")
     host.run_due()
