@@ -83,16 +83,16 @@ def table(wk: dict[str, Any], peers: dict[str, Any]) -> list[dict[str, Any]]:
             target="<= 0.3x DBOS", met=None if not dbos or m is None else m <= 0.3 * dbos)
     tp = wk.get("throughput", {})
     for c in LEVELS:
+        dbos = _med(peers.get("dbos", {}).get("throughput", {}).get(str(c), {})
+                    .get("wf_per_s"))
+        rest = _med(peers.get("restate", {}).get("throughput", {}).get(str(c), {})
+                    .get("wf_per_s"))
         for t, what in ((tp.get(str(c)), f"three-step workflows/s, concurrency {c}"),
                         (tp.get("reused", {}).get(str(c)),
                          f"three-step workflows/s, concurrency {c}, instances reused")):
             if not t:
                 continue
             mine = t["wf_per_s"]
-            dbos = _med(peers.get("dbos", {}).get("throughput", {}).get(str(c), {})
-                        .get("wf_per_s"))
-            rest = _med(peers.get("restate", {}).get("throughput", {}).get(str(c), {})
-                        .get("wf_per_s"))
             met = None
             m = _med(mine)
             if m is not None and (dbos or rest):

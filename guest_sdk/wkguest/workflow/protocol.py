@@ -114,8 +114,10 @@ class Protocol:
         if self.store.create(run_id, text, tagged, now):
             # What status() would read back: the row just inserted, in an actor with no
             # steps or events yet (an id without an instance row never keeps any).
-            created: StatusRow | None = StatusRow("running", run_id, None, None, None, False,
-                                                  None, now, now, None, 0, 0)
+            created: StatusRow | None = StatusRow(
+                state="running", run_id=run_id, wake_at=None, waiting_for=None, output=None,
+                output_tagged=False, error=None, created_at=now, updated_at=now,
+                finished_at=None, positions=0, events_pending=0)
         else:
             created = self.store.status()
         if created is None:
