@@ -16,6 +16,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -43,6 +44,10 @@ class Event:
     gate: RunGate
     delete_requested: bool = False
     alarm_touched: bool = False   # the guest set or cleared its alarm in this event
+    # A request whose answer asked to be held (host/hold.py): how long, and, once the
+    # event has ended, the future that the actor's next event completes.
+    hold_ms: int = 0
+    hold: Future[None] | None = None
 
     def remaining_s(self) -> float:
         return self.deadline - time.monotonic()

@@ -7,6 +7,8 @@
   sees it. Any other request is the public's. Nothing else a client sends can change the
   sender, which travels beside the request, not in it.
 - Every failure is a status with a one-line reason in the body, never a traceback.
+- An answer may ask to be held until the actor's next event (`wk-hold-ms`, host/hold.py):
+  the request then waits here, on a future, and is delivered again when woken.
 - `/_wk/...` is the host's own: health, listing a class's actors (operator only), and, with
   `--fake-clock` only, moving the clock (tests).
 """
@@ -22,8 +24,9 @@ from aiohttp import web
 
 from .clock import FakeClock
 from .errors import BadRequest, HostError, Overloaded
+from .hold import HOLD_STATE, is_hold_header
 from .runtime import Host
-from .types import Request, Response, Sender
+from .types import ActorRef, Request, Response, Sender
 
 log = logging.getLogger("wkhost.http")
 
@@ -78,13 +81,43 @@ async def _to_actor(request: web.Request) -> web.Response:
     ref = host.actor_ref(cls, actor_id)
     operator = is_operator(request)
     headers = [(k.lower(), v) for k, v in request.headers.items()
-               if not (operator and k.lower() == "authorization")]
+               if not (operator and k.lower() == "authorization") and not is_hold_header(k)]
     body = await request.read()
     raw_query = request.raw_path.partition("?")[2]  # aiohttp's query_string is decoded
     req = Request(request.method, path, raw_query, headers, body)
     sender = Sender.operator() if operator else Sender.public()
-    resp = await asyncio.wrap_future(host.submit(host.request, ref, req, sender))
+    resp = await asyncio.wrap_future(host.submit(_deliver, host, ref, req, sender, False))
+    if resp.hold is not None:
+        resp = await _held(host, ref, req, sender, resp)
     return to_web(resp)
+
+
+def _deliver(host: Host, ref: ActorRef, req: Request, sender: Sender, again: bool) -> Response:
+    return host.request(ref, req, sender, may_hold=True, again=again)
+
+
+async def _held(host: Host, ref: ActorRef, req: Request, sender: Sender,
+                resp: Response) -> Response:
+    """Wait for the actor's next event, then deliver the request again, until an answer
+    is not held or the first hold's time is up (host/hold.py)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + resp.hold_ms / 1000
+    while resp.hold is not None:
+        woken = resp.hold
+        try:
+            await asyncio.wait_for(asyncio.wrap_future(woken), max(0.0, deadline - loop.time()))
+        except TimeoutError:
+            host.holds.discard(ref, woken)
+            break
+        if host.holds.closed:  # the host stops: the held answer is the last one
+            break
+        again = req
+        if resp.hold_state is not None:
+            again = Request(req.method, req.path, req.query,
+                            [*req.headers, (HOLD_STATE, resp.hold_state)], req.body)
+        resp = await asyncio.wrap_future(host.submit(_deliver, host, ref, again, sender, True))
+    resp.hold = None
+    return resp
 
 
 def split_target(raw_path: str) -> tuple[str, str, str]:
@@ -113,6 +146,7 @@ async def _health(request: web.Request) -> web.Response:
     host: Host = request.app["host"]
     return web.json_response({"ok": True, "classes": sorted(host.classes),
                               "alarms_pending": host.scheduler.pending(),
+                              "requests_held": host.holds.count(),
                               "instances_reused": host.spares.taken})
 
 

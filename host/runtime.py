@@ -21,7 +21,7 @@ from typing import Any, Literal, TypeVar
 import apsw
 from wasmtime import WasmtimeError
 
-from . import alarms, crashpoints, event, paths
+from . import alarms, crashpoints, event, hold, paths
 from .clock import Clock, SystemClock
 from .config import HostConfig
 from .engine import EpochTicker, load_component, make_engine, pool_exhausted, pool_memory
@@ -101,6 +101,7 @@ class Host:
         self._slots: dict[ActorRef, ActorSlot] = {}
         self._slots_lock = threading.Lock()
         self.spares = SpareInstances(config.spare_instances)
+        self.holds = hold.Holds()
         self._pending = 0
         self._pending_lock = threading.Lock()
         config.data_dir.mkdir(parents=True, exist_ok=True)
@@ -147,6 +148,7 @@ class Host:
     def close(self, timeout_s: float = 10.0) -> None:
         """Stop handing out alarms, let running events finish (bounded), close every db."""
         self._stopping.set()
+        self.holds.close()
         self.scheduler.stop()
         deadline = time.monotonic() + timeout_s
         self.executor.shutdown(wait=False, cancel_futures=True)
@@ -200,17 +202,42 @@ class Host:
         with self._pending_lock:
             self._pending -= 1
 
-    def request(self, ref: ActorRef, req: Request, sender: Sender) -> Response:
-        """A request from outside (the public or an operator) to `ref`'s handle."""
+    def request(self, ref: ActorRef, req: Request, sender: Sender, *,
+                may_hold: bool = False, again: bool = False) -> Response:
+        """A request from outside (the public or an operator) to `ref`'s handle.
+
+        The `wk-hold-*` headers of the answer are the host's (host/hold.py): they never
+        reach the caller. With `may_hold`, an answer that asks to be held comes back with
+        `hold` set, for the caller to wait on and then deliver the request `again`."""
         if sender.kind == "public" and self.classes[ref.cls].access == "internal":
             raise Forbidden(f"class {ref.cls!r} is internal: only actors and operators call it")
         if len(req.body) > self.config.max_body_bytes:
             raise TooLarge(f"the body is over the {self.config.max_body_bytes}-byte cap")
         record = request_record(req)
         deadline = time.monotonic() + self.config.wall_budget_ms / 1000
-        out = self._run_event(ref, "request", Chain(), deadline,
-                              lambda slot, ev: self._handle(slot, ev, record, sender))
-        return response_from_record(out, self.config.max_body_bytes)
+        events: list[Event] = []
+
+        def body(slot: ActorSlot, ev: Event) -> Any:
+            events.append(ev)
+            out = self._handle(slot, ev, record, sender)
+            if may_hold:
+                ev.hold_ms = hold.parse_hold(out.headers)[0]
+            return out
+
+        out = self._run_event(ref, "request", Chain(), deadline, body, wakes_holds=not again)
+        held = events[0].hold if events else None
+        try:
+            resp = response_from_record(out, self.config.max_body_bytes)
+        except BaseException:
+            if held is not None:  # nobody will wait on it
+                self.holds.discard(ref, held)
+            raise
+        if any(hold.is_hold_header(k) for k, _ in resp.headers):
+            ms, state = hold.parse_hold(resp.headers)
+            resp.headers = [(k, v) for k, v in resp.headers if not hold.is_hold_header(k)]
+            if held is not None:
+                resp.hold, resp.hold_ms, resp.hold_state = held, ms, state
+        return resp
 
     def call_from_actor(self, ref: ActorRef, record: Any, sender: Sender, caller: Event) -> Any:
         """`actors.call`: the request and response records pass through unconverted."""
@@ -247,7 +274,8 @@ class Host:
             return slot
 
     def _run_event(self, ref: ActorRef, kind: str, chain: Chain, deadline: float,
-                   body: Callable[[ActorSlot, Event], T], create: bool = True) -> T:
+                   body: Callable[[ActorSlot, Event], T], create: bool = True,
+                   wakes_holds: bool = True) -> T:
         slot = self._enqueue(ref)
         try:
             with self.gate.waiting():  # a nested call's thread waits without its run slot
@@ -275,6 +303,11 @@ class Host:
         finally:
             if sleeps:
                 self._close_slot(slot)  # the instance and the db connection: nothing warm
+            # Before the lock goes: see host/hold.py for why no wake-up is lost.
+            if wakes_holds:
+                self.holds.wake(ref)
+            if ev.hold_ms:
+                ev.hold = self.holds.add(ref)
             self.graph.release(chain, slot)
 
     def _open_storage(self, slot: ActorSlot, create: bool) -> bool:

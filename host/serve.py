@@ -76,6 +76,7 @@ async def serve(config: HostConfig, opts: ServeOptions) -> None:
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     log.info("stopping: no new requests; letting running events finish")
+    host.holds.close()  # held requests get their held answers now, not at their deadline
     await runner.cleanup()
     await asyncio.to_thread(host.close, opts.shutdown_timeout_s)
     log.info("stopped cleanly")

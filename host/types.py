@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -53,3 +54,9 @@ class Response:
     status: int = 200
     headers: list[tuple[str, str]] = field(default_factory=list)
     body: bytes = b""
+    # Set when the guest asked the front door to hold this answer (host/hold.py): the
+    # future that the actor's next event completes, and for how long to wait for it.
+    # With it, what to send back as `wk-hold-state` in the request delivered again.
+    hold: Future[None] | None = field(default=None, compare=False, repr=False)
+    hold_ms: int = 0
+    hold_state: str | None = None

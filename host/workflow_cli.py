@@ -71,6 +71,9 @@ def _json_arg(spec: str) -> Any:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if getattr(args, "wait", False) and not args.timeout > 0:
+        print("wkhost: error: --timeout must be a number of seconds above 0", file=sys.stderr)
+        return 2
     admin = WorkflowAdmin(args.server, operator_token(args))
     try:
         return _dispatch(admin, args)
@@ -99,10 +102,11 @@ def _dispatch(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
         admin.send_event(cls, args.id, args.name, _json_arg(args.payload))
         print(f"{cls}/{args.id}: event {args.name!r} recorded")
         return 0
-    status = {"start": lambda: admin.start(cls, args.id, _json_arg(args.input)),
-              "status": lambda: admin.status(cls, args.id),
+    wait = args.timeout if getattr(args, "wait", False) else 0
+    status = {"start": lambda: admin.start(cls, args.id, _json_arg(args.input), wait=wait),
+              "status": lambda: admin.status(cls, args.id, wait=wait),
               "cancel": lambda: admin.cancel(cls, args.id)}[cmd]()
-    if getattr(args, "wait", False):
+    if wait:
         status = _follow(admin, cls, args.id, status, args.timeout)
     _print_status(cls, args.id, status, args.json)
     return 0 if status.state != "failed" else 1
@@ -110,10 +114,11 @@ def _dispatch(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
 
 def _follow(admin: WorkflowAdmin, cls: str, actor_id: str, status: Status,
             timeout: float) -> Status:
+    """Ask again while it has not finished: each answer is held by the host until the
+    instance finishes or the wait is up (at most 120 s a request)."""
     end = time.monotonic() + timeout
-    while not status.is_finished and time.monotonic() < end:
-        time.sleep(0.1)
-        status = admin.status(cls, actor_id)
+    while not status.is_finished and (left := end - time.monotonic()) > 0:
+        status = admin.status(cls, actor_id, wait=left)
     return status
 
 

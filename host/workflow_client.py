@@ -4,6 +4,7 @@
     admin.start("orders", "order-42", {"item": "book"})   # a Status; idempotent while kept
     admin.send_event("orders", "order-42", "approved", {"by": "ann"})
     admin.status("orders", "order-42")                     # Status
+    admin.status("orders", "order-42", wait=30)            # Status once finished (<= 30 s)
     admin.steps("orders", "order-42")                      # every recorded position
     admin.cancel("orders", "order-42")
     admin.list("orders", state="waiting")                  # [(id, summary), ...]
@@ -37,6 +38,7 @@ from wkguest.workflow.status import CONTENT_TYPE, PREFIX, Status, check_answer
 __all__ = ["Status", "WorkflowAdmin", "WorkflowError"]
 
 _LIST_PAGE = 1000
+MAX_WAIT_MS = 120_000  # the host holds an answer at most this long (host/hold.py)
 
 
 class WorkflowAdmin:
@@ -47,11 +49,15 @@ class WorkflowAdmin:
 
     # -- the client routes ---------------------------------------------------------
 
-    def start(self, cls: str, id: str, input: Any = None) -> Status:
-        return Status.from_map(self._call(cls, id, "start", {"input": input}))
+    def start(self, cls: str, id: str, input: Any = None, *, wait: float = 0) -> Status:
+        """With `wait` (seconds), the answer comes once the instance has finished, or
+        when `wait` is up with the status of that moment: one request, no polling."""
+        return Status.from_map(self._call(cls, id, "start", {"input": input, **_wait(wait)},
+                                          wait))
 
-    def status(self, cls: str, id: str) -> Status:
-        return Status.from_map(self._call(cls, id, "status", {}))
+    def status(self, cls: str, id: str, *, wait: float = 0) -> Status:
+        """With `wait` (seconds), as for start: the status once finished, or at `wait`."""
+        return Status.from_map(self._call(cls, id, "status", _wait(wait), wait))
 
     def send_event(self, cls: str, id: str, name: str, payload: Any = None) -> None:
         self._call(cls, id, "event", {"name": name, "payload": payload})
@@ -116,26 +122,35 @@ class WorkflowAdmin:
     def url(self, cls: str, id: str, route: str) -> str:
         return f"{self.base_url}/{quote(cls, safe='')}/{quote(id, safe='')}{PREFIX}{route}"
 
-    def _call(self, cls: str, id: str, route: str, msg: dict[str, Any]) -> Any:
+    def _call(self, cls: str, id: str, route: str, msg: dict[str, Any],
+              wait: float = 0) -> Any:
         req = urllib.request.Request(
             self.url(cls, id, route), data=cbor2.dumps(msg, canonical=True), method="POST",
             headers={**self._auth(), "Content-Type": CONTENT_TYPE})
-        status, body, ctype = self._send(req)
+        status, body, ctype = self._send(req, self.timeout + wait)
         doc = _decode(body) if ctype in ("", CONTENT_TYPE) else None
         if doc is None and status >= 500:  # the host's own failure, before any answer
             raise WorkflowError("call", _text(body) or f"status {status}", status)
         return check_answer(status, doc, _text(body))
 
-    def _send(self, req: urllib.request.Request) -> tuple[int, bytes, str]:
+    def _send(self, req: urllib.request.Request, timeout: float | None = None
+              ) -> tuple[int, bytes, str]:
         """(status, body, content type without parameters); any status is an answer."""
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+            with urllib.request.urlopen(req, timeout=timeout or self.timeout) as resp:
                 return int(resp.status), bytes(resp.read()), _ctype(resp.headers)
         except urllib.error.HTTPError as e:
             with e:
                 return int(e.code), bytes(e.read()), _ctype(e.headers)
         except (urllib.error.URLError, OSError) as e:
             raise WorkflowError("call", f"{req.full_url}: {e}") from None
+
+
+def _wait(seconds: float) -> dict[str, int]:
+    """The protocol's wait_ms, within what the host holds an answer for."""
+    if seconds < 0:
+        raise ValueError("wait must be 0 or more seconds")
+    return {"wait_ms": min(MAX_WAIT_MS, round(seconds * 1000))} if seconds else {}
 
 
 def _decode(body: bytes) -> Any:

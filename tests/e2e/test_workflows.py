@@ -10,7 +10,9 @@ host's fake clock: backoffs, sleeps, timeouts and retention are crossed with
 from __future__ import annotations
 
 import json
+import threading
 import time
+from typing import Any
 
 from . import workflow_support
 from .workflow_support import (
@@ -19,8 +21,10 @@ from .workflow_support import (
     HOUR,
     NOT_APPROVED,
     NOTIFY_DOWN,
+    ORDER,
     RETENTION,
     SECOND,
+    TIMEOUT,
     Shop,
     ShopFactory,
     Status,
@@ -362,6 +366,52 @@ def test_unknown_ids_answer_unknown_and_leave_nothing(shop_factory: ShopFactory)
         assert (code, body["error"]) == (404, "unknown"), (route, body)
     assert shop.actor_ids() == ["real"]
     assert shop.actor_ids("app") == ["web"]
+
+
+def test_start_and_status_with_wait_ms_answer_when_it_ends(shop_factory: ShopFactory) -> None:
+    """One request that answers when the instance has finished: the host holds the
+    runner's answer and delivers the request again after each of the instance's events."""
+    shop = shop_factory()
+    oid = "waited"
+    answers: dict[str, tuple[int, Any]] = {}
+
+    def ask(name: str, route: str, msg: dict[str, Any]) -> threading.Thread:
+        t = threading.Thread(target=lambda: answers.update({name: shop.wk(oid, route, msg)}),
+                             daemon=True)
+        t.start()
+        return t
+
+    order = {**ORDER, "cool_off_ms": 0}
+    started = ask("start", "start", {"input": order, "wait_ms": 120_000})
+    wait_until(lambda: shop.wk(oid, "status")[0] == 200, what="the instance exists")
+    followed = ask("status", "status", {"wait_ms": 120_000})
+    shop.drive(oid, waiting_for("approved"))
+    assert "start" not in answers and "status" not in answers  # still held
+    assert shop.approve(oid) == (200, {"sent": "approved"})
+    shop.drive(oid, finished)
+    for t in (started, followed):
+        t.join(TIMEOUT)
+    code, body = answers["start"]
+    assert code == 200 and body["state"] == "completed" and body["created"] is True, body
+    assert body["output"] == expected_output(oid)
+    code, body = answers["status"]
+    assert code == 200 and body["state"] == "completed" and "created" not in body, body
+    assert body["output"] == expected_output(oid)
+    # A finished instance answers at once, and a start that created nothing says so.
+    code, body = shop.wk(oid, "start", {"input": order, "wait_ms": 120_000})
+    assert code == 200 and body["state"] == "completed" and body["created"] is False
+
+
+def test_a_bad_wait_ms_is_refused_and_creates_nothing(shop_factory: ShopFactory) -> None:
+    shop = shop_factory()
+    for bad in (-1, "soon", 1.5, True, 2**63):
+        code, body = shop.wk("w-bad", "start", {"input": ORDER, "wait_ms": bad})
+        assert (code, body["error"]) == (400, "bad-request"), (bad, body)
+        assert "wait_ms" in body["message"]
+    assert shop.wk("w-bad", "status")[0] == 404
+    shop.wk("w-ok", "start", {"input": {**ORDER, "cool_off_ms": 0}})
+    code, body = shop.wk("w-ok", "status", {"wait_ms": "soon"})
+    assert (code, body["error"]) == (400, "bad-request")
 
 
 # -- 12. the public is refused --------------------------------------------------------------

@@ -22,6 +22,10 @@ Alarm
   POST /alarm/set?at=MS       {"at": MS} | {"error"}
   POST /alarm/clear           {"at": null} | {"error"}
   GET  /alarm                 {"at": MS|null}
+  POST /hold?ms=M[&alarms=N][&state=S]   {"alarms": alarm events logged, "hold_state": the
+                              request's wk-hold-state header|null, "sender"}; while fewer than
+                              N (default 1) alarm events are logged, the answer carries
+                              wk-hold-ms: M (raw) and, with `state`, wk-hold-state: S
 
 Lifecycle (the behaviour depends on the actor id's prefix)
   on_init   creates tables log(kind TEXT, at INTEGER) and rearm(at INTEGER), inserts
@@ -190,6 +194,19 @@ def log(req: Request) -> Response:
 
 
 # ---- alarm ------------------------------------------------------------------------------
+
+
+def hold(req: Request) -> Response:
+    """Asks the front door to hold the answer (`wk-hold-ms`, raw from `ms`) while fewer
+    than `alarms` alarm events are logged; the answer tells what this delivery saw."""
+    alarms = sqlite.exec("SELECT count(*) FROM log WHERE kind = 'alarm'").scalar()
+    r = _ok(alarms=alarms, hold_state=req.header("wk-hold-state"),
+            sender=req.sender.kind)
+    if isinstance(alarms, int) and alarms < _args(req, "alarms", 1):
+        r.headers.append(("wk-hold-ms", req.arg("ms") or "0"))
+        if req.arg("state") is not None:
+            r.headers.append(("wk-hold-state", req.arg("state") or ""))
+    return r
 
 
 def alarm_set(req: Request) -> Response:
@@ -412,6 +429,7 @@ ROUTES: dict[str, Callable[[Request], Response]] = {
     "/write": write,
     "/query": query,
     "/log": log,
+    "/hold": hold,
     "/alarm/set": alarm_set,
     "/alarm/clear": alarm_clear,
     "/alarm": alarm_get,

@@ -5,6 +5,9 @@ Routes (`/wk-workflow/v1/<route>`, CBOR map bodies; docs/workflow-protocol.md):
     start    POST      record the input and a new run_id, alarm to now; an existing
                        instance is left as it is (start is idempotent while kept)
     status   GET|POST  the status map
+                       start and status take `wait_ms`: the host holds the answer until
+                       the instance has finished, for up to that long (a single request
+                       that answers when the workflow is done)
     event    POST      record an event, alarm to now
     cancel   POST      mark cancelled at once, alarm to the end of retention
     steps    GET|POST  the recorded positions, a page at a time (operators' `steps`)
@@ -29,6 +32,10 @@ from .store import FINISHED, StatusRow
 from .values import check_name, decode, encode
 
 MAX_PAGE = 500
+# The host's held answers (wkhost's host/hold.py): only the front door honours them.
+HOLD_MS = "wk-hold-ms"
+HOLD_STATE = "wk-hold-state"
+_CREATED = "created"
 _ROUTES = {"start": "POST", "event": "POST", "cancel": "POST",
            "status": "GET POST", "steps": "GET POST", "summary": "GET POST"}
 _STEP_STATES = {"S": "done", "T": "done", "X": "failed", "Z": "done", "E": "done", "F": "done",
@@ -62,9 +69,15 @@ class Protocol:
         self.r = runner
         self.store = runner.store
         self.db = runner.db
+        self._hold_state: str | None = None
 
-    def handle(self, method: str, path: str, body: bytes, sender: str) -> Reply:
-        """Answer one request. Never raises for bad input (400..429) or storage (503)."""
+    def handle(self, method: str, path: str, body: bytes, sender: str,
+               hold_state: str | None = None) -> Reply:
+        """Answer one request. Never raises for bad input (400..429) or storage (503).
+
+        `hold_state` is the request's `wk-hold-state` header: set by the host when it
+        delivers again a request whose answer it held (`wait_ms`, below)."""
+        self._hold_state = hold_state
         try:
             row = self.store.status()
             out = self._dispatch(method, path, body, sender, row)
@@ -100,13 +113,18 @@ class Protocol:
             return refuse(e.status, e.kind, str(e))
 
     def _routes(self) -> dict[str, Callable[[dict[str, Any], StatusRow], Reply]]:
-        return {"status": lambda m, row: reply(self._status(row)), "event": self._event,
+        return {"status": lambda m, row: self._held(m, row, self._status(row)),
+                "event": self._event,
                 "cancel": self._cancel, "steps": self._steps,
                 "summary": lambda m, row: reply(self._status(row, output=False))}
 
     def _start(self, msg: dict[str, Any], row: StatusRow | None) -> Reply:
         if row is not None:
-            return reply({**self._status(row), "created": False})
+            # Delivered again after a hold: the first delivery's answer said created.
+            created_here = self._hold_state == _CREATED
+            return self._held(msg, row, {**self._status(row), "created": created_here},
+                              _CREATED if created_here else None)
+        _int_field(msg, "wait_ms", 0)  # refused before anything is recorded
         text, tagged = _encode(msg.get("input"), self.r.config.max_value_bytes, "the input")
         now = self.db.now()
         self.db.alarm_set(now)  # first: the durable insert below syncs it too
@@ -122,7 +140,21 @@ class Protocol:
             created = self.store.status()
         if created is None:
             raise StoreFault("the new instance is not there after its insert")
-        return reply({**self._status(created), "created": True})
+        return self._held(msg, created, {**self._status(created), "created": True}, _CREATED)
+
+    def _held(self, msg: dict[str, Any], row: StatusRow, answer: dict[str, Any],
+              state: str | None = None) -> Reply:
+        """`answer`, which the host holds while the instance has not finished, for up to
+        the message's `wait_ms`: the host delivers the request again after each event
+        of the instance, until it has finished or the time is up (wkhost's host/hold.py).
+        `state` comes back to `handle` as `hold_state` with the request delivered again."""
+        out = reply(answer)
+        wait_ms = _int_field(msg, "wait_ms", 0)
+        if wait_ms and row.state not in FINISHED:
+            out.headers.append((HOLD_MS, str(wait_ms)))
+            if state is not None:
+                out.headers.append((HOLD_STATE, state))
+        return out
 
     def _event(self, msg: dict[str, Any], row: StatusRow) -> Reply:
         name = msg.get("name")

@@ -47,7 +47,8 @@ def serve(fn: Workflow, config: Config | None = None) -> type[Any]:
             self.runner.on_alarm()
 
         def handle(self, req: Request) -> Response:
-            out = self.protocol.handle(req.method, req.path, req.body, req.sender.kind)
+            out = self.protocol.handle(req.method, req.path, req.body, req.sender.kind,
+                                       req.header("wk-hold-state"))
             return Response(out.status, out.headers, out.body)
 
     WorkflowActor.__name__ = WorkflowActor.__qualname__ = f"Workflow_{fn.__name__}"
