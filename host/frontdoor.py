@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+from collections.abc import Callable
 from urllib.parse import unquote
 
 from aiohttp import web
@@ -88,8 +89,13 @@ async def _to_actor(request: web.Request) -> web.Response:
     sender = Sender.operator() if operator else Sender.public()
     resp = await asyncio.wrap_future(host.submit(_deliver, host, ref, req, sender, False))
     if resp.hold is not None:
-        resp = await _held(host, ref, req, sender, resp)
+        resp = await _held(host, ref, req, sender, resp, lambda: _gone(request))
     return to_web(resp)
+
+
+def _gone(request: web.Request) -> bool:
+    """The client has hung up: nobody would read an answer delivered again."""
+    return request.transport is None or request.transport.is_closing()
 
 
 def _deliver(host: Host, ref: ActorRef, req: Request, sender: Sender, again: bool) -> Response:
@@ -97,9 +103,9 @@ def _deliver(host: Host, ref: ActorRef, req: Request, sender: Sender, again: boo
 
 
 async def _held(host: Host, ref: ActorRef, req: Request, sender: Sender,
-                resp: Response) -> Response:
+                resp: Response, gone: Callable[[], bool]) -> Response:
     """Wait for the actor's next event, then deliver the request again, until an answer
-    is not held or the first hold's time is up (host/hold.py)."""
+    is not held, the first hold's time is up, or the client has `gone` (host/hold.py)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + resp.hold_ms / 1000
     while resp.hold is not None:
@@ -109,7 +115,7 @@ async def _held(host: Host, ref: ActorRef, req: Request, sender: Sender,
         except TimeoutError:
             host.holds.discard(ref, woken)
             break
-        if host.holds.closed:  # the host stops: the held answer is the last one
+        if host.holds.closed or gone():  # the host stops, or nobody waits any more
             break
         again = req
         if resp.hold_state is not None:

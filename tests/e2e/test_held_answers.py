@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -81,6 +82,27 @@ def test_every_other_event_of_the_actor_delivers_it_again(server: Server) -> Non
     assert server.actor("probe", "h2", "POST", "/alarm/set", query="at=0")[0] == 200
     status, _, body = pending.answer()
     assert status == 200 and body["alarms"] == 1 and body["hold_state"] == "x"
+    # The first delivery, and one after each /now; then, after /alarm/set, one that is
+    # held again and one after the alarm's event, or (should that event take the
+    # actor's lock first) a single one.
+    assert deliveries(server, "h2") in (5, 6)
+
+
+def deliveries(server: Server, actor_id: str) -> int:
+    status, body = server.actor("probe", actor_id, "GET", "/log")
+    assert status == 200
+    return sum(1 for kind, _ in body["rows"] if kind == "hold")
+
+
+def test_a_request_whose_client_hung_up_is_not_delivered_again(server: Server) -> None:
+    host, port = server.url.removeprefix("http://").rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=TIMEOUT) as sock:
+        sock.sendall(b"POST /probe/h8/hold?ms=30000 HTTP/1.1\r\nHost: x\r\n"
+                     b"Content-Length: 0\r\n\r\n")
+        until(lambda: held(server) == 1, "the answer is held")
+    server.actor("probe", "h8", "GET", "/now")  # an event: it would deliver it again
+    until(lambda: held(server) == 0, "the hold is let go")
+    assert deliveries(server, "h8") == 1
 
 
 def test_a_held_answer_goes_when_its_time_is_up(server: Server) -> None:

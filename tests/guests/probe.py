@@ -22,8 +22,9 @@ Alarm
   POST /alarm/set?at=MS       {"at": MS} | {"error"}
   POST /alarm/clear           {"at": null} | {"error"}
   GET  /alarm                 {"at": MS|null}
-  POST /hold?ms=M[&alarms=N][&state=S]   {"alarms": alarm events logged, "hold_state": the
-                              request's wk-hold-state header|null, "sender"}; while fewer than
+  POST /hold?ms=M[&alarms=N][&state=S]   logs ("hold", now), then answers {"alarms": alarm
+                              events logged, "hold_state": the request's wk-hold-state
+                              header|null, "sender"}; while fewer than
                               N (default 1) alarm events are logged, the answer carries
                               wk-hold-ms: M (raw) and, with `state`, wk-hold-state: S
 
@@ -199,6 +200,7 @@ def log(req: Request) -> Response:
 def hold(req: Request) -> Response:
     """Asks the front door to hold the answer (`wk-hold-ms`, raw from `ms`) while fewer
     than `alarms` alarm events are logged; the answer tells what this delivery saw."""
+    sqlite.exec("INSERT INTO log VALUES ('hold', ?)", (lifecycle.now(),))
     alarms = sqlite.exec("SELECT count(*) FROM log WHERE kind = 'alarm'").scalar()
     r = _ok(alarms=alarms, hold_state=req.header("wk-hold-state"),
             sender=req.sender.kind)
