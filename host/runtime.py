@@ -224,14 +224,15 @@ class Host:
                 ev.hold_ms = hold.parse_hold(out.headers)[0]
             return out
 
-        out = self._run_event(ref, "request", Chain(), deadline, body, wakes_holds=not again)
-        held = events[0].hold if events else None
         try:
+            out = self._run_event(ref, "request", Chain(), deadline, body,
+                                  wakes_holds=not again)
             resp = response_from_record(out, self.config.max_body_bytes)
         except BaseException:
-            if held is not None:  # nobody will wait on it
-                self.holds.discard(ref, held)
+            if events and events[0].hold is not None:  # nobody will wait on it
+                self.holds.discard(ref, events[0].hold)
             raise
+        held = events[0].hold if events else None
         if any(hold.is_hold_header(k) for k, _ in resp.headers):
             ms, state = hold.parse_hold(resp.headers)
             resp.headers = [(k, v) for k, v in resp.headers if not hold.is_hold_header(k)]
