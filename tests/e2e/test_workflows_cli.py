@@ -18,6 +18,7 @@ from .workflow_support import (
     expected_output,
     finished,
     in_state,
+    wait_until,
     waiting_for,
 )
 
@@ -99,3 +100,50 @@ def test_the_workflow_cli(shop_factory: ShopFactory) -> None:
     assert "ghost" not in shop.actor_ids()
     out = wk(shop, "start", "orders", "c3", "--input", "{not json")
     assert out.returncode != 0 and "not JSON" in out.stderr, out
+
+
+def test_wait_answers_when_the_instance_finishes(shop_factory: ShopFactory) -> None:
+    """`start --wait` and `status --wait` answer once the instance has finished (the
+    host holds their requests), or with the status of the moment their time is up."""
+    shop = shop_factory()
+    args = ["--server", shop.server.url, "--data", str(shop.server.data)]
+    base = [sys.executable, "-m", "wkhost.cli", "workflow"]
+    order = json.dumps({**ORDER, "cool_off_ms": 0})
+    procs: list[subprocess.Popen[str]] = []
+
+    def cli(*cmd: str) -> subprocess.Popen[str]:
+        procs.append(subprocess.Popen([*base, *cmd, *args], stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True, cwd=REPO))
+        return procs[-1]
+
+    started = cli("start", "orders", "w1", "--input", order, "--wait", "--timeout", "60")
+    try:
+        wait_until(lambda: shop.wk("w1", "status")[0] == 200, what="the CLI started w1")
+        shop.wait_for("w1", waiting_for("approved"))
+        followed = cli("status", "orders", "w1", "--wait", "--json")
+        time.sleep(0.3)
+        assert started.poll() is None and followed.poll() is None  # both still wait
+        assert shop.approve("w1") == (200, {"sent": "approved"})
+        shop.drive("w1", finished)
+        out, err = started.communicate(timeout=60)
+        assert started.returncode == 0, err
+        lines = out.splitlines()
+        assert lines[0] == "orders/w1: completed, 5 positions"
+        assert json.loads(lines[1].removeprefix("  output: ")) == expected_output("w1")
+        out, err = followed.communicate(timeout=60)
+        assert followed.returncode == 0, err
+        assert json.loads(out)["state"] == "completed"
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+
+    # the time is up: the status of that moment, and exit 0 (it has not failed)
+    ok(shop, "start", "orders", "w2", "--input", json.dumps({**ORDER, "cool_off_ms": HOUR}))
+    t0 = time.monotonic()
+    assert ok(shop, "status", "orders", "w2", "--wait", "--timeout", "0.5").startswith(
+        "orders/w2: waiting")
+    assert time.monotonic() - t0 >= 0.5
+    out = wk(shop, "status", "orders", "w2", "--wait", "--timeout", "0")
+    assert out.returncode == 2 and "--timeout" in out.stderr, out
