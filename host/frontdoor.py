@@ -121,7 +121,11 @@ async def _held(host: Host, ref: ActorRef, req: Request, sender: Sender,
         if resp.hold_state is not None:
             again = Request(req.method, req.path, req.query,
                             [*req.headers, (HOLD_STATE, resp.hold_state)], req.body)
-        resp = await asyncio.wrap_future(host.submit(_deliver, host, ref, again, sender, True))
+        try:
+            delivery = host.submit(_deliver, host, ref, again, sender, True)
+        except Overloaded:  # the host is at its limit: the held answer stands
+            break
+        resp = await asyncio.wrap_future(delivery)
     resp.hold = None
     return resp
 

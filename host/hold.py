@@ -8,8 +8,9 @@ A guest's `handle` may answer a request from the front door with the header
   `wk-hold-state: S`, the request delivered again carries `wk-hold-state: S`, so the
   guest can tell it from a first delivery. The new answer takes the held one's place,
   and may hold again, up to the first hold's deadline.
-- When the N ms have passed, or the host stops, the client gets the held answer. A
-  request whose client has hung up is not delivered again.
+- When the N ms have passed, or the host stops, or it is at its limit of waiting events
+  when it would deliver again, the client gets the held answer. A request whose client
+  has hung up is not delivered again.
 
 So a client can ask "tell me when this is done" in one request, and the host keeps no
 thread for it, only the connection and a future. The waiting request is woken by the

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 
 import pytest
+from wkhost.errors import Overloaded
 from wkhost.hold import MAX_HOLD_MS, Holds, is_hold_header, parse_hold
 from wkhost.types import ActorRef
 
@@ -68,3 +70,29 @@ def test_wakes_from_many_threads_complete_every_hold() -> None:
     for t in threads:
         t.join()
     assert all(f is not None and f.done() for f in futs) and holds.count() == 0
+
+
+class _Busy:
+    """A host whose queue is full: every submit is refused."""
+
+    def __init__(self) -> None:
+        self.holds = Holds()
+        self.submits = 0
+
+    def submit(self, *_: object) -> None:
+        self.submits += 1
+        raise Overloaded("the host is at its limit of waiting events; retry shortly")
+
+
+def test_a_held_answer_stands_when_the_host_cannot_deliver_it_again() -> None:
+    from wkhost.frontdoor import _held
+    from wkhost.types import Request, Response, Sender
+
+    host = _Busy()
+    fut = host.holds.add(A)
+    assert fut is not None
+    held = Response(200, [], b"running", hold=fut, hold_ms=30_000)
+    host.holds.wake(A)  # the actor's next event ended
+    out = asyncio.run(_held(host, A, Request(), Sender.public(), held,  # type: ignore[arg-type]
+                            lambda: False))
+    assert host.submits == 1 and out.body == b"running" and out.hold is None
