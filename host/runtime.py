@@ -215,13 +215,16 @@ class Host:
             raise TooLarge(f"the body is over the {self.config.max_body_bytes}-byte cap")
         record = request_record(req)
         deadline = time.monotonic() + self.config.wall_budget_ms / 1000
-        events: list[Event] = []
+        ran: Event | None = None
+        asked: tuple[int, str | None] = (0, None)  # the answer's hold: ms, state
 
         def body(slot: ActorSlot, ev: Event) -> Any:
-            events.append(ev)
+            nonlocal ran, asked
+            ran = ev
             out = self._handle(slot, ev, record, sender)
             if may_hold:
-                ev.hold_ms = hold.parse_hold(out.headers)[0]
+                asked = hold.parse_hold(out.headers)
+                ev.hold_ms = asked[0]
             return out
 
         try:
@@ -229,15 +232,13 @@ class Host:
                                   wakes_holds=not again)
             resp = response_from_record(out, self.config.max_body_bytes)
         except BaseException:
-            if events and events[0].hold is not None:  # nobody will wait on it
-                self.holds.discard(ref, events[0].hold)
+            if ran is not None and ran.hold is not None:  # nobody will wait on it
+                self.holds.discard(ref, ran.hold)
             raise
-        held = events[0].hold if events else None
+        if ran is not None and ran.hold is not None:
+            resp.hold, (resp.hold_ms, resp.hold_state) = ran.hold, asked
         if any(hold.is_hold_header(k) for k, _ in resp.headers):
-            ms, state = hold.parse_hold(resp.headers)
             resp.headers = [(k, v) for k, v in resp.headers if not hold.is_hold_header(k)]
-            if held is not None:
-                resp.hold, resp.hold_ms, resp.hold_state = held, ms, state
         return resp
 
     def call_from_actor(self, ref: ActorRef, record: Any, sender: Sender, caller: Event) -> Any:

@@ -35,10 +35,11 @@ import cbor2
 from wkguest.workflow.errors import WorkflowError
 from wkguest.workflow.status import CONTENT_TYPE, PREFIX, Status, check_answer
 
+from .hold import MAX_HOLD_MS
+
 __all__ = ["Status", "WorkflowAdmin", "WorkflowError"]
 
 _LIST_PAGE = 1000
-MAX_WAIT_MS = 120_000  # the host holds an answer at most this long (host/hold.py)
 
 
 class WorkflowAdmin:
@@ -150,7 +151,7 @@ def _wait(seconds: float) -> dict[str, int]:
     """The protocol's wait_ms, within what the host holds an answer for."""
     if seconds < 0:
         raise ValueError("wait must be 0 or more seconds")
-    return {"wait_ms": min(MAX_WAIT_MS, round(seconds * 1000))} if seconds else {}
+    return {"wait_ms": min(MAX_HOLD_MS, round(seconds * 1000))} if seconds else {}
 
 
 def _decode(body: bytes) -> Any:

@@ -69,7 +69,6 @@ class Protocol:
         self.r = runner
         self.store = runner.store
         self.db = runner.db
-        self._hold_state: str | None = None
 
     def handle(self, method: str, path: str, body: bytes, sender: str,
                hold_state: str | None = None) -> Reply:
@@ -77,10 +76,9 @@ class Protocol:
 
         `hold_state` is the request's `wk-hold-state` header: set by the host when it
         delivers again a request whose answer it held (`wait_ms`, below)."""
-        self._hold_state = hold_state
         try:
             row = self.store.status()
-            out = self._dispatch(method, path, body, sender, row)
+            out = self._dispatch(method, path, body, sender, row, hold_state)
             if row is None and out.status != 200:
                 self.r.forget()
                 self.db.delete_self()  # never started: leave nothing behind
@@ -90,7 +88,7 @@ class Protocol:
             return refuse(503, "storage", f"the instance's storage failed: {e}")
 
     def _dispatch(self, method: str, path: str, body: bytes, sender: str,
-                  row: StatusRow | None) -> Reply:
+                  row: StatusRow | None, hold_state: str | None) -> Reply:
         version, _, route = path.removeprefix("/wk-workflow/").partition("/")
         if not path.startswith("/wk-workflow/") or version != "v1":
             return refuse(404, "route", f"{path!r} is not a route of wk-workflow/v1")
@@ -104,7 +102,7 @@ class Protocol:
         try:
             msg = _message(body)
             if route == "start":
-                return self._start(msg, row)
+                return self._start(msg, row, hold_state)
             if row is None:
                 return refuse(404, "unknown", "no such workflow instance (never started, "
                               "or past its retention)")
@@ -118,10 +116,11 @@ class Protocol:
                 "cancel": self._cancel, "steps": self._steps,
                 "summary": lambda m, row: reply(self._status(row, output=False))}
 
-    def _start(self, msg: dict[str, Any], row: StatusRow | None) -> Reply:
+    def _start(self, msg: dict[str, Any], row: StatusRow | None,
+               hold_state: str | None) -> Reply:
         if row is not None:
             # Delivered again after a hold: the first delivery's answer said created.
-            created_here = self._hold_state == _CREATED
+            created_here = hold_state == _CREATED
             return self._held(msg, row, {**self._status(row), "created": created_here},
                               _CREATED if created_here else None)
         _int_field(msg, "wait_ms", 0)  # refused before anything is recorded
