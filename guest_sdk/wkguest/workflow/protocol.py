@@ -13,8 +13,10 @@ Routes (`/wk-workflow/v1/<route>`, CBOR map bodies; docs/workflow-protocol.md):
     steps    GET|POST  the recorded positions, a page at a time (operators' `steps`)
     summary  GET|POST  the status map without the output (for listing many instances)
 
-The client routes only record and answer; runs happen in on_alarm. Only senders the host
-marks "actor" or "operator" are served (the public gets 403). A request to an id that
+The client routes only record and answer; runs happen in on_alarm, with one exception: an
+operator's start that waits (`wait_ms`) runs the new instance's first run in its own
+event (`_first_run`). Only senders the host marks "actor" or "operator" are served (the
+public gets 403). A request to an id that
 was never started (or is past its retention) leaves nothing behind: the actor the host
 created for it deletes itself in the same event.
 """
@@ -102,7 +104,7 @@ class Protocol:
         try:
             msg = _message(body)
             if route == "start":
-                return self._start(msg, row, hold_state)
+                return self._start(msg, row, sender, hold_state)
             if row is None:
                 return refuse(404, "unknown", "no such workflow instance (never started, "
                               "or past its retention)")
@@ -116,30 +118,51 @@ class Protocol:
                 "cancel": self._cancel, "steps": self._steps,
                 "summary": lambda m, row: reply(self._status(row, output=False))}
 
-    def _start(self, msg: dict[str, Any], row: StatusRow | None,
+    def _start(self, msg: dict[str, Any], row: StatusRow | None, sender: str,
                hold_state: str | None) -> Reply:
         if row is not None:
             # Delivered again after a hold: the first delivery's answer said created.
             created_here = hold_state == _CREATED
             return self._held(msg, row, {**self._status(row), "created": created_here},
                               _CREATED if created_here else None)
-        _int_field(msg, "wait_ms", 0)  # refused before anything is recorded
+        wait_ms = _int_field(msg, "wait_ms", 0)  # refused before anything is recorded
+        run_here = wait_ms > 0 and sender == "operator"
         text, tagged = _encode(msg.get("input"), self.r.config.max_value_bytes, "the input")
         now = self.db.now()
-        self.db.alarm_set(now)  # first: the durable insert below syncs it too
+        self.db.alarm_set(now)  # first: whatever syncs the insert below syncs it too
         run_id = self.r.new_run_id()
-        if self.store.create(run_id, text, tagged, now):
+        created: StatusRow | None
+        if not self.store.create(run_id, text, tagged, now, durable=not run_here):
+            created = self.store.status()
+        elif run_here:
+            created = self._first_run()
+        else:
             # What status() would read back: the row just inserted, in an actor with no
             # steps or events yet (an id without an instance row never keeps any).
-            created: StatusRow | None = StatusRow(
+            created = StatusRow(
                 state="running", run_id=run_id, wake_at=None, waiting_for=None, output=None,
                 output_tagged=False, error=None, created_at=now, updated_at=now,
                 finished_at=None, positions=0, events_pending=0)
-        else:
-            created = self.store.status()
         if created is None:
             raise StoreFault("the new instance is not there after its insert")
         return self._held(msg, created, {**self._status(created), "created": True}, _CREATED)
+
+    def _first_run(self) -> StatusRow | None:
+        """Run the instance just created now, in the start's event, as its alarm would.
+
+        Only for an operator's start that waits for the end (`wait_ms`). Its client waits
+        anyway, and it comes from outside, so no actor's call chain is held up and a step
+        may call back any actor. It saves the alarm's event and the answer's delivery
+        again, and the create's fsync: the run's own durable write (a step's outcome, the
+        finish, a sleep's wake time) syncs the creation with it. A run that synced nothing
+        (a bad run, say) syncs here, before the answer says "created". Should the event
+        fail instead (a trap, a cut), the client gets the host's error, and the alarm set
+        before the insert runs the instance again."""
+        syncs = self.store.syncs
+        self.r.on_alarm()
+        if self.store.syncs == syncs:
+            self.store.sync()
+        return self.store.status()
 
     def _held(self, msg: dict[str, Any], row: StatusRow, answer: dict[str, Any],
               state: str | None = None) -> Reply:

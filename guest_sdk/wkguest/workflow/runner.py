@@ -1,6 +1,7 @@
 """The runner: one workflow function served as an actor class, one event at a time.
 
-Runs happen only in `on_alarm`. Each run, in order:
+Runs happen in `on_alarm`, and in one request: an operator's start that waits runs the
+new instance's first run in its own event (protocol.py, `_first_run`). Each run, in order:
 
 1. reads the instance and the journal delta (one query);
 2. a finished instance: deletes itself once its retention is over, else re-arms for it;

@@ -154,6 +154,16 @@ class StatusRow:
 class Store:
     def __init__(self, backend: Backend) -> None:
         self.db = backend
+        self.syncs = 0  # durable writes made: whether an event has synced what it wrote
+
+    def _durable(self, sql: str, params: tuple[Param, ...] = ()) -> int:
+        changes = self.db.exec_durable(sql, params)
+        self.syncs += 1
+        return changes
+
+    def sync(self) -> None:
+        """Make every write before it durable (one fsync), changing nothing."""
+        self._durable("/*wk:sync*/ SELECT 1")
 
     def rows(self, sql: str, params: tuple[Param, ...] = ()) -> list[list[Any]]:
         packed = self.db.query_packed(sql, params)
@@ -212,8 +222,10 @@ class Store:
 
     # -- the instance --------------------------------------------------------------
 
-    def create(self, run_id: str, text: str, tagged: bool, now: int) -> bool:
-        return self.db.exec_durable(
+    def create(self, run_id: str, text: str, tagged: bool, now: int, durable: bool = True
+               ) -> bool:
+        write = self._durable if durable else self.db.exec
+        return write(
             "/*wk:create*/ INSERT OR IGNORE INTO _wk_wf (id, state, run_id, input, input_tagged,"
             " created_at, updated_at) VALUES (1, 'running', ?, ?, ?, ?, ?)",
             (run_id, text, int(tagged), now, now),
@@ -235,12 +247,12 @@ class Store:
         self.db.exec("UPDATE _wk_wf SET bad_runs = max(bad_runs - 1, 0), retry_at = NULL")
 
     def note_bad_run(self, error: str, now: int, durable: bool = False) -> None:
-        write = self.db.exec_durable if durable else self.db.exec
+        write = self._durable if durable else self.db.exec
         write("UPDATE _wk_wf SET error = ?, updated_at = ?", (error, now))
 
     def end_run(self, state: str, wake_at: int | None, waiting_for: str | None, now: int,
                 durable: bool) -> None:
-        write = self.db.exec_durable if durable else self.db.exec
+        write = self._durable if durable else self.db.exec
         write(
             "/*wk:end-run*/ UPDATE _wk_wf SET state = ?, wake_at = ?, waiting_for = ?,"
             " bad_runs = 0,"
@@ -250,7 +262,7 @@ class Store:
 
     def finish(self, state: str, output: str | None, tagged: bool, error: str | None,
                now: int) -> bool:
-        return self.db.exec_durable(
+        return self._durable(
             "/*wk:finish*/ UPDATE _wk_wf SET state = ?, output = ?, output_tagged = ?,"
             " error = ?,"
             " wake_at = NULL, waiting_for = NULL, bad_runs = 0, retry_at = NULL,"
@@ -260,7 +272,7 @@ class Store:
         ) > 0
 
     def add_event(self, name: str, text: str, tagged: bool, now: int) -> None:
-        self.db.exec_durable(
+        self._durable(
             "/*wk:event*/ INSERT INTO _wk_wf_event (name, payload, tagged, received_at)"
             " VALUES (?, ?, ?, ?)",
             (name, text, int(tagged), now),
@@ -286,7 +298,7 @@ class Store:
         )
 
     def put_pending(self, pos: int, kind: str, name: str, wake_at: int, now: int) -> None:
-        self.db.exec_durable(
+        self._durable(
             _PENDING_TAGS[kind] + " INSERT INTO _wk_wf_step (pos, kind, name, wake_at,"
             " updated_at) VALUES (?, ?, ?, ?, ?)",
             (pos, kind, name, wake_at, now),
@@ -295,7 +307,7 @@ class Store:
     def put_final(self, pos: int, kind: str, name: str, result: str, now: int, *,
                   error: str | None = None, wake_at: int | None = None,
                   durable: bool = True) -> None:
-        write = self.db.exec_durable if durable else self.db.exec
+        write = self._durable if durable else self.db.exec
         write(_FINAL_TAGS[kind] + _PUT_FINAL, (pos, kind, name, result, error, wake_at, None,
                                                now))
 
@@ -309,7 +321,7 @@ class Store:
                          (pos, kind, name, payload, None, wake_at, seq, now))
             if self.db.exec("DELETE FROM _wk_wf_event WHERE seq = ?", (seq,)) != 1:
                 raise StoreFault(f"event {seq} vanished while being taken")
-            self.db.exec_durable("COMMIT")
+            self._durable("COMMIT")
         except BaseException:
             # If even ROLLBACK fails, the host rolls back what an event leaves open.
             with contextlib.suppress(StoreFault):

@@ -6,8 +6,9 @@ from typing import Any
 
 import cbor2
 import pytest
-from wkguest.workflow import Client, Run, Status, WorkflowError, cbor
-from wkguest.workflow.testing import FakeHost
+from wkguest.workflow import Client, Config, Run, Status, WorkflowError, cbor
+from wkguest.workflow.status import PREFIX
+from wkguest.workflow.testing import FakeHost, Trap
 
 STATUS_KEYS = {"state", "run_id", "wake_at", "waiting_for", "error", "positions", "created_at",
                "updated_at", "finished_at", "events_pending"}
@@ -181,3 +182,80 @@ def test_status_from_map_defaults() -> None:
 def test_client_outside_a_component_needs_a_transport() -> None:
     with pytest.raises(RuntimeError, match="needs the actors binding"):
         Client("w")
+
+
+# -- an operator's start that waits runs the first run in its own event ---------------
+
+def two_steps(run: Run, inp: Any) -> Any:
+    return [run.step("a", lambda: inp), run.step("b", lambda: 2)]
+
+
+def test_an_operators_waiting_start_runs_the_workflow_in_its_event(
+        host: FakeHost, raw: Any) -> None:
+    host.serve("w", two_steps)
+    code, m = raw("w")("1", "start", {"input": "x", "wait_ms": 5000}, sender="operator")
+    assert code == 200 and m["created"] is True
+    assert m["state"] == "completed" and m["output"] == ["x", 2] and m["positions"] == 2
+    assert host.due() is None  # nothing left for the alarm but the retention
+    backend = host.instance("w", "1").backend
+    assert backend.alarm == m["finished_at"] + Config().retention_ms
+    backend.power_loss()  # the create rode on the finish's fsync
+    assert raw("w")("1", "status")[1] == {k: v for k, v in m.items() if k != "created"}
+
+
+@pytest.mark.parametrize("sender,msg", [("actor", {"wait_ms": 5000}), ("operator", {})],
+                         ids=["an-actors-waiting-start", "an-operators-start-without-wait"])
+def test_other_starts_only_record(host: FakeHost, raw: Any, sender: str, msg: Any) -> None:
+    # An actor's start runs nothing in the caller's call chain (a step may call back
+    # the actor that started it), and a start that does not wait answers at once.
+    host.serve("w", two_steps)
+    code, m = raw("w")("1", "start", {"input": "x", **msg}, sender=sender)
+    assert code == 200 and m["state"] == "running" and m["positions"] == 0
+    assert host.due() == ("w", "1")
+    host.instance("w", "1").backend.power_loss()  # the start was durable by itself
+    assert host.run_due() == 1 and raw("w")("1", "status")[1]["output"] == ["x", 2]
+
+
+def test_a_first_run_that_syncs_nothing_still_makes_the_start_durable(
+        host: FakeHost, raw: Any) -> None:
+    def fails_outside_any_step(run: Run, _: Any) -> Any:
+        raise RuntimeError("not in a step")
+
+    host.serve("w", fails_outside_any_step)
+    code, m = raw("w")("1", "start", {"wait_ms": 5000}, sender="operator")
+    assert code == 200 and m["created"] is True and m["state"] == "running"
+    assert "not in a step" in m["error"]
+    backend = host.instance("w", "1").backend
+    watchdog = backend.alarm
+    backend.power_loss()
+    code, after = raw("w")("1", "status")
+    assert code == 200 and after["run_id"] == m["run_id"] and backend.alarm == watchdog
+
+
+def test_a_first_run_that_waits_answers_with_its_state(host: FakeHost, orders: Any) -> None:
+    code, m = orders("o1", "start", {"input": 1, "wait_ms": 5000}, sender="operator")
+    assert code == 200 and m["created"] is True
+    assert m["state"] == "waiting" and m["wake_at"] == host.clock.now() + 100
+    host.instance("orders", "o1").backend.power_loss()
+    assert orders("o1", "status")[1]["wake_at"] == m["wake_at"]
+    host.advance(1000)  # the power loss took the alarm back to the run's watchdog
+    assert orders("o1", "status")[1]["output"] == {"a": 1, "b": "ZeroDivisionError: "
+                                                   "division by zero"}
+
+
+def test_a_trap_in_the_first_run_leaves_the_instance_to_its_alarm(
+        host: FakeHost, raw: Any) -> None:
+    traps = iter([True])
+
+    def traps_once(run: Run, _: Any) -> Any:
+        if next(traps, False):
+            raise Trap()
+        return run.step("a", lambda: "done")
+
+    host.serve("w", traps_once)
+    code, _ = host.call("w", "1", "POST", PREFIX + "start", cbor.dumps({"wait_ms": 5000}),
+                        "operator")
+    assert code == 500  # the host's error for an event that trapped: no promise made
+    assert raw("w")("1", "status")[1]["state"] == "running"  # the insert and its alarm
+    host.advance(1000)
+    assert raw("w")("1", "status")[1]["output"] == "done"
