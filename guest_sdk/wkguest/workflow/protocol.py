@@ -79,7 +79,8 @@ class Protocol:
         `hold_state` is the request's `wk-hold-state` header: set by the host when it
         delivers again a request whose answer it held (`wait_ms`, below)."""
         try:
-            row = self.store.status()
+            new_actor, self.r.just_created = self.r.just_created, False
+            row = None if new_actor else self.store.status()
             out = self._dispatch(method, path, body, sender, row, hold_state)
             if row is None and out.status != 200:
                 self.r.forget()

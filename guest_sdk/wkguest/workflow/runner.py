@@ -61,10 +61,15 @@ class Runner:
         self.journal: Journal | None = None  # the warm cache: this instance's journal
         self.store_fault: str | None = None  # why the last run could not use its database
         self._began = False
+        # on_init has just made the tables, in this object's instance: the event that
+        # follows (in the same instance, or none: a trap drops the instance and its
+        # objects) finds them empty, without asking.
+        self.just_created = False
 
     def init(self) -> None:
         """`on_init`: create the tables (once per actor)."""
         self.store.init_schema()
+        self.just_created = True
 
     def new_run_id(self) -> str:
         # os.urandom is WASI's random_get in a guest; `secrets` would pull in hashlib.
@@ -77,7 +82,7 @@ class Runner:
     # -- on_alarm ------------------------------------------------------------------
 
     def on_alarm(self) -> None:
-        self._began = False
+        self._began = self.just_created = False
         try:
             self._on_alarm()
         except StoreFault as fault:

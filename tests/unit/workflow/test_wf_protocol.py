@@ -257,5 +257,7 @@ def test_a_trap_in_the_first_run_leaves_the_instance_to_its_alarm(
                         "operator")
     assert code == 500  # the host's error for an event that trapped: no promise made
     assert raw("w")("1", "status")[1]["state"] == "running"  # the insert and its alarm
+    # The trap dropped the instance that ran on_init: the next one reads what is there.
+    assert raw("w")("1", "start", {"input": "other"})[1]["created"] is False
     host.advance(1000)
     assert raw("w")("1", "status")[1]["output"] == "done"
