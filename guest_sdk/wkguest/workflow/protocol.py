@@ -30,7 +30,7 @@ from . import cbor
 from .errors import CborError, StoreFault, UnsupportedValue, ValueTooLarge
 from .runner import Runner
 from .status import CONTENT_TYPE
-from .store import FINISHED, StatusRow
+from .store import FINISHED, Loaded, StatusRow, Store
 from .values import check_name, decode, encode
 
 MAX_PAGE = 500
@@ -136,7 +136,7 @@ class Protocol:
         if not self.store.create(run_id, text, tagged, now, durable=not run_here):
             created = self.store.status()
         elif run_here:
-            created = self._first_run()
+            created = self._first_run(Store.just_created(run_id, text, tagged))
         else:
             # What status() would read back: the row just inserted, in an actor with no
             # steps or events yet (an id without an instance row never keeps any).
@@ -148,7 +148,7 @@ class Protocol:
             raise StoreFault("the new instance is not there after its insert")
         return self._held(msg, created, {**self._status(created), "created": True}, _CREATED)
 
-    def _first_run(self) -> StatusRow | None:
+    def _first_run(self, loaded: Loaded) -> StatusRow | None:
         """Run the instance just created now, in the start's event, as its alarm would.
 
         Only for an operator's start that waits for the end (`wait_ms`). Its client waits
@@ -158,9 +158,10 @@ class Protocol:
         finish, a sleep's wake time) syncs the creation with it. A run that synced nothing
         (a bad run, say) syncs here, before the answer says "created". Should the event
         fail instead (a trap, a cut), the client gets the host's error, and the alarm set
-        before the insert runs the instance again."""
+        before the insert runs the instance again. `loaded` is what the run would read
+        first, known without the query: the instance row just inserted, nothing else."""
         syncs = self.store.syncs
-        self.r.on_alarm()
+        self.r.on_alarm(loaded)
         if self.store.syncs == syncs:
             self.store.sync()
         return self.store.status()

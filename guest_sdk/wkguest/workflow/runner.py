@@ -81,10 +81,12 @@ class Runner:
 
     # -- on_alarm ------------------------------------------------------------------
 
-    def on_alarm(self) -> None:
+    def on_alarm(self, loaded: Loaded | None = None) -> None:
+        """Run the instance. `loaded`: what the event already knows the store holds (the
+        first run in the event that created it), instead of reading it."""
         self._began = self.just_created = False
         try:
-            self._on_alarm()
+            self._on_alarm(loaded)
         except StoreFault as fault:
             self.forget()
             # The status says why the instance does not move, even if the database is too
@@ -101,9 +103,10 @@ class Runner:
         else:
             self.store_fault = None
 
-    def _on_alarm(self) -> None:
-        j = self.journal
-        loaded = self.store.load(len(j) if j else 0, j.run_id if j else "")
+    def _on_alarm(self, loaded: Loaded | None) -> None:
+        if loaded is None:
+            j = self.journal
+            loaded = self.store.load(len(j) if j else 0, j.run_id if j else "")
         if loaded is None:  # an alarm left on an actor that was never started
             self.forget()
             self.db.delete_self()

@@ -192,6 +192,13 @@ class Store:
         return Loaded(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], bool(r[9]),
                       start, r[10], r[11] or "", keys or "", results or "[]", r[12])
 
+    @staticmethod
+    def just_created(run_id: str, text: str, tagged: bool) -> Loaded:
+        """What `load(0, "")` reads right after `create` made the instance (a new actor:
+        no steps, no events): for the first run in the creating event, without the query."""
+        return Loaded("running", run_id, 0, None, None, None, None, None, text, tagged, 0, 0,
+                      "", "", "[]", None)
+
     def status(self) -> StatusRow | None:
         got = self.rows(_STATUS)
         if not got:

@@ -8,7 +8,10 @@ import cbor2
 import pytest
 from wkguest.workflow import Client, Config, Run, Status, WorkflowError, cbor
 from wkguest.workflow.status import PREFIX
+from wkguest.workflow.store import Store
 from wkguest.workflow.testing import FakeHost, Trap
+from wkguest.workflow.testing.fakes import FakeBackend
+from wkguest.workflow.values import encode
 
 STATUS_KEYS = {"state", "run_id", "wake_at", "waiting_for", "error", "positions", "created_at",
                "updated_at", "finished_at", "events_pending"}
@@ -261,3 +264,12 @@ def test_a_trap_in_the_first_run_leaves_the_instance_to_its_alarm(
     assert raw("w")("1", "start", {"input": "other"})[1]["created"] is False
     host.advance(1000)
     assert raw("w")("1", "status")[1]["output"] == "done"
+
+
+@pytest.mark.parametrize("value", [{"n": 3}, None, ("a", b"\x00")])
+def test_the_first_run_is_handed_what_load_would_read(value: Any) -> None:
+    store = Store(FakeBackend())
+    store.init_schema()
+    text, tagged = encode(value, 1 << 20, "the input")
+    assert store.create("r1", text, tagged, 5, durable=False)
+    assert Store.just_created("r1", text, tagged) == store.load(0, "")
