@@ -106,6 +106,10 @@ def _add_serve(sub: Any) -> None:
     s.add_argument("--max-live-instances", type=int, default=96,
                    help="instances kept warm; the least recently used idle ones go beyond "
                         "this (default %(default)s)")
+    s.add_argument("--schema-images", action=argparse.BooleanOptionalAction, default=True,
+                   help="start a class's new actors from the template with the schema its "
+                        "on-init makes already applied, once an on-init has run one "
+                        "schema-only script (default: on)")
     s.add_argument("--instance-pool", action=argparse.BooleanOptionalAction, default=True,
                    help="take instances from wasmtime's pooling allocator: a fresh instance "
                         "costs about a fifth less CPU, but a slot once used keeps 16 MiB of "
@@ -166,6 +170,7 @@ def run_serve(args: argparse.Namespace) -> int:  # returns only for bad usage
         max_queue_per_actor=args.max_queue_per_actor, http=policy,
         always_fresh_instance=args.always_fresh_instance,
         max_live_instances=args.max_live_instances, instance_pool=args.instance_pool,
+        schema_images=args.schema_images,
     )
     opts = ServeOptions(actors, access, args.host, args.port, args.admin_token_file,
                         args.fake_clock, reuse_instances=frozenset(reuse))

@@ -68,6 +68,9 @@ class HostConfig:
     # Retry of a failed on-alarm whose event did not re-set the alarm.
     alarm_retry_base_ms: int = 1_000
     alarm_retry_max_ms: int = 300_000
+    # New actors of a class whose on-init ran one schema-only script start from an image
+    # of the template with it applied (host/sqlite.py, schema images).
+    schema_images: bool = True
     http: FetchPolicy = field(default_factory=FetchPolicy)
     # Test-only: drop every instance after each event (the "always replay" mode).
     always_fresh_instance: bool = False

@@ -41,7 +41,7 @@ from .linker import make_linker
 from .scheduler import Scheduler
 from .slot import ActorSlot
 from .spares import SpareInstances
-from .sqlite import ActorDb, delete_db_files
+from .sqlite import ActorDb, SchemaImage, build_schema_image, delete_db_files
 from .types import ActorRef, Request, Response, Sender
 from .wire import request_record, response_from_record, sender_variant
 
@@ -86,6 +86,10 @@ class ActorClass:
     exports: ComponentExports
     access: Access = "public"
     reuse_instances: bool = False  # see host/spares.py
+    # What the class's new actors' databases start as, once learnt (host/sqlite.py,
+    # schema images); learning stops for good once an on-init did not match its image.
+    schema_image: SchemaImage | None = None
+    schema_learning: bool = True
 
 
 class Host:
@@ -332,8 +336,10 @@ class Host:
         if slot.initialized is None:
             meta = dict(slot.db.host_exec("SELECT k, v FROM _wk_host_meta"))
             slot.initialized = meta.get("initialized") == 1
-            if not slot.initialized and meta:
-                # An earlier on-init never finished (the host died in it): start clean.
+            if not slot.initialized and (meta or not slot.db.created):
+                # An earlier on-init never finished (the host died in it), or the host
+                # died before it began, in a database made from a schema image that the
+                # on-init had yet to take up: start clean.
                 slot.close()
                 delete_db_files(slot.path)
                 self._open_storage(slot, create=True)
@@ -347,8 +353,10 @@ class Host:
         return True
 
     def _open_db(self, slot: ActorSlot) -> ActorDb:
+        cls = self.classes.get(slot.ref.cls)
+        image = cls.schema_image if cls is not None and self.config.schema_images else None
         try:
-            return ActorDb(slot.path, self.config.db_max_bytes // 4096)
+            return ActorDb(slot.path, self.config.db_max_bytes // 4096, image)
         except (apsw.Error, OSError) as e:
             raise StorageFailed(f"{slot.ref}'s database cannot be opened: {e}") from None
 
@@ -394,10 +402,12 @@ class Host:
             err = self._call(slot, ev, "on-init", ())
             if err is not None:
                 raise GuestFailed(f"on-init failed: {err}")
+            db.end_speculation()
         except GuestFailed as e:
             log.warning("%s: on-init failed, the actor was not created: %s", slot.ref, e)
             self._destroy(slot)
             raise GuestFailed(f"{slot.ref} could not be created: {e}") from None
+        self._learn_schema(self.classes[slot.ref.cls], db)
         db.end_event()
         if crashpoints.ARMED:
             crashpoints.hit(f"init:{slot.ref.cls}")
@@ -407,6 +417,25 @@ class Host:
         db.host_exec("UPDATE _wk_host_meta SET v = 1 WHERE k = 'initialized'")
         slot.initialized = True
         self.index.try_write(self.index.add_actor, slot.ref)
+
+    def _learn_schema(self, cls: ActorClass, db: ActorDb) -> None:
+        """After a new actor's on-init: keep its script as the class's schema image, or
+        stop using the image if this on-init did something else first."""
+        if db.speculation_failed:
+            if cls.schema_image is not None:
+                log.info("class %s: an on-init did not run the schema its image holds; "
+                         "new actors start from the plain template from now on", cls.name)
+            cls.schema_image, cls.schema_learning = None, False
+            return
+        if not (cls.schema_learning and cls.schema_image is None and self.config.schema_images):
+            return
+        script = db.schema_script()
+        if script is not None:
+            try:
+                cls.schema_image = build_schema_image(script)
+            except (apsw.Error, OSError) as e:  # then it is simply not kept
+                log.warning("class %s: no schema image (%s)", cls.name, e)
+                cls.schema_learning = False
 
     def _call(self, slot: ActorSlot, ev: Event, export: str, args: tuple[Any, ...]) -> Any:
         inst = slot.instance

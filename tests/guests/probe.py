@@ -458,14 +458,27 @@ def _trap_now(actor_id: str) -> bool:
     return lifecycle.now() < int(actor_id[len(prefix):])
 
 
+# On-init scripts of their own for actors "schema-a..." and "schema-b...", and nothing
+# else in their on-init ("nosql-..." runs none): what the host's schema images learn
+# from (tests/host/test_schema_images.py). Without
+# IF NOT EXISTS on purpose: run on a database that already has the tables, they fail.
+SCHEMA_A = "CREATE TABLE a_one (k TEXT PRIMARY KEY, v); CREATE INDEX a_one_v ON a_one (v)"
+SCHEMA_B = "CREATE TABLE b_one (x)"
+
+
 class Probe(Actor):
     def on_init(self) -> None:
+        me = lifecycle.self_ref().id
+        if me.startswith("nosql-"):
+            return
+        if me.startswith("schema-"):
+            sqlite.exec(SCHEMA_A if me.startswith("schema-a") else SCHEMA_B)
+            return
         sqlite.exec(
             "CREATE TABLE IF NOT EXISTS log (kind TEXT, at INTEGER);"
             "CREATE TABLE IF NOT EXISTS rearm (at INTEGER)"
         )
         sqlite.exec("INSERT INTO log VALUES ('init', ?)", (lifecycle.now(),))
-        me = lifecycle.self_ref().id
         if me.startswith("init-trap") and _trap_now(me):
             raise Trap("probe: on_init trap requested")
         if me.startswith("init-err"):

@@ -11,7 +11,7 @@ from typing import Any
 
 import apsw
 import pytest
-from wkhost.sqlite import ActorDb, SqlError, _template_bytes, pack_rows
+from wkhost.sqlite import ActorDb, SqlError, _template_bytes, build_schema_image, pack_rows
 
 
 @pytest.fixture
@@ -262,3 +262,105 @@ def test_the_database_is_the_hosts_alone_while_open(tmp_path: Path) -> None:
         assert other.execute("SELECT x FROM t").fetchall() == [(1,)]
     finally:
         other.close()
+
+
+# -- schema images ---------------------------------------------------------------------
+
+SCHEMA = "CREATE TABLE t (k TEXT PRIMARY KEY, v); CREATE INDEX t_v ON t (v)"
+HOST_ROWS = "INSERT OR REPLACE INTO _wk_host_meta VALUES ('class', ?), ('id', ?)"
+
+
+def _new(path: Path, image: Any = None) -> ActorDb:
+    d = ActorDb(path, max_pages=64, image=image)
+    d.first_host_write(HOST_ROWS, ("c", path.stem))
+    return d
+
+
+@pytest.mark.parametrize("statements,learnt", [
+    ([SCHEMA], True),
+    (["BEGIN; " + SCHEMA + "; COMMIT"], True),
+    (["CREATE TABLE t (x); CREATE TRIGGER g AFTER INSERT ON t BEGIN DELETE FROM t; END;"
+      " CREATE VIEW w AS SELECT x FROM t"], True),
+    ([SCHEMA, "INSERT INTO t VALUES ('a', 1)"], False),  # two statements
+    (["CREATE TABLE t (x); INSERT INTO t VALUES (1)"], False),  # a row written
+    (["CREATE TABLE t (x DEFAULT 0); INSERT INTO t SELECT random()"], False),
+    (["CREATE TABLE t AS SELECT random() AS x"], False),  # a function called
+    (["CREATE TABLE t (x); PRAGMA user_version = 3"], False),  # a pragma
+    (["CREATE TABLE t (x); SELECT name FROM sqlite_master"], False),  # rows back
+    (["BEGIN; CREATE TABLE t (x)"], False),  # a transaction left open
+])
+def test_what_a_schema_image_is_learnt_from(tmp_path: Path, statements: list[str],
+                                            learnt: bool) -> None:
+    d = _new(tmp_path / "a.db")
+    try:
+        for sql in statements:
+            run(d, sql)
+        assert d.schema_script() == (statements[0] if learnt else None)
+    finally:
+        d.close()
+
+
+def test_no_image_is_learnt_from_a_database_that_was_already_there(tmp_path: Path) -> None:
+    _new(tmp_path / "a.db").close()
+    d = ActorDb(tmp_path / "a.db", max_pages=64)
+    try:
+        run(d, SCHEMA)
+        assert d.schema_script() is None
+    finally:
+        d.close()
+
+
+def test_no_image_is_learnt_from_a_script_with_parameters(tmp_path: Path) -> None:
+    d = _new(tmp_path / "a.db")
+    try:
+        run(d, "CREATE TABLE t (x DEFAULT 0); SELECT ?", (1,))
+        assert d.schema_script() is None
+    finally:
+        d.close()
+
+
+def test_a_database_made_from_an_image_is_what_the_script_would_make(tmp_path: Path) -> None:
+    image = build_schema_image(SCHEMA)
+    made, ran = _new(tmp_path / "made.db", image), _new(tmp_path / "ran.db")
+    try:
+        assert made.speculative == SCHEMA and ran.speculative is None
+        # The same answer for the script, down to the connection's counters.
+        answers = []
+        for d in (made, ran):
+            columns, rows = run(d, SCHEMA, durable=True)
+            answers.append((columns, rows, d.conn.changes(), d.conn.last_insert_rowid(),
+                            d.durable_pending))
+        assert answers[0] == answers[1]
+        assert made.speculative is None and not made.speculation_failed
+        schema = "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY name"
+        assert made.host_exec(schema) == ran.host_exec(schema)
+        assert made.host_exec("SELECT * FROM _wk_host_meta") == [("class", "c"), ("id", "made")]
+        for d in (made, ran):
+            run(d, "INSERT INTO t VALUES ('a', 1)")
+            assert run(d, "SELECT * FROM t") == (["k", "v"], [("a", 1)])
+            assert d.host_exec("PRAGMA integrity_check") == [("ok",)]
+    finally:
+        made.close()
+        ran.close()
+
+
+@pytest.mark.parametrize("first", ["CREATE TABLE other (x)", "SELECT count(*) FROM sqlite_master",
+                                   None])
+def test_a_speculation_not_taken_up_gives_the_plain_template_back(tmp_path: Path,
+                                                                  first: str | None) -> None:
+    d = _new(tmp_path / "a.db", build_schema_image(SCHEMA))
+    try:
+        if first is None:
+            d.end_speculation()  # an on-init that ran no SQL
+        else:
+            out = run(d, first)
+            if first.startswith("SELECT"):
+                assert out == (["count(*)"], [(2,)])  # the template's: no table t
+        assert d.speculation_failed and d.speculative is None
+        names = [r[0] for r in d.host_exec("SELECT name FROM sqlite_master ORDER BY name")]
+        made = ["other"] if first == "CREATE TABLE other (x)" else []
+        assert names == ["_wk_host_alarm", "_wk_host_meta", *made]
+        assert d.host_exec("SELECT * FROM _wk_host_meta") == [("class", "c"), ("id", "a")]
+        run(d, "SELECT 1", durable=True)  # the reopened database syncs like any other
+    finally:
+        d.close()
