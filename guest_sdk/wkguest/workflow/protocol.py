@@ -136,7 +136,7 @@ class Protocol:
         if not self.store.create(run_id, text, tagged, now, durable=not run_here):
             created = self.store.status()
         elif run_here:
-            created = self._first_run(Store.just_created(run_id, text, tagged))
+            created = self._first_run(Store.just_created(run_id, text, tagged), now)
         else:
             # What status() would read back: the row just inserted, in an actor with no
             # steps or events yet (an id without an instance row never keeps any).
@@ -148,7 +148,7 @@ class Protocol:
             raise StoreFault("the new instance is not there after its insert")
         return self._held(msg, created, {**self._status(created), "created": True}, _CREATED)
 
-    def _first_run(self, loaded: Loaded) -> StatusRow | None:
+    def _first_run(self, loaded: Loaded, created_at: int) -> StatusRow | None:
         """Run the instance just created now, in the start's event, as its alarm would.
 
         Only for an operator's start that waits for the end (`wait_ms`). Its client waits
@@ -159,12 +159,27 @@ class Protocol:
         (a bad run, say) syncs here, before the answer says "created". Should the event
         fail instead (a trap, a cut), the client gets the host's error, and the alarm set
         before the insert runs the instance again. `loaded` is what the run would read
-        first, known without the query: the instance row just inserted, nothing else."""
+        first, known without the query: the instance row just inserted, nothing else.
+        Returns the instance's status, read back unless the run finished it."""
         syncs = self.store.syncs
         self.r.on_alarm(loaded)
         if self.store.syncs == syncs:
             self.store.sync()
-        return self.store.status()
+        return self._finished_first(loaded.run_id, created_at) or self.store.status()
+
+    def _finished_first(self, run_id: str, created_at: int) -> StatusRow | None:
+        """What status() would read of an instance that its first run has just finished,
+        known without the query: the finish's values; every position that run took is
+        final, in its journal; and no event can have come (its actor is busy in this
+        event). None if the run did not finish it, or its storage failed."""
+        fin, journal = self.r.finished_as, self.r.journal
+        if fin is None or journal is None or self.r.store_fault is not None:
+            return None
+        state, output, tagged, error, at = fin
+        return StatusRow(state=state, run_id=run_id, wake_at=None, waiting_for=None,
+                         output=output, output_tagged=tagged, error=error,
+                         created_at=created_at, updated_at=at, finished_at=at,
+                         positions=len(journal), events_pending=0)
 
     def _held(self, msg: dict[str, Any], row: StatusRow, answer: dict[str, Any],
               state: str | None = None) -> Reply:

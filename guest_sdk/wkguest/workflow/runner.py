@@ -61,6 +61,9 @@ class Runner:
         self.journal: Journal | None = None  # the warm cache: this instance's journal
         self.store_fault: str | None = None  # why the last run could not use its database
         self._began = False
+        # What this event's run finished the instance as: (state, output, tagged, error,
+        # at), once the finish was written; None otherwise.
+        self.finished_as: tuple[str, str | None, bool, str | None, int] | None = None
         # on_init has just made the tables, in this object's instance: the event that
         # follows (in the same instance, or none: a trap drops the instance and its
         # objects) finds them empty, without asking.
@@ -85,6 +88,7 @@ class Runner:
         """Run the instance. `loaded`: what the event already knows the store holds (the
         first run in the event that created it), instead of reading it."""
         self._began = self.just_created = False
+        self.finished_as = None
         try:
             self._on_alarm(loaded)
         except StoreFault as fault:
@@ -216,5 +220,6 @@ class Runner:
 
     def _finish(self, state: str, output: str | None, tagged: bool, error: str | None) -> None:
         now = self.db.now()
-        self.store.finish(state, output, tagged, error, now)
+        if self.store.finish(state, output, tagged, error, now):
+            self.finished_as = (state, output, tagged, error, now)
         self.db.alarm_set(now + self.config.retention_ms)

@@ -273,3 +273,53 @@ def test_the_first_run_is_handed_what_load_would_read(value: Any) -> None:
     text, tagged = encode(value, 1 << 20, "the input")
     assert store.create("r1", text, tagged, 5, durable=False)
     assert Store.just_created("r1", text, tagged) == store.load(0, "")
+
+
+def _fails_in_a_step(run: Run, _: Any) -> Any:
+    return run.step("a", lambda: 1 / 0, attempts=1)
+
+
+def _no_sleep_no_wait(run: Run, _: Any) -> Any:
+    run.sleep("none", 0)
+    got = run.wait_for_event("nothing", 0)
+    tried = run.try_step("t", lambda: int("x"), attempts=1)
+    return [got, tried.error, run.step("b", lambda: b"\x00\x01")]
+
+
+def _unencodable(run: Run, _: Any) -> Any:
+    run.step("a", lambda: 1)
+    return object()
+
+
+def _bad_runs(run: Run, _: Any) -> Any:
+    raise RuntimeError("outside any step")
+
+
+def _takes_time(run: Run, clock: Any) -> Any:
+    return run.step("a", lambda: clock.jump(7))  # the host's clock moves in the event
+
+
+FIRST_RUNS = {"completed": two_steps, "takes-time": _takes_time,
+              "step-failed": _fails_in_a_step,
+              "fail": lambda run, _: run.fail("refused"),
+              "no-sleep-no-wait": _no_sleep_no_wait, "unencodable": _unencodable,
+              "a-bad-run": _bad_runs, "sleeps": order}
+
+
+@pytest.mark.parametrize("fn", FIRST_RUNS.values(), ids=FIRST_RUNS.keys())
+def test_a_first_runs_answer_is_what_status_reads_back(any_host: FakeHost, fn: Any) -> None:
+    # The start that ran the instance builds its answer from the finish it wrote, not
+    # by reading it back (protocol._finished_first).
+    if fn is _takes_time:
+        any_host.serve("w", lambda run, _: _takes_time(run, any_host.clock))
+    else:
+        any_host.serve("w", fn)
+
+    def ask(route: str, msg: Any) -> Any:
+        code, out = any_host.call("w", "1", "POST", PREFIX + route, cbor.dumps(msg), "operator")
+        assert code == 200, out
+        return cbor.loads(out)
+
+    started = ask("start", {"input": 1, "wait_ms": 5000})
+    assert started.pop("created") is True
+    assert ask("status", {}) == started
