@@ -15,7 +15,7 @@ Routes (`/wk-workflow/v1/<route>`, CBOR map bodies; docs/workflow-protocol.md):
 
 The client routes only record and answer; runs happen in on_alarm, with one exception: an
 operator's start that waits (`wait_ms`) runs the new instance's first run in its own
-event (`_first_run`). Only senders the host marks "actor" or "operator" are served (the
+event (`_create_and_run`). Only senders the host marks "actor" or "operator" are served (the
 public gets 403). A request to an id that
 was never started (or is past its retention) leaves nothing behind: the actor the host
 created for it deletes itself in the same event.
@@ -30,7 +30,7 @@ from . import cbor
 from .errors import CborError, StoreFault, UnsupportedValue, ValueTooLarge
 from .runner import Runner
 from .status import CONTENT_TYPE
-from .store import FINISHED, Loaded, StatusRow, Store
+from .store import FINISHED, StatusRow
 from .values import check_name, decode, encode
 
 MAX_PAGE = 500
@@ -127,29 +127,32 @@ class Protocol:
             return self._held(msg, row, {**self._status(row), "created": created_here},
                               _CREATED if created_here else None)
         wait_ms = _int_field(msg, "wait_ms", 0)  # refused before anything is recorded
-        run_here = wait_ms > 0 and sender == "operator"
         text, tagged = _encode(msg.get("input"), self.r.config.max_value_bytes, "the input")
         now = self.db.now()
-        self.db.alarm_set(now)  # first: whatever syncs the insert below syncs it too
         run_id = self.r.new_run_id()
-        created: StatusRow | None
-        if not self.store.create(run_id, text, tagged, now, durable=not run_here):
-            created = self.store.status()
-        elif run_here:
-            created = self._first_run(Store.just_created(run_id, text, tagged), now)
+        if wait_ms > 0 and sender == "operator":
+            created = self._create_and_run(run_id, text, tagged, now)
         else:
-            # What status() would read back: the row just inserted, in an actor with no
-            # steps or events yet (an id without an instance row never keeps any).
-            created = StatusRow(
-                state="running", run_id=run_id, wake_at=None, waiting_for=None, output=None,
-                output_tagged=False, error=None, created_at=now, updated_at=now,
-                finished_at=None, positions=0, events_pending=0)
+            created = self._create(run_id, text, tagged, now)
         if created is None:
             raise StoreFault("the new instance is not there after its insert")
         return self._held(msg, created, {**self._status(created), "created": True}, _CREATED)
 
-    def _first_run(self, loaded: Loaded, created_at: int) -> StatusRow | None:
-        """Run the instance just created now, in the start's event, as its alarm would.
+    def _create(self, run_id: str, text: str, tagged: bool, now: int) -> StatusRow | None:
+        """Record the instance, durably, with its alarm to now: its runs come from there."""
+        self.db.alarm_set(now)  # first: the durable insert below syncs it too
+        if not self.store.create(run_id, text, tagged, now):
+            return self.store.status()
+        # What status() would read back: the row just inserted, in an actor with no
+        # steps or events yet (an id without an instance row never keeps any).
+        return StatusRow(state="running", run_id=run_id, wake_at=None, waiting_for=None,
+                         output=None, output_tagged=False, error=None, created_at=now,
+                         updated_at=now, finished_at=None, positions=0, events_pending=0)
+
+    def _create_and_run(self, run_id: str, text: str, tagged: bool, now: int
+                        ) -> StatusRow | None:
+        """Record the instance and run its first run now, in the start's event, as its
+        alarm would (Runner.create_and_run). Returns its status after that run.
 
         Only for an operator's start that waits for the end (`wait_ms`). Its client waits
         anyway, and it comes from outside, so no actor's call chain is held up and a step
@@ -157,15 +160,14 @@ class Protocol:
         again, and the create's fsync: the run's own durable write (a step's outcome, the
         finish, a sleep's wake time) syncs the creation with it. A run that synced nothing
         (a bad run, say) syncs here, before the answer says "created". Should the event
-        fail instead (a trap, a cut), the client gets the host's error, and the alarm set
-        before the insert runs the instance again. `loaded` is what the run would read
-        first, known without the query: the instance row just inserted, nothing else.
-        Returns the instance's status, read back unless the run finished it."""
+        fail instead (a trap, a cut), the client gets the host's error, and the watchdog
+        alarm set before the insert runs the instance again."""
         syncs = self.store.syncs
-        self.r.on_alarm(loaded)
+        if not self.r.create_and_run(run_id, text, tagged, now):
+            return self.store.status()
         if self.store.syncs == syncs:
             self.store.sync()
-        return self._finished_first(loaded.run_id, created_at) or self.store.status()
+        return self._finished_first(run_id, now) or self.store.status()
 
     def _finished_first(self, run_id: str, created_at: int) -> StatusRow | None:
         """What status() would read of an instance that its first run has just finished,

@@ -1,7 +1,7 @@
 """The runner: one workflow function served as an actor class, one event at a time.
 
 Runs happen in `on_alarm`, and in one request: an operator's start that waits runs the
-new instance's first run in its own event (protocol.py, `_first_run`). Each run, in order:
+new instance's first run in its own event (`create_and_run`). Each run, in order:
 
 1. reads the instance and the journal delta (one query);
 2. a finished instance: deletes itself once its retention is over, else re-arms for it;
@@ -82,15 +82,33 @@ class Runner:
         """Drop the warm cache (the actor is being deleted, or storage failed)."""
         self.journal = None
 
+    def create_and_run(self, run_id: str, text: str, tagged: bool, now: int) -> bool:
+        """A waiting start's event (protocol.py): create the instance with its first run
+        already begun, and run it. False if the instance was there (nothing is done).
+
+        The row goes in as `begin_run` leaves it (the run counted bad until it reaches a
+        step, the watchdog as its retry and wake time), after the watchdog alarm: one
+        write and one alarm instead of the start's (the alarm to now, the insert) and the
+        run's (begin_run, the watchdog). A cut after the insert leaves what a run from
+        on_alarm leaves when it is cut; before it, an alarm that finds no instance. What
+        the run would load is known too: the row just inserted, nothing else."""
+        watchdog = now + self.retry.backoff(1)
+        self.db.alarm_set(watchdog)  # first: whatever syncs the insert syncs it too
+        if not self.store.create(run_id, text, tagged, now, durable=False, watchdog=watchdog):
+            return False
+        self.on_alarm(Store.just_created(run_id, text, tagged), begun=(now, watchdog))
+        return True
+
     # -- on_alarm ------------------------------------------------------------------
 
-    def on_alarm(self, loaded: Loaded | None = None) -> None:
-        """Run the instance. `loaded`: what the event already knows the store holds (the
-        first run in the event that created it), instead of reading it."""
+    def on_alarm(self, loaded: Loaded | None = None,
+                 begun: tuple[int, int] | None = None) -> None:
+        """Run the instance (`create_and_run` passes what it knows: the instance `loaded`
+        as the store holds it, and the run `begun` at (now, watchdog))."""
         self._began = self.just_created = False
         self.finished_as = None
         try:
-            self._on_alarm(loaded)
+            self._on_alarm(loaded, begun)
         except StoreFault as fault:
             self.forget()
             # The status says why the instance does not move, even if the database is too
@@ -107,7 +125,9 @@ class Runner:
         else:
             self.store_fault = None
 
-    def _on_alarm(self, loaded: Loaded | None) -> None:
+    def _on_alarm(self, loaded: Loaded | None, begun: tuple[int, int] | None) -> None:
+        if loaded is not None and begun is not None:
+            return self._run(loaded, *begun)
         if loaded is None:
             j = self.journal
             loaded = self.store.load(len(j) if j else 0, j.run_id if j else "")
@@ -133,12 +153,16 @@ class Runner:
         else:
             self.db.alarm_set(due)
 
-    def _run(self, loaded: Loaded, now: int) -> None:
+    def _run(self, loaded: Loaded, now: int, watchdog: int | None = None) -> None:
+        """`watchdog`: the run was begun with the instance's insert (create_and_run)."""
         bad = loaded.bad_runs + 1
-        watchdog = now + self.retry.backoff(bad)
-        self.store.begin_run(bad, watchdog, now)
-        self._began = True
-        self.db.alarm_set(watchdog)
+        if watchdog is not None:
+            self._began = True
+        else:
+            watchdog = now + self.retry.backoff(bad)
+            self.store.begin_run(bad, watchdog, now)
+            self._began = True
+            self.db.alarm_set(watchdog)
         try:
             journal = self._journal(loaded)
             input_value = journal.begin_run(loaded)  # before Run takes its lists

@@ -229,13 +229,17 @@ class Store:
 
     # -- the instance --------------------------------------------------------------
 
-    def create(self, run_id: str, text: str, tagged: bool, now: int, durable: bool = True
-               ) -> bool:
+    def create(self, run_id: str, text: str, tagged: bool, now: int, durable: bool = True,
+               watchdog: int | None = None) -> bool:
+        """Insert the instance. `watchdog`: with its first run begun, as
+        begin_run(1, watchdog, now) would leave it."""
         write = self._durable if durable else self.db.exec
         return write(
             "/*wk:create*/ INSERT OR IGNORE INTO _wk_wf (id, state, run_id, input, input_tagged,"
-            " created_at, updated_at) VALUES (1, 'running', ?, ?, ?, ?, ?)",
-            (run_id, text, int(tagged), now, now),
+            " bad_runs, retry_at, wake_at, created_at, updated_at)"
+            " VALUES (1, 'running', ?, ?, ?, ?, ?, ?, ?, ?)",
+            (run_id, text, int(tagged), 0 if watchdog is None else 1, watchdog, watchdog,
+             now, now),
         ) > 0
 
     def begin_run(self, bad_runs: int, retry_at: int, now: int) -> None:

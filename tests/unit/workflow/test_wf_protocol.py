@@ -323,3 +323,18 @@ def test_a_first_runs_answer_is_what_status_reads_back(any_host: FakeHost, fn: A
     started = ask("start", {"input": 1, "wait_ms": 5000})
     assert started.pop("created") is True
     assert ask("status", {}) == started
+
+
+def test_an_instance_created_begun_is_as_created_then_begun() -> None:
+    rows = []
+    for begun_in_the_insert in (False, True):
+        db = FakeBackend()
+        store = Store(db)
+        store.init_schema()
+        if begun_in_the_insert:
+            store.create("r1", '"x"', False, 5, watchdog=1005)
+        else:
+            store.create("r1", '"x"', False, 5)
+            store.begin_run(1, 1005, 5)
+        rows.append(db.rows("SELECT * FROM _wk_wf"))
+    assert rows[0] == rows[1] and rows[0][0][1] == "running"
