@@ -108,6 +108,45 @@ def test_a_kill_at_a_named_point_loses_nothing(point: str, skip: int, what: str,
         _check_the_unanswered_event(fleet, snap, point)
 
 
+# A start that waits runs the new instance's first run in its own event, and its insert
+# is not synced by itself: the kill comes inside that event, before any answer.
+WAITING_START_POINTS = [
+    ("sql-after:wk:create", 0, "the instance inserted, its first run begun"),
+    ("sql-after:wk:attempt", 0, "the first run's first attempt counted"),
+    ("sql-before:wk:result", 0, "the first run's first step returned, not recorded"),
+    ("sql-after:wk:result", 1, "the first run's second step recorded"),
+]
+
+
+@pytest.mark.parametrize("point,skip,what", WAITING_START_POINTS,
+                         ids=[f"{p}+{s}" for p, s, _ in WAITING_START_POINTS])
+def test_a_kill_in_a_waiting_starts_first_run_loses_nothing(
+        point: str, skip: int, what: str, launch: Launch, shop_wasm: dict[str, Path],
+        tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    fleet = Fleet(three_orders(), start_wait_ms=50)
+    host = launch(shop(shop_wasm), data, crash_at=point, skip=skip)
+    fleet.attach(host)
+    down = fleet.pump_until_down()
+    assert host.crashed_at(point), host.log[-20:]
+    cut = [o for o in fleet.orders.values()
+           if o.run_id is None and o.starts > o.trapped_starts]
+    assert len(cut) == 1, "the kill came inside a start, before its answer"
+    snap = fleet.record_kill(down, data)
+    assert ("orders", cut[0].oid) in snap  # kill -9 keeps what was committed
+
+    fleet.attach(launch(shop(shop_wasm), data))
+    fleet.pump()  # the cut start is sent again: it finds the instance, which goes on
+    calls = fleet.verify()
+    more = extra_runs(fleet, calls)
+    assert sum(more.values()) <= 1, more
+    assert cut[0].starts == 2 + cut[0].trapped_starts
+    if cut[0].oid != "o-trap":
+        # The order whose pack traps once trapped its start's first run: answered 500,
+        # and sent again, the start found its instance, which went on from its alarm.
+        assert fleet.orders["o-trap"].trapped_starts == 1
+
+
 def _check_sleep_kept_its_wake_time(fleet: Fleet, snap: dict[Any, Any]) -> None:
     """The wake time recorded before the kill is the one the sleep kept: a replay never
     restarts a sleep."""
