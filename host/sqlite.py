@@ -137,9 +137,9 @@ def _create_from_template(path: Path, data: bytes | None = None) -> None:
 # What a schema-only script may do, seen by the authorizer while it is prepared: make
 # tables, indexes, triggers and views (SQLite writes and reads sqlite_master for them,
 # reads the new tables' columns for their indexes and checks, and asks for a REINDEX of
-# each new index), in a transaction. Anything
-# else (a row written, a function called, a pragma) makes the script's result depend on
-# more than the template, so it is not kept as an image.
+# each new index), in a transaction. Anything else (a row written, a function called, a
+# pragma) could make the script's result depend on more than the template, so it is not
+# kept as an image.
 _SCHEMA_OPS = frozenset({
     apsw.SQLITE_CREATE_TABLE, apsw.SQLITE_CREATE_INDEX, apsw.SQLITE_CREATE_TRIGGER,
     apsw.SQLITE_CREATE_VIEW, apsw.SQLITE_TRANSACTION, apsw.SQLITE_READ, apsw.SQLITE_REINDEX,
@@ -272,7 +272,8 @@ class ActorDb:
         new file has none. What the directory sync gave is kept: the first fsync of the
         WAL that a durable write asks for (`_fsync_wal`) syncs the directory too, before
         anything is reported durable."""
-        self._host_writes.append((sql, params))  # what a failed speculation replays
+        if self.speculative is not None:
+            self._host_writes.append((sql, params))  # what a failed speculation replays
         if not self._new_wal or self.conn.in_transaction:
             self.host_exec(sql, params)
             return
