@@ -78,17 +78,27 @@ NAMED_POINTS = [
 ]
 
 
-@pytest.mark.parametrize("point,skip,what", NAMED_POINTS,
-                         ids=[f"{p}+{s}" for p, s, _ in NAMED_POINTS])
+def killed_at(point: str, skip: int, fleet: Fleet, launch: Launch,
+              shop_wasm: dict[str, Path], data: Path) -> HostDown:
+    """Drive `fleet` on a host that kills itself at `point` (after `skip` hits)."""
+    host = launch(shop(shop_wasm), data, crash_at=point, skip=skip)
+    fleet.attach(host)
+    down = fleet.pump_until_down()
+    assert host.crashed_at(point), host.log[-20:]
+    return down
+
+
+def point_ids(points: list[tuple[str, int, str]]) -> list[str]:
+    return [f"{p}+{s}" for p, s, _ in points]
+
+
+@pytest.mark.parametrize("point,skip,what", NAMED_POINTS, ids=point_ids(NAMED_POINTS))
 def test_a_kill_at_a_named_point_loses_nothing(point: str, skip: int, what: str,
                                                launch: Launch, shop_wasm: dict[str, Path],
                                                tmp_path: Path) -> None:
     data = tmp_path / "data"
     fleet = Fleet(three_orders())
-    host = launch(shop(shop_wasm), data, crash_at=point, skip=skip)
-    fleet.attach(host)
-    down = fleet.pump_until_down()
-    assert host.crashed_at(point), host.log[-20:]
+    down = killed_at(point, skip, fleet, launch, shop_wasm, data)
     snap = fleet.record_kill(down, data)
 
     fleet.attach(launch(shop(shop_wasm), data))
@@ -119,16 +129,13 @@ WAITING_START_POINTS = [
 
 
 @pytest.mark.parametrize("point,skip,what", WAITING_START_POINTS,
-                         ids=[f"{p}+{s}" for p, s, _ in WAITING_START_POINTS])
+                         ids=point_ids(WAITING_START_POINTS))
 def test_a_kill_in_a_waiting_starts_first_run_loses_nothing(
         point: str, skip: int, what: str, launch: Launch, shop_wasm: dict[str, Path],
         tmp_path: Path) -> None:
     data = tmp_path / "data"
     fleet = Fleet(three_orders(), start_wait_ms=50)
-    host = launch(shop(shop_wasm), data, crash_at=point, skip=skip)
-    fleet.attach(host)
-    down = fleet.pump_until_down()
-    assert host.crashed_at(point), host.log[-20:]
+    down = killed_at(point, skip, fleet, launch, shop_wasm, data)
     cut = [o for o in fleet.orders.values()
            if o.run_id is None and o.starts > o.trapped_starts]
     assert len(cut) == 1, "the kill came inside a start, before its answer"
