@@ -96,19 +96,19 @@ class Runner:
         self.db.alarm_set(watchdog)  # first: whatever syncs the insert syncs it too
         if not self.store.create(run_id, text, tagged, now, durable=False, watchdog=watchdog):
             return False
-        self.on_alarm(Store.just_created(run_id, text, tagged), begun=(now, watchdog))
+        self.on_alarm(begun=(Store.just_created(run_id, text, tagged), now, watchdog))
         return True
 
     # -- on_alarm ------------------------------------------------------------------
 
-    def on_alarm(self, loaded: Loaded | None = None,
-                 begun: tuple[int, int] | None = None) -> None:
-        """Run the instance (`create_and_run` passes what it knows: the instance `loaded`
-        as the store holds it, and the run `begun` at (now, watchdog))."""
+    def on_alarm(self, begun: tuple[Loaded, int, int] | None = None) -> None:
+        """Run the instance. `begun`: a first run that `create_and_run` has begun, with
+        what it knows (the instance as loading it would read it, the clock, the
+        watchdog), instead of reading them."""
         self._began = self.just_created = False
         self.finished_as = None
         try:
-            self._on_alarm(loaded, begun)
+            self._on_alarm(begun)
         except StoreFault as fault:
             self.forget()
             # The status says why the instance does not move, even if the database is too
@@ -125,12 +125,11 @@ class Runner:
         else:
             self.store_fault = None
 
-    def _on_alarm(self, loaded: Loaded | None, begun: tuple[int, int] | None) -> None:
-        if loaded is not None and begun is not None:
-            return self._run(loaded, *begun)
-        if loaded is None:
-            j = self.journal
-            loaded = self.store.load(len(j) if j else 0, j.run_id if j else "")
+    def _on_alarm(self, begun: tuple[Loaded, int, int] | None) -> None:
+        if begun is not None:
+            return self._run(*begun)
+        j = self.journal
+        loaded = self.store.load(len(j) if j else 0, j.run_id if j else "")
         if loaded is None:  # an alarm left on an actor that was never started
             self.forget()
             self.db.delete_self()
@@ -156,13 +155,13 @@ class Runner:
     def _run(self, loaded: Loaded, now: int, watchdog: int | None = None) -> None:
         """`watchdog`: the run was begun with the instance's insert (create_and_run)."""
         bad = loaded.bad_runs + 1
-        if watchdog is not None:
-            self._began = True
-        else:
+        if watchdog is None:
             watchdog = now + self.retry.backoff(bad)
             self.store.begin_run(bad, watchdog, now)
             self._began = True
             self.db.alarm_set(watchdog)
+        else:  # begun by the insert, after its watchdog alarm
+            self._began = True
         try:
             journal = self._journal(loaded)
             input_value = journal.begin_run(loaded)  # before Run takes its lists
