@@ -188,10 +188,10 @@ class ActorDb:
         # script (not run again) or anything else (the plain template comes back first).
         self.speculative = image.script if image and self.created else None
         self.speculation_failed = False
-        # The first guest statement of a database made from the plain template, and
-        # whether it was schema-only: what a class's image is learnt from (schema_script).
+        # The first guest statement of a database made from the plain template, if it
+        # was schema-only: what a class's image is learnt from (schema_script).
         self._watch = self.created and image is None
-        self._first: tuple[str, bool] | None = None
+        self._schema_first: str | None = None
         self._watching = False  # the authorizer looks for what is not schema-only
         self._schema_only = True
         self._guest_statements = 0
@@ -339,9 +339,9 @@ class ActorDb:
             self._guest = False
             self._slot_given_up.close()  # a long statement takes its slot back
             watched, self._watching = self._watching, False
-        if watched:
-            self._first = (sql, self._schema_only and not columns and not rows
-                           and not self.conn.in_transaction)
+        if watched and self._schema_only and not columns and not rows \
+                and not self.conn.in_transaction:
+            self._schema_first = sql
         return self._after_statement(sql, durable, io_wait, columns, rows)
 
     def _after_statement(self, sql: str, durable: bool,
@@ -362,9 +362,7 @@ class ActorDb:
         """After on-init: its script, if it ran exactly one statement, on a database made
         from the plain template, and that statement was schema-only and left no
         transaction open: what the class's image can be made of."""
-        if self._guest_statements != 1 or self._first is None or not self._first[1]:
-            return None
-        return self._first[0]
+        return self._schema_first if self._guest_statements == 1 else None
 
     def end_speculation(self) -> None:
         """After on-init: a speculation never taken up (an on-init that ran no SQL) goes

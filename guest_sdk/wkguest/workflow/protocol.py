@@ -15,10 +15,10 @@ Routes (`/wk-workflow/v1/<route>`, CBOR map bodies; docs/workflow-protocol.md):
 
 The client routes only record and answer; runs happen in on_alarm, with one exception: an
 operator's start that waits (`wait_ms`) runs the new instance's first run in its own
-event (`_create_and_run`). Only senders the host marks "actor" or "operator" are served (the
-public gets 403). A request to an id that
-was never started (or is past its retention) leaves nothing behind: the actor the host
-created for it deletes itself in the same event.
+event (`_create_and_run`). Only senders the host marks "actor" or "operator" are served
+(the public gets 403). A request to an id that was never started (or is past its
+retention) leaves nothing behind: the actor the host created for it deletes itself in
+the same event.
 """
 
 from __future__ import annotations

@@ -94,7 +94,7 @@ class Runner:
         the run would load is known too: the row just inserted, nothing else."""
         watchdog = now + self.retry.backoff(1)
         self.db.alarm_set(watchdog)  # first: whatever syncs the insert syncs it too
-        if not self.store.create(run_id, text, tagged, now, durable=False, watchdog=watchdog):
+        if not self.store.create(run_id, text, tagged, now, watchdog=watchdog):
             return False
         self.on_alarm(begun=(Store.just_created(run_id, text, tagged), now, watchdog))
         return True

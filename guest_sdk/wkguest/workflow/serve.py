@@ -17,7 +17,7 @@ from typing import Any
 
 from .backend import RealBackend
 from .config import Config
-from .protocol import Protocol
+from .protocol import HOLD_STATE, Protocol
 from .runner import Runner, Workflow
 
 
@@ -48,7 +48,7 @@ def serve(fn: Workflow, config: Config | None = None) -> type[Any]:
 
         def handle(self, req: Request) -> Response:
             out = self.protocol.handle(req.method, req.path, req.body, req.sender.kind,
-                                       req.header("wk-hold-state"))
+                                       req.header(HOLD_STATE))
             return Response(out.status, out.headers, out.body)
 
     WorkflowActor.__name__ = WorkflowActor.__qualname__ = f"Workflow_{fn.__name__}"

@@ -229,11 +229,12 @@ class Store:
 
     # -- the instance --------------------------------------------------------------
 
-    def create(self, run_id: str, text: str, tagged: bool, now: int, durable: bool = True,
+    def create(self, run_id: str, text: str, tagged: bool, now: int,
                watchdog: int | None = None) -> bool:
-        """Insert the instance. `watchdog`: with its first run begun, as
-        begin_run(1, watchdog, now) would leave it."""
-        write = self._durable if durable else self.db.exec
+        """Insert the instance, durably. `watchdog`: with its first run begun, as
+        begin_run(1, watchdog, now) would leave it, and not synced by itself: that run's
+        own durable write syncs it (Runner.create_and_run)."""
+        write = self._durable if watchdog is None else self.db.exec
         return write(
             "/*wk:create*/ INSERT OR IGNORE INTO _wk_wf (id, state, run_id, input, input_tagged,"
             " bad_runs, retry_at, wake_at, created_at, updated_at)"

@@ -271,7 +271,7 @@ def test_the_first_run_is_handed_what_load_would_read(value: Any) -> None:
     store = Store(FakeBackend())
     store.init_schema()
     text, tagged = encode(value, 1 << 20, "the input")
-    assert store.create("r1", text, tagged, 5, durable=False)
+    assert store.create("r1", text, tagged, 5)
     assert Store.just_created("r1", text, tagged) == store.load(0, "")
 
 
