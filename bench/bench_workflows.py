@@ -40,6 +40,7 @@ import asyncio
 import contextlib
 import gc
 import os
+import stat
 import statistics
 import threading
 import time
@@ -104,6 +105,22 @@ def _timing_guard(orig: Callable[..., Any]) -> Callable[..., Any]:
     return guard
 
 
+def _counted_sync(real: Callable[[int], None]) -> Callable[[int], None]:
+    """os.fsync or os.fdatasync, counting each call by what it syncs: a WAL, a database
+    file, a directory (the host's own syncs only: SQLite's are made in C)."""
+
+    def counted(fd: int) -> None:
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            FSYNCS["dir"] += 1
+        elif os.readlink(f"/proc/self/fd/{fd}").endswith("-wal"):
+            FSYNCS["wal"] += 1
+        else:
+            FSYNCS["file"] += 1
+        real(fd)
+
+    return counted
+
+
 @contextlib.contextmanager
 def _probed_linker() -> Iterator[None]:
     """Wrap every host function (in this process only) to time and count it, and count
@@ -113,18 +130,8 @@ def _probed_linker() -> Iterator[None]:
     from wkhost.sqlite import ActorDb
 
     if not getattr(ActorDb, "_bench_counted", False):
-        real_fsync, real_dir_fsync = ActorDb._fsync_wal, ActorDb._fsync_dir
-
-        def counted(self: Any) -> None:
-            FSYNCS["fsync"] += 1
-            real_fsync(self)
-
-        def counted_dir(self: Any) -> None:
-            FSYNCS["fsync"] += 1
-            FSYNCS["dir"] += 1
-            real_dir_fsync(self)
-
-        ActorDb._fsync_wal, ActorDb._fsync_dir = counted, counted_dir
+        for name in ("fsync", "fdatasync"):
+            setattr(os, name, _counted_sync(getattr(os, name)))
         ActorDb._bench_counted = True
     orig = linker.guard
     linker.guard = _timing_guard(orig)
@@ -320,24 +327,44 @@ def count_synced_writes() -> dict[str, Any]:
     try:
         wf_call(host, host.actor_ref(WF, "sync-warmup"), "start", waiting_start)
         HOSTFN.calls.clear()
-        f0, d0 = FSYNCS["fsync"], FSYNCS["dir"]
-        st = wf_call(host, host.actor_ref(WF, "sync-count"), "start", waiting_start)
-        total, dirs = FSYNCS["fsync"] - f0, FSYNCS["dir"] - d0
+        before = FSYNCS.copy()
+        st = wf_call(host, host.actor_ref(WF, _same_shard_as("sync-warmup")), "start",
+                     waiting_start)
+        # The start waited for every sync of its actor's first durable write, the new
+        # file's too (they run on a thread of their own).
+        synced = FSYNCS - before
         calls = dict(HOSTFN.calls)  # host functions called from the guest
     finally:
         host.close()
     # SQLite's own syncs are not counted here: a new actor's first write skips them
     # (ActorDb.first_host_write), and a checkpoint's come once per 1,000 WAL pages.
-    return {"fsyncs_per_workflow": total, "directory_fsyncs": dirs, "host_calls": calls,
+    return {"fsyncs_per_workflow": sum(synced.values()), "wal_fsyncs": synced["wal"],
+            "file_fsyncs": synced["file"], "directory_fsyncs": synced["dir"],
+            "host_calls": calls,
             "state": st.get("state"), "output": st.get("output"),
             "why": [
                 "finish: the output and state (exec-durable), before the answer reports "
                 "them. The instance row with its input and run_id, the alarm, on-init's "
                 "commit and the three step results, each committed as it came, ride on "
                 "this one sync: the start that waits tells its client nothing before",
-                "the new database's directory, once, with that first durable write: the "
-                "new WAL file's entry must survive what its frames survive",
+                "the new database file's content, once, off the event's path: the "
+                "pages it has from the template (or its class's schema image) are in no "
+                "WAL frame, and the frames need them",
+                "the new database's directory, once, off the event's path too: the "
+                "entries of the new file and of its WAL must survive what their frames "
+                "survive",
             ]}
+
+
+def _same_shard_as(actor_id: str) -> str:
+    """An id whose database goes in the same directory as `actor_id`'s: in a host that
+    has served a while, every one of the 256 directories exists, and a new one's own
+    sync (once per directory) is not what a workflow costs."""
+    from wkhost.paths import db_path
+
+    want = db_path(Path("."), WF, actor_id).parent
+    return next(f"sync-count-{i}" for i in range(100_000)
+                if db_path(Path("."), WF, f"sync-count-{i}").parent == want)
 
 
 async def _load(url: str, token: str, concurrency: int, total: int, tag: str

@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
-import stat
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import apsw
 import pytest
-from wkhost.sqlite import ActorDb, SqlError, _template_bytes, build_schema_image, pack_rows
+from wkhost.sqlite import (
+    ActorDb,
+    SqlError,
+    _template_bytes,
+    build_schema_image,
+    pack_rows,
+    sync_new_file,
+)
 
 
 @pytest.fixture
@@ -217,36 +225,82 @@ def sqlite_syncs() -> Iterator[list[str]]:
     vfs.unregister()
 
 
-def test_a_new_actors_first_write_skips_sqlites_syncs_and_its_directory_is_synced_once(
-        tmp_path: Path, sqlite_syncs: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    ours: list[str] = []  # the host's own fsyncs: "dir" or "file"
-    real_fsync = os.fsync
+@pytest.fixture
+def host_syncs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """The host's own fsync and fdatasync calls, each recorded once done: (call, path).
+    The new file's syncs run on another thread, so tests compare sets, not orders; its
+    fdatasync is made slow, so that a durable write that does not wait for it shows."""
+    synced: list[tuple[str, str]] = []
 
-    def fsync(fd: int) -> None:
-        ours.append("dir" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file")
-        real_fsync(fd)
+    def recorder(real: Any, call: str) -> Any:
+        def sync(fd: int) -> None:
+            if call == "fdatasync":
+                time.sleep(0.05)
+            real(fd)
+            synced.append((call, os.readlink(f"/proc/self/fd/{fd}")))
 
-    monkeypatch.setattr(os, "fsync", fsync)
-    d = ActorDb(tmp_path / "a.db", max_pages=64)
+        return sync
+
+    monkeypatch.setattr(os, "fsync", recorder(os.fsync, "fsync"))
+    monkeypatch.setattr(os, "fdatasync", recorder(os.fdatasync, "fdatasync"))
+    return synced
+
+
+def test_a_new_actors_file_and_directories_are_durable_before_its_first_durable_write_returns(
+        tmp_path: Path, sqlite_syncs: list[str], host_syncs: list[tuple[str, str]]) -> None:
+    path = tmp_path / "new-dir" / "a.db"
+    wal = ("fsync", f"{path}-wal")
+    made_durable = {
+        ("fsync", str(tmp_path)),  # the new directory's entry, before any file is in it
+        ("fdatasync", str(path)),  # the template's pages: in no WAL frame
+        ("fsync", str(path.parent)),  # the entries of the file and of its WAL
+    }
+    d = ActorDb(path, max_pages=64)
     try:
+        assert host_syncs[0] == ("fsync", str(tmp_path))
         d.first_host_write("INSERT INTO _wk_host_meta VALUES ('initialized', 0)")
-        assert sqlite_syncs == [] and ours == []  # not the WAL header's, nor the dir's
+        assert sqlite_syncs == []  # not the WAL header's, nor the directory's
         assert d.host_exec("PRAGMA synchronous")[0][0] == 1  # NORMAL again
         run(d, "CREATE TABLE t (x)")
+        assert wal not in host_syncs
         run(d, "INSERT INTO t VALUES (1)", durable=True)
-        assert ours == ["file", "dir"]  # the WAL, then the entry of the new WAL file
+        assert set(host_syncs) == made_durable | {wal} and len(host_syncs) == 4
         run(d, "INSERT INTO t VALUES (2)", durable=True)
-        assert ours == ["file", "dir", "file"]
+        assert host_syncs[4:] == [wal]  # from now on, the WAL alone
     finally:
         d.close()
     assert sqlite_syncs == []
-    # Reopened with its WAL in place, nothing is skipped: SQLite's syncs are its own again.
-    d = ActorDb(tmp_path / "a.db", max_pages=64)
+    # Reopened with its WAL in place, nothing is skipped: SQLite's syncs are its own again,
+    # and the file made before needs no sync of its own.
+    del host_syncs[:]
+    d = ActorDb(path, max_pages=64)
     try:
         d.first_host_write("UPDATE _wk_host_meta SET v = 1")
         assert d.host_exec("SELECT v FROM _wk_host_meta") == [(1,)]
+        run(d, "INSERT INTO t VALUES (3)", durable=True)
+        assert host_syncs == [wal]
     finally:
         d.close()
+
+
+def test_a_failed_sync_of_the_new_file_fails_every_durable_write(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def fdatasync(fd: int) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "fdatasync", fdatasync)
+    d = ActorDb(tmp_path / "a.db", max_pages=64)
+    try:
+        run(d, "CREATE TABLE t (x)")
+        for _ in range(2):  # not only the first: the file's pages may be lost for good
+            with pytest.raises(OSError, match="Input/output error"):
+                run(d, "INSERT INTO t VALUES (1)", durable=True)
+    finally:
+        d.close()
+
+
+def test_a_new_file_deleted_before_its_sync_has_nothing_to_sync(tmp_path: Path) -> None:
+    sync_new_file(tmp_path / "gone.db")  # delete-self came first: no error
 
 
 def test_the_database_is_the_hosts_alone_while_open(tmp_path: Path) -> None:
