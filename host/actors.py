@@ -43,6 +43,7 @@ def _kind(e: HostError) -> str:
         "BadRequest": "invalid",
         "CallRefused": "refused",
         "Overloaded": "refused",
+        "PeerUnavailable": "refused",
         "DeadlineExceeded": "timeout",
         "BudgetExceeded": "callee-budget",
         "GuestFailed": "callee-trapped",

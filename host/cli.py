@@ -15,7 +15,9 @@ from typing import Any, NoReturn
 from . import logs
 from .config import HostConfig
 from .http_fetch import FetchPolicy
+from .partition import Partition
 from .serve import ServeOptions, serve
+from .supervisor import MAX_PROCESSES, die_with, inherited_socket, supervise
 
 DEFAULT_SERVER = "http://127.0.0.1:8080"
 
@@ -23,6 +25,7 @@ DEFAULT_SERVER = "http://127.0.0.1:8080"
 def main(argv: list[str] | None = None) -> int:
     parser = make_parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # for serve --processes N
     if not getattr(args, "run", None):
         parser.print_help()
         return 2
@@ -93,7 +96,19 @@ def _add_serve(sub: Any) -> None:
                    help="size cap of each actor's database (default %(default)s)")
     s.add_argument("--max-body-kb", type=int, default=1024,
                    help="largest request or response body (default %(default)s)")
-    s.add_argument("--workers", type=int, default=16, help="event threads (default %(default)s)")
+    s.add_argument("--processes", type=int, default=1, metavar="N",
+                   help="serve with N processes, each owning a fixed share of the actors "
+                        "and running its events on its own core; any of them takes any "
+                        "request and passes it to the right one. About one core's worth "
+                        "of events is what one process runs (default %(default)s; try the "
+                        "number of cores)")
+    # Set by the supervisor of --processes N for each process it starts.
+    s.add_argument("--process", help=argparse.SUPPRESS)
+    s.add_argument("--listen-fd", type=int, help=argparse.SUPPRESS)
+    s.add_argument("--supervisor-pid", type=int, help=argparse.SUPPRESS)
+    s.add_argument("--fake-clock-start", type=int, help=argparse.SUPPRESS)
+    s.add_argument("--workers", type=int, default=16,
+                   help="event threads per process (default %(default)s)")
     s.add_argument("--running-events", type=int, default=0,
                    help="events running host or guest code at once; the other event threads "
                         "wait, and one waiting on the network, SQLite or another actor gives "
@@ -173,12 +188,24 @@ def run_serve(args: argparse.Namespace) -> int:  # returns only for bad usage
         schema_images=args.schema_images,
     )
     opts = ServeOptions(actors, access, args.host, args.port, args.admin_token_file,
-                        args.fake_clock, reuse_instances=frozenset(reuse))
+                        args.fake_clock, reuse_instances=frozenset(reuse),
+                        fake_clock_start_ms=args.fake_clock_start)
+    if not 1 <= args.processes <= MAX_PROCESSES:
+        print(f"wkhost: error: --processes takes 1 to {MAX_PROCESSES}", file=sys.stderr)
+        return 2
     from .errors import HostError
 
     rc = 0
     try:
-        asyncio.run(serve(config, opts))
+        if args.process is not None:  # one of --processes N, started by the supervisor
+            me, count = (int(x) for x in args.process.split("/"))
+            die_with(args.supervisor_pid)
+            config.partition = Partition(me, count)
+            asyncio.run(serve(config, opts, inherited_socket(args.listen_fd)))
+        elif args.processes > 1:
+            rc = supervise(config, opts, args.processes, args.argv)
+        else:
+            asyncio.run(serve(config, opts))
     except (HostError, OSError) as e:
         print(f"wkhost: error: {e}", file=sys.stderr)
         rc = 1

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from .engine import InstancePool
 from .http_fetch import FetchPolicy
+from .partition import Partition
 
 
 @dataclass
@@ -72,6 +73,8 @@ class HostConfig:
     # of the template with it applied (host/sqlite.py, schema images).
     schema_images: bool = True
     http: FetchPolicy = field(default_factory=FetchPolicy)
+    # Which actors this process serves, with `wkhost serve --processes N` (host/partition.py).
+    partition: Partition = field(default_factory=Partition)
     # Test-only: drop every instance after each event (the "always replay" mode).
     always_fresh_instance: bool = False
 

@@ -6,6 +6,8 @@
     ├── Forbidden                  an internal class asked by the public (403)
     ├── TooLarge                   a body or result over its cap (413)
     ├── Overloaded                 backpressure: too many events waiting (503 + Retry-After)
+    │   └── PeerUnavailable        the process that serves the actor is not answering
+    ├── NotServedHere              an actor of another process reached this one (500)
     ├── CallRefused                re-entry, a cross-thread cycle, the depth cap (409)
     ├── DeadlineExceeded           the event's time ran out while waiting (504)
     ├── StorageFailed              an actor's database cannot be opened: disk full... (507)
@@ -50,6 +52,17 @@ class TooLarge(HostError):
 class Overloaded(HostError):
     http_status = 503
     retry_after_s = 1
+
+
+class PeerUnavailable(Overloaded):
+    """With `--processes N`: the process that serves the actor did not answer (it is
+    restarting, or gone)."""
+
+
+class NotServedHere(HostError):
+    """An event for an actor that another process serves: a routing bug, never run."""
+
+    http_status = 500
 
 
 class CallRefused(HostError):

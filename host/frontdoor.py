@@ -24,8 +24,10 @@ from urllib.parse import unquote
 from aiohttp import web
 
 from .clock import FakeClock
-from .errors import BadRequest, HostError, Overloaded
+from .errors import BadRequest, HostError, NotServedHere, Overloaded
 from .hold import HOLD_STATE, is_hold_header
+from .peers import PeerClients, add_peer_routes, advance_clock, forward
+from .peers import list_actors as list_from_every_process
 from .runtime import Host
 from .types import ActorRef, Request, Response, Sender
 
@@ -35,11 +37,19 @@ _HOP_BY_HOP = frozenset({"connection", "content-length", "transfer-encoding", "k
                          "upgrade", "te", "trailer", "proxy-authenticate"})
 
 
-def make_app(host: Host, admin_token: str) -> web.Application:
+def make_app(host: Host, admin_token: str, peer_clients: PeerClients | None = None,
+             for_peers: bool = False) -> web.Application:
+    """The front door. With `--processes N`, each process serves it to clients and, with
+    the `/_wk/peer/...` routes added (`for_peers`), to the other processes
+    (host/peers.py)."""
     app = web.Application(client_max_size=host.config.max_body_bytes,
                           middlewares=[_errors_middleware])
     app["host"] = host
     app["token"] = admin_token
+    app["peers"] = peer_clients
+    app["for_peers"] = for_peers
+    if for_peers:
+        add_peer_routes(app)
     app.router.add_get("/_wk/health", _health)
     app.router.add_get("/_wk/actors/{cls}", _list_actors)
     app.router.add_post("/_wk/clock/advance", _advance_clock)
@@ -80,6 +90,12 @@ async def _to_actor(request: web.Request) -> web.Response:
     host: Host = request.app["host"]
     cls, actor_id, path = split_target(request.raw_path)
     ref = host.actor_ref(cls, actor_id)
+    partition = host.config.partition
+    if not partition.owns(actor_id):
+        if request.app["for_peers"]:  # passed on once already: never again
+            raise NotServedHere(f"{ref} was passed to process {partition.me}, which does "
+                                "not serve it")
+        return await forward(request, partition.owner(actor_id))
     operator = is_operator(request)
     headers = [(k.lower(), v) for k, v in request.headers.items()
                if not (operator and k.lower() == "authorization") and not is_hold_header(k)]
@@ -157,7 +173,9 @@ async def _health(request: web.Request) -> web.Response:
     return web.json_response({"ok": True, "classes": sorted(host.classes),
                               "alarms_pending": host.scheduler.pending(),
                               "requests_held": host.holds.count(),
-                              "instances_reused": host.spares.taken})
+                              "instances_reused": host.spares.taken,
+                              "process": host.config.partition.me,
+                              "processes": host.config.partition.count})
 
 
 async def _list_actors(request: web.Request) -> web.Response:
@@ -169,7 +187,12 @@ async def _list_actors(request: web.Request) -> web.Response:
         limit = min(10_000, int(request.query.get("limit", "1000")))
     except ValueError:
         raise BadRequest("limit must be a whole number") from None
-    ids = host.list_actors(request.match_info["cls"], after, limit)
+    cls = request.match_info["cls"]
+    if host.config.partition.count == 1:
+        ids = host.list_actors(cls, after, limit)
+    else:
+        host.actor_ref(cls, "-")  # an unknown class: 404 here, not from each process
+        ids = await list_from_every_process(request.app, cls, after, limit)
     return web.json_response({"ids": ids})
 
 
@@ -183,4 +206,7 @@ async def _advance_clock(request: web.Request) -> web.Response:
         ms = int(request.query["ms"])
     except (KeyError, ValueError):
         raise BadRequest("give ?ms=N, a whole number of milliseconds") from None
-    return web.json_response({"now": host.clock.jump(ms)})
+    now = host.clock.jump(ms)
+    if host.config.partition.count > 1:
+        await advance_clock(request.app, now)
+    return web.json_response({"now": now})

@@ -8,6 +8,7 @@ running, so a start that finds it knows the last stop was unclean and rebuilds.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -30,11 +31,16 @@ CREATE TABLE IF NOT EXISTS alarms (cls TEXT, id TEXT, at_ms INTEGER NOT NULL,
 
 
 class Index:
-    def __init__(self, data_dir: Path) -> None:
-        self.dir = data_dir / "_host"
+    def __init__(self, host_dir: Path) -> None:
+        """The index in `host_dir`: DATA/_host, or one process's own directory in it
+        (host/partition.py)."""
+        self.dir = host_dir
         self.dir.mkdir(parents=True, exist_ok=True)
         self._marker = self.dir / "running"
         self.was_unclean = self._marker.exists()
+        # No index yet: a new data directory, or actors made under another number of
+        # processes (prepare_layout), which this process must find too.
+        self.is_new = not (self.dir / "index.db").exists()
         self.stale = False  # a write failed: the next start must rebuild
         self._lock = threading.Lock()
         self.conn = apsw.Connection(str(self.dir / "index.db"))
@@ -88,10 +94,14 @@ class Index:
                           (cls, after, limit))
         return [str(r[0]) for r in rows]
 
-    def rebuild(self, data_dir: Path) -> int:
-        """Re-derive both tables from every actor database. Returns the actor count."""
+    def rebuild(self, data_dir: Path, owns_shard: Callable[[str], bool] = lambda _: True
+                ) -> int:
+        """Re-derive both tables from every actor database in a directory this process
+        owns (host/partition.py). Returns the actor count."""
         found: list[tuple[ActorRef, int | None]] = []
         for path in _actor_files(data_dir):
+            if not owns_shard(path.parent.name):
+                continue
             entry = _read_actor(path)
             if entry is not None:
                 found.append(entry)
@@ -104,6 +114,30 @@ class Index:
                                       (ref.cls, ref.id, at_ms))
         log.info("index rebuilt from %d actor databases", len(found))
         return len(found)
+
+
+def prepare_layout(data_dir: Path, processes: int) -> None:
+    """Before the processes start: if the last run had another number of processes, its
+    indexes do not match who owns what now. The new layout's indexes are removed, so
+    that each process rebuilds its own from the databases it owns."""
+    base = data_dir / "_host"
+    base.mkdir(parents=True, exist_ok=True)
+    layout = base / "processes"
+    try:
+        last = int(layout.read_text())
+    except (OSError, ValueError):
+        last = 1  # older data directories: always one process
+    if last == processes:
+        return
+    dirs = [base] if processes == 1 else [
+        base / f"process-{k}-of-{processes}" for k in range(processes)]
+    for d in dirs:
+        for suffix in ("", "-wal", "-shm"):
+            (d / f"index.db{suffix}").unlink(missing_ok=True)
+    tmp = base / "processes.new"
+    tmp.write_text(f"{processes}\n")
+    os.replace(tmp, layout)
+    log.info("%d processes now, %d before: each rebuilds its index", processes, last)
 
 
 def _actor_files(data_dir: Path) -> Iterator[Path]:

@@ -29,15 +29,17 @@ from .errors import (
     Forbidden,
     GuestFailed,
     HostError,
+    NotServedHere,
     Overloaded,
     StorageFailed,
     TooLarge,
     UnknownClass,
 )
 from .event import CallGraph, Chain, Event, RunGate
-from .index import Index
+from .index import Index, prepare_layout
 from .instance import ComponentExports, Instance
 from .linker import make_linker
+from .peers import Peers
 from .scheduler import Scheduler
 from .slot import ActorSlot
 from .spares import SpareInstances
@@ -112,7 +114,10 @@ class Host:
         if _mallopt is not None:
             _mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_BYTES)
             _mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD_BYTES)
-        self.index = Index(config.data_dir)
+        if config.partition.count == 1:  # else the processes' supervisor has done it
+            prepare_layout(config.data_dir, 1)
+        self.index = Index(config.partition.host_dir(config.data_dir))
+        self.peers = Peers(config.data_dir, config.partition)
         self.scheduler = Scheduler(self.clock, self._dispatch_alarm,
                                    max_inflight=max(2, config.workers))
         self._ticker = EpochTicker(self.engine)
@@ -141,7 +146,8 @@ class Host:
     def start(self) -> None:
         if self.index.was_unclean:
             log.warning("the last stop was not clean: rebuilding the alarm index")
-            self.index.rebuild(self.config.data_dir)
+        if self.index.was_unclean or self.index.is_new:
+            self.index.rebuild(self.config.data_dir, self.config.partition.owns_shard)
         for ref, at_ms in self.index.alarms():
             self.scheduler.set(ref, at_ms)
         self._ticker.start()
@@ -246,14 +252,26 @@ class Host:
         return resp
 
     def call_from_actor(self, ref: ActorRef, record: Any, sender: Sender, caller: Event) -> Any:
-        """`actors.call`: the request and response records pass through unconverted."""
+        """`actors.call`: the request and response records pass through unconverted. An
+        actor of another process (host/partition.py) is called through it, while this
+        event's run slot serves others."""
         if crashpoints.ARMED:
             crashpoints.hit(f"call:{ref.cls}")
         cap = self.config.max_body_bytes
         if len(record.body) > cap:  # Latin-1 on the wire: one character per byte
             raise TooLarge(f"the request body is over the {cap}-byte cap")
         deadline = min(caller.deadline, time.monotonic() + self.config.wall_budget_ms / 1000)
-        out = self._run_event(ref, "request", caller.chain, deadline,
+        if not self.config.partition.owns(ref.id):
+            with self.gate.waiting():
+                return self.peers.call(ref, record, sender, caller.chain.stack, deadline)
+        return self.call_here(ref, record, sender, caller.chain, deadline)
+
+    def call_here(self, ref: ActorRef, record: Any, sender: Sender, chain: Chain,
+                  deadline: float) -> Any:
+        """An actor's call to an actor of this process: from `call_from_actor`, or from
+        another process (host/peers.py), with the chain of calls it came through."""
+        cap = self.config.max_body_bytes
+        out = self._run_event(ref, "request", chain, deadline,
                               lambda slot, ev: self._handle(slot, ev, record, sender))
         if len(out.body) > cap:
             raise TooLarge(f"{ref}'s response body ({len(out.body)} bytes) is over the "
@@ -269,6 +287,9 @@ class Host:
     def _enqueue(self, ref: ActorRef) -> ActorSlot:
         """Find or make the actor's slot and count this event as waiting on it, atomically,
         so the janitor never drops a slot that an event is about to lock."""
+        if not self.config.partition.owns(ref.id):  # the front door passes these on
+            raise NotServedHere(f"{ref} is served by process "
+                                f"{self.config.partition.owner(ref.id)}, not this one")
         with self._slots_lock:
             slot = self._slots.get(ref)
             if slot is None:

@@ -7,6 +7,7 @@ import logging
 import os
 import secrets
 import signal
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,7 +15,9 @@ from aiohttp import web
 
 from .clock import FakeClock, SystemClock
 from .config import HostConfig
+from .errors import HostError
 from .frontdoor import make_app
+from .peers import PeerClients, catch_up_clock
 from .runtime import Access, Host
 
 log = logging.getLogger("wkhost")
@@ -30,6 +33,8 @@ class ServeOptions:
     fake_clock: bool = False
     shutdown_timeout_s: float = 10.0
     reuse_instances: frozenset[str] = frozenset()
+    # With --processes N, every process's test clock starts at the supervisor's time.
+    fake_clock_start_ms: int | None = None
 
 
 def admin_token(config: HostConfig, path: Path | None) -> tuple[str, Path]:
@@ -48,7 +53,7 @@ def admin_token(config: HostConfig, path: Path | None) -> tuple[str, Path]:
 
 
 def build_host(config: HostConfig, opts: ServeOptions) -> Host:
-    clock = FakeClock() if opts.fake_clock else SystemClock()
+    clock = FakeClock(opts.fake_clock_start_ms) if opts.fake_clock else SystemClock()
     host = Host(config, clock)
     for name, wasm in opts.actors:
         log.info("loading class %s from %s", name, wasm)
@@ -57,19 +62,43 @@ def build_host(config: HostConfig, opts: ServeOptions) -> Host:
     return host
 
 
-async def serve(config: HostConfig, opts: ServeOptions) -> None:
+async def serve(config: HostConfig, opts: ServeOptions,
+                listen: socket.socket | None = None) -> None:
+    """Serve until SIGINT or SIGTERM. `listen`: with `--processes N`, the socket that the
+    supervisor made and every process accepts on (host/supervisor.py); this process then
+    also serves the others on its Unix socket (host/peers.py)."""
     host = build_host(config, opts)
     token, token_path = admin_token(config, opts.admin_token_file)
     host.start()
-    runner = web.AppRunner(make_app(host, token), access_log=None,
+    partition = config.partition
+    peers = PeerClients(config.data_dir, partition) if partition.count > 1 else None
+    runner = web.AppRunner(make_app(host, token, peers), access_log=None,
                            shutdown_timeout=opts.shutdown_timeout_s)
     await runner.setup()
-    site = web.TCPSite(runner, opts.host, opts.port)
+    site: web.BaseSite
+    if listen is not None:
+        site = web.SockSite(runner, listen)
+    else:
+        site = web.TCPSite(runner, opts.host, opts.port)
     await site.start()
-    bound = runner.addresses[0] if runner.addresses else (opts.host, opts.port)
-    log.info("serving %s on http://%s:%s (admin token in %s)",
-             ", ".join(sorted(host.classes)), bound[0], bound[1], token_path)
-    print(f"wkhost: listening on http://{bound[0]}:{bound[1]}", flush=True)
+    peer_runner = None
+    if peers is not None:
+        path = partition.socket_of(config.data_dir, partition.me)
+        prepare_socket_dir(path.parent)
+        path.unlink(missing_ok=True)  # left by this process's predecessor
+        peer_runner = web.AppRunner(make_app(host, token, peers, for_peers=True),
+                                    access_log=None, shutdown_timeout=opts.shutdown_timeout_s)
+        await peer_runner.setup()
+        await web.UnixSite(peer_runner, str(path)).start()
+        if opts.fake_clock:
+            await catch_up_clock(peer_runner.app)
+    if listen is not None:
+        print(f"wkhost: process {partition.me} of {partition.count} ready", flush=True)
+    else:
+        bound = runner.addresses[0] if runner.addresses else (opts.host, opts.port)
+        log.info("serving %s on http://%s:%s (admin token in %s)",
+                 ", ".join(sorted(host.classes)), bound[0], bound[1], token_path)
+        print(f"wkhost: listening on http://{bound[0]}:{bound[1]}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -78,5 +107,18 @@ async def serve(config: HostConfig, opts: ServeOptions) -> None:
     log.info("stopping: no new requests; letting running events finish")
     host.holds.close()  # held requests get their held answers now, not at their deadline
     await runner.cleanup()
+    if peer_runner is not None:
+        await peer_runner.cleanup()
+        partition.socket_of(config.data_dir, partition.me).unlink(missing_ok=True)
+    if peers is not None:
+        await peers.close()
     await asyncio.to_thread(host.close, opts.shutdown_timeout_s)
     log.info("stopped cleanly")
+
+
+def prepare_socket_dir(d: Path) -> None:
+    """The peer socket's directory, this user's alone (it may be under /tmp)."""
+    d.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if d.stat().st_uid != os.getuid():
+        raise HostError(f"{d} must belong to this user to hold the processes' sockets")
+    os.chmod(d, 0o700)

@@ -1,0 +1,276 @@
+"""The processes of one host talking to each other, with `wkhost serve --processes N`.
+
+Each process serves HTTP twice: on the shared TCP socket, where clients come, and on its
+own Unix socket (`Partition.socket_of`), where the other processes come. The Unix socket
+serves the same front door plus the `/_wk/peer/...` routes below; it lives in the data
+directory, so only who may read the actors' files may reach it.
+
+- A client's request for an actor of another process is passed on to that process as it
+  came (its bearer token too, so the sender stays the same), and its answer, held or
+  not, comes back as it is (`forward`).
+- An actor's call to an actor of another process (`Peers.call`) is a blocking POST of
+  both records and the chain of calls, from the caller's event thread. A call back into
+  an actor of the chain is refused as re-entry, as in one process; a cycle through two
+  processes' other threads is not seen, and ends at the events' deadline instead.
+- Listing a class's actors asks every process for its share and merges the answers
+  (`list_actors`); the test clock moves in every process (`advance_clock`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import select
+import socket
+import threading
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import cbor2
+from aiohttp import ClientError, ClientSession, ClientTimeout, UnixConnector, web
+
+from . import errors
+from .errors import DeadlineExceeded, HostError, PeerUnavailable
+from .event import Chain
+from .partition import Partition
+from .types import ActorRef, Sender
+from .wire import record
+
+if TYPE_CHECKING:
+    from .runtime import Host
+
+CBOR = "application/cbor"
+# A kept connection idle longer than this is not used again: the other process closes
+# idle ones after its keep-alive timeout (75 s), and a call that finds its connection
+# closed cannot tell that from a crash in the middle of the call.
+_IDLE_S = 30.0
+_HOP_BY_HOP = frozenset({"connection", "content-length", "transfer-encoding", "keep-alive",
+                         "upgrade", "te", "trailer", "proxy-authenticate", "host"})
+
+
+class _UnixConnection(http.client.HTTPConnection):
+    def __init__(self, path: Path, timeout: float) -> None:
+        super().__init__("localhost", timeout=timeout)
+        self._path = path
+        self.last_used = time.monotonic()
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        sock.connect(str(self._path))
+        self.sock = sock
+
+
+class Peers:
+    """The blocking side, for event threads: an actor's call into another process."""
+
+    def __init__(self, data_dir: Path, partition: Partition) -> None:
+        self.data_dir = data_dir
+        self.partition = partition
+        self._local = threading.local()  # {process: _UnixConnection}, one set per thread
+
+    def call(self, ref: ActorRef, rec: Any, sender: Sender, stack: Iterable[ActorRef],
+             deadline: float) -> Any:
+        """`ref`'s answer to the request record `rec`, as a response record. Raises the
+        HostError the other process raised, or PeerUnavailable, or DeadlineExceeded."""
+        owner = self.partition.owner(ref.id)
+        assert sender.actor is not None
+        body = cbor2.dumps({
+            "cls": ref.cls, "id": ref.id, "method": rec.method, "path": rec.path,
+            "query": rec.query, "headers": [list(h) for h in rec.headers],
+            "body": rec.body.encode("latin-1"),
+            "sender": [sender.actor.cls, sender.actor.id],
+            "chain": [[r.cls, r.id] for r in stack],
+            "timeout_s": deadline - time.monotonic(),
+        })
+        timeout = deadline - time.monotonic()
+        if timeout <= 0:
+            raise DeadlineExceeded(f"no time was left to call {ref}")
+        conn = self._connection(owner, timeout)
+        try:
+            conn.request("POST", "/_wk/peer/call", body, {"content-type": CBOR})
+            resp = conn.getresponse()
+            out = cbor2.loads(resp.read())
+        except TimeoutError:
+            self._drop(owner)
+            raise DeadlineExceeded(f"{ref} did not answer by the event's deadline") from None
+        except (OSError, http.client.HTTPException, cbor2.CBORDecodeError) as e:
+            self._drop(owner)
+            raise PeerUnavailable(f"process {owner}, which serves {ref}, did not answer "
+                                  f"({type(e).__name__}); retry shortly") from None
+        conn.last_used = time.monotonic()
+        if "error" in out:
+            kind = getattr(errors, str(out["error"]), HostError)
+            if not (isinstance(kind, type) and issubclass(kind, HostError)):
+                kind = HostError
+            raise kind(str(out["message"]))
+        return record(status=out["status"], headers=[tuple(h) for h in out["headers"]],
+                      body=bytes(out["body"]).decode("latin-1"))
+
+    def _connection(self, process: int, timeout: float) -> _UnixConnection:
+        conns: dict[int, _UnixConnection] = self._local.__dict__.setdefault("conns", {})
+        conn = conns.get(process)
+        if conn is not None and (time.monotonic() - conn.last_used > _IDLE_S
+                                 or _closed_by_peer(conn.sock)):
+            conn.close()  # the other process closed it, or has died since (and restarted)
+            conn = None
+        if conn is None:
+            conn = conns[process] = _UnixConnection(
+                self.partition.socket_of(self.data_dir, process), timeout)
+        else:
+            conn.timeout = timeout
+            if conn.sock is not None:
+                conn.sock.settimeout(timeout)
+        return conn
+
+    def _drop(self, process: int) -> None:
+        conn = self._local.__dict__.get("conns", {}).pop(process, None)
+        if conn is not None:
+            conn.close()
+
+
+def _closed_by_peer(sock: socket.socket | None) -> bool:
+    """Whether a kept connection has been closed from the other end: nothing may be
+    read from it between calls, so anything readable is its end (or garbage)."""
+    if sock is None:
+        return False
+    try:
+        return bool(select.select([sock], [], [], 0)[0])
+    except (OSError, ValueError):
+        return True
+
+
+# -- the asynchronous side, in each process's front door ----------------------------------
+class PeerClients:
+    """One aiohttp session per other process, over its Unix socket; made on first use, in
+    the front door's loop."""
+
+    def __init__(self, data_dir: Path, partition: Partition) -> None:
+        self.data_dir = data_dir
+        self.partition = partition
+        self._sessions: dict[int, ClientSession] = {}
+
+    def session(self, process: int) -> ClientSession:
+        s = self._sessions.get(process)
+        if s is None or s.closed:
+            path = self.partition.socket_of(self.data_dir, process)
+            s = self._sessions[process] = ClientSession(
+                connector=UnixConnector(path=str(path), limit=0),
+                timeout=ClientTimeout(total=None), auto_decompress=False)
+        return s
+
+    async def close(self) -> None:
+        for s in self._sessions.values():
+            await s.close()
+        self._sessions.clear()
+
+
+async def forward(request: web.Request, process: int) -> web.Response:
+    """Pass a client's request to the process that serves its actor, and its answer back."""
+    clients: PeerClients = request.app["peers"]
+    headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP]
+    body = await request.read()
+    try:
+        async with clients.session(process).request(
+                request.method, "http://peer" + request.raw_path, headers=headers,
+                data=body, allow_redirects=False) as resp:
+            data = await resp.read()
+            out = web.Response(status=resp.status, body=data)
+            for k, v in resp.headers.items():
+                if k.lower() not in _HOP_BY_HOP:
+                    out.headers.add(k, v)
+            return out
+    except (ClientError, OSError, TimeoutError) as e:
+        raise PeerUnavailable(f"process {process}, which serves this actor, did not answer "
+                              f"({type(e).__name__}); retry shortly") from None
+
+
+async def list_actors(app: web.Application, cls: str, after: str, limit: int) -> list[str]:
+    """A class's actors after `after`, from every process, in order."""
+    host: Host = app["host"]
+    partition = host.config.partition
+    ids = host.list_actors(cls, after, limit)
+    for process in range(partition.count):
+        if process == partition.me:
+            continue
+        async with app["peers"].session(process).get(
+                f"http://peer/_wk/peer/actors/{cls}", params={"after": after,
+                                                              "limit": str(limit)}) as resp:
+            if resp.status != 200:
+                raise PeerUnavailable(f"process {process} could not list {cls!r}")
+            ids += cbor2.loads(await resp.read())
+    return sorted(ids)[:limit]
+
+
+async def advance_clock(app: web.Application, now_ms: int) -> None:
+    """Bring every other process's test clock to `now_ms`."""
+    partition = app["host"].config.partition
+    for process in range(partition.count):
+        if process != partition.me:
+            async with app["peers"].session(process).post(
+                    "http://peer/_wk/peer/clock", params={"at": str(now_ms)}) as resp:
+                resp.raise_for_status()
+
+
+async def catch_up_clock(app: web.Application) -> None:
+    """A process started again: bring its test clock to where the others' are (they
+    may have moved since the supervisor's start). Those not up yet are skipped."""
+    host: Host = app["host"]
+    partition = host.config.partition
+    for process in range(partition.count):
+        if process == partition.me:
+            continue
+        try:
+            async with app["peers"].session(process).post(
+                    "http://peer/_wk/peer/clock", params={"at": "0"}) as resp:
+                now = int(cbor2.loads(await resp.read())["now"])
+        except (ClientError, OSError, ValueError, KeyError):
+            continue
+        host.clock.set(now)
+
+
+# -- the routes only the Unix socket serves ------------------------------------------------
+def add_peer_routes(app: web.Application) -> None:
+    app.router.add_post("/_wk/peer/call", _call)
+    app.router.add_get("/_wk/peer/actors/{cls}", _actors)
+    app.router.add_post("/_wk/peer/clock", _clock)
+
+
+def _cbor(doc: Any) -> web.Response:
+    return web.Response(body=cbor2.dumps(doc), content_type=CBOR)
+
+
+async def _call(request: web.Request) -> web.Response:
+    host: Host = request.app["host"]
+    m = cbor2.loads(await request.read())
+    try:
+        ref = host.actor_ref(m["cls"], m["id"])
+        rec = record(method=m["method"], path=m["path"], query=m["query"],
+                     headers=[tuple(h) for h in m["headers"]],
+                     body=bytes(m["body"]).decode("latin-1"))
+        sender = Sender.of_actor(ActorRef(*m["sender"]))
+        chain = Chain(stack=[ActorRef(c, i) for c, i in m["chain"]])
+        deadline = time.monotonic() + float(m["timeout_s"])  # one clock for the machine
+        out = await asyncio.wrap_future(
+            host.submit(host.call_here, ref, rec, sender, chain, deadline))
+    except HostError as e:
+        return _cbor({"error": type(e).__name__, "message": str(e)})
+    return _cbor({"status": out.status, "headers": [list(h) for h in out.headers],
+                  "body": out.body.encode("latin-1")})
+
+
+async def _actors(request: web.Request) -> web.Response:
+    host: Host = request.app["host"]
+    return _cbor(host.list_actors(request.match_info["cls"], request.query.get("after", ""),
+                                  int(request.query.get("limit", "1000"))))
+
+
+async def _clock(request: web.Request) -> web.Response:
+    from .clock import FakeClock
+
+    host: Host = request.app["host"]
+    if not isinstance(host.clock, FakeClock):
+        return web.Response(status=404, text="no test clock here\n")
+    return _cbor({"now": host.clock.set(int(request.query["at"]))})

@@ -1,0 +1,189 @@
+"""`wkhost serve --processes N`: N host processes behind one listening socket.
+
+The supervisor (this process) makes the listening socket, the admin token and the
+compiled components' cache entries once, then starts N copies of `wkhost serve` with
+the same arguments, each told which process it is (`--process K/N`) and handed the
+socket. Each accepts clients on it and serves the actors it owns (host/partition.py),
+passing the others on (host/peers.py).
+
+- "listening on" is printed once every process is ready.
+- A process that dies is started again (after 1 s, doubling up to 30 s while it keeps
+  dying within a minute); meanwhile its actors' requests get 503 with Retry-After. Its
+  actors lose nothing: their databases are the truth, and the process rebuilds its index
+  after an unclean stop, as one host does.
+- SIGTERM or SIGINT stops every process cleanly (each lets its running events finish),
+  then the supervisor. The processes stop by themselves if the supervisor is killed.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+from .config import HostConfig
+from .engine import load_component, make_engine
+from .index import prepare_layout
+from .serve import ServeOptions, admin_token
+
+log = logging.getLogger("wkhost.supervisor")
+
+MAX_PROCESSES = 64
+_READY_TIMEOUT_S = 300.0  # a cold start compiles nothing here (the supervisor did), but
+_RESTART_MIN_S = 1.0      # a loaded machine may be slow to import and load
+_RESTART_MAX_S = 30.0
+_PR_SET_PDEATHSIG = 1
+
+
+def supervise(config: HostConfig, opts: ServeOptions, processes: int, argv: list[str]) -> int:
+    """Run `processes` copies of `wkhost serve argv...` until a signal. Returns the exit
+    code: 0 after a clean stop."""
+    prepare_layout(config.data_dir, processes)
+    admin_token(config, opts.admin_token_file)  # made once, before any process reads it
+    _compile_once(config, opts)
+    listen = socket.create_server((opts.host, opts.port), backlog=1024)
+    listen.set_inheritable(True)
+    bound = listen.getsockname()
+    clock_start = time.time_ns() // 1_000_000 if opts.fake_clock else None
+    procs = [_Process(k, processes, argv, listen.fileno(), clock_start)
+             for k in range(processes)]
+    stopping = threading.Event()
+
+    def stop(signum: int, _frame: object) -> None:
+        stopping.set()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    try:
+        for p in procs:
+            p.start()
+        for p in procs:
+            if not p.wait_ready(_READY_TIMEOUT_S):
+                log.error("process %d of %d did not start", p.index, processes)
+                return 1
+        log.info("%d processes serve %s", processes, ", ".join(n for n, _ in opts.actors))
+        print(f"wkhost: listening on http://{bound[0]}:{bound[1]}", flush=True)
+        while not stopping.wait(0.2):
+            for p in procs:
+                p.restart_if_dead()
+        log.info("stopping: every process lets its running events finish")
+        for p in procs:
+            p.terminate()
+        codes = [p.wait(opts.shutdown_timeout_s + 10) for p in procs]
+        return 0 if all(c == 0 for c in codes) else 1
+    finally:
+        for p in procs:
+            p.kill()
+        listen.close()
+
+
+def _compile_once(config: HostConfig, opts: ServeOptions) -> None:
+    """Fill the compiled-component cache here, so that N processes do not each compile."""
+    engine = make_engine(None)
+    for name, wasm in opts.actors:
+        log.info("loading class %s from %s", name, wasm)
+        load_component(engine, wasm, config.compile_cache())
+
+
+class _Process:
+    def __init__(self, index: int, count: int, argv: list[str], listen_fd: int,
+                 clock_start: int | None) -> None:
+        self.index = index
+        self.cmd = [sys.executable, "-m", "wkhost.cli", *argv, "--process",
+                    f"{index}/{count}", "--listen-fd", str(listen_fd), "--supervisor-pid",
+                    str(os.getpid())]
+        if clock_start is not None:
+            self.cmd += ["--fake-clock-start", str(clock_start)]
+        self.listen_fd = listen_fd
+        self.proc: subprocess.Popen[str] | None = None
+        self._ready = threading.Event()
+        self._started_at = 0.0
+        self._delay = _RESTART_MIN_S
+        self._restart_at: float | None = None
+
+    def start(self) -> None:
+        self._ready.clear()
+        self._started_at = time.monotonic()
+        self.proc = subprocess.Popen(self.cmd, pass_fds=(self.listen_fd,),
+                                     stdout=subprocess.PIPE, text=True)
+        threading.Thread(target=self._relay, args=(self.proc,), daemon=True,
+                         name=f"wk-process-{self.index}").start()
+
+    def _relay(self, proc: subprocess.Popen[str]) -> None:
+        """The process's stdout, to ours, after its ready line (which only we read)."""
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if " ready" in line and line.startswith("wkhost: process "):
+                self._ready.set()
+            else:
+                sys.stdout.write(line)
+                sys.stdout.flush()
+
+    def wait_ready(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while not self._ready.wait(0.1):
+            if self.proc is None or self.proc.poll() is not None or time.monotonic() > deadline:
+                return False
+        return True
+
+    def restart_if_dead(self) -> None:
+        if self.proc is None or self.proc.poll() is None:
+            return
+        now = time.monotonic()
+        if self._restart_at is None:
+            code = self.proc.returncode
+            log.error("process %d exited (%s); starting it again in %.0f s", self.index,
+                      f"signal {-code}" if code < 0 else f"code {code}", self._delay)
+            self._restart_at = now + self._delay
+            # A process that keeps dying soon after it starts waits longer each time.
+            quick = now - self._started_at < 60
+            self._delay = min(_RESTART_MAX_S, self._delay * 2) if quick else _RESTART_MIN_S
+        elif now >= self._restart_at:
+            self._restart_at = None
+            self.start()
+
+    def terminate(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+
+    def wait(self, timeout: float) -> int:
+        """Its exit code once it has stopped (killed after `timeout`: 1)."""
+        if self.proc is None:
+            return 0
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            log.error("process %d did not stop in %.0f s: killed", self.index, timeout)
+            self.proc.kill()
+            self.proc.wait()
+            return 1
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def die_with(supervisor_pid: int) -> None:
+    """In a process: be sent SIGTERM when the supervisor dies (even by kill -9), so that
+    no orphan keeps serving the port; and stop now if it already has."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != supervisor_pid:
+        raise SystemExit("wkhost: the supervisor is gone")
+
+
+def inherited_socket(fd: int) -> socket.socket:
+    """The listening socket the supervisor handed over."""
+    sock = socket.socket(fileno=fd)
+    sock.setblocking(False)
+    return sock
+
+
+__all__ = ["MAX_PROCESSES", "die_with", "inherited_socket", "supervise"]

@@ -1,0 +1,162 @@
+"""`wkhost serve --processes N`: one host in N processes, each owning a share of the actors.
+
+Real servers with the workflow example. Which process owns an id is fixed (the first byte
+of its sha256, host/partition.py): here o1, ledger's `main` and app's `web` are process
+1's, o2 and o3 process 0's. So app/web -> orders/o2 -> ledger/main crosses between the
+processes both ways, and a client's request reaches either process, whichever accepts it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+from wkhost.partition import Partition
+
+from . import workflow_support
+from .conftest import MakeServer
+from .server import Server
+from .test_actor_calls import chain
+from .test_workflows import main_scenario
+from .workflow_support import (
+    HOUR,
+    INTERNAL,
+    Shop,
+    finished,
+    in_state,
+    wait_until,
+    waiting_for,
+)
+
+workflow_wasm = workflow_support.workflow_wasm  # the fixture, by name
+
+TWO = ["--processes", "2"]
+
+
+def test_the_ids_used_here_are_where_this_module_says() -> None:
+    owner = Partition(0, 2).owner
+    assert [owner(i) for i in ("o1", "main", "web", "o2", "o3")] == [1, 1, 1, 0, 0]
+
+
+def shop(make_server: MakeServer, wasm: dict[str, Path], data: Path, processes: int = 2
+         ) -> Shop:
+    actors = {"orders": wasm["orders"], "ledger": wasm["ledger"], "app": wasm["app"]}
+    extra = ["--processes", str(processes)] if processes > 1 else []
+    return Shop(make_server(actors=actors, access=INTERNAL, data=data, extra=extra))
+
+
+def children(server: Server) -> list[int]:
+    assert server.proc is not None
+    path = Path(f"/proc/{server.proc.pid}/task/{server.proc.pid}/children")
+    return [int(p) for p in path.read_text().split()]
+
+
+def process_of(pid: int) -> int:
+    """Which process of the host `pid` is, from its command line (--process K/N)."""
+    args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    return int(args[args.index(b"--process") + 1].split(b"/")[0])
+
+
+def test_orders_run_across_processes_and_are_listed_together(
+        make_server: MakeServer, workflow_wasm: dict[str, Path], tmp_path: Path) -> None:
+    s = shop(make_server, workflow_wasm, tmp_path / "data")
+    assert len(children(s.server)) == 2
+    for oid in ("o1", "o2"):  # each in its own process; ledger/main is process 1's
+        main_scenario(s, oid)
+    assert sorted(s.actor_ids()) == ["o1", "o2"]  # listed from both processes
+    status, _, body = s.server.request("GET", "/_wk/health")
+    assert status == 200 and json.loads(body)["processes"] == 2
+
+
+def test_a_process_killed_comes_back_and_its_actors_lose_nothing(
+        make_server: MakeServer, workflow_wasm: dict[str, Path], tmp_path: Path) -> None:
+    s = shop(make_server, workflow_wasm, tmp_path / "data")
+    for oid in ("o1", "o2"):
+        s.app_start(oid, cool_off_ms=HOUR)
+        s.wait_for(oid, in_state("waiting"))
+    victim = next(pid for pid in children(s.server) if process_of(pid) == 0)
+    os.kill(victim, signal.SIGKILL)
+    # Until it is back, its actors are unavailable, and say so; the others are served.
+    status, headers, body = s.server.request(
+        "POST", "/orders/o2/wk-workflow/v1/status", b"", operator=True)
+    assert status == 503 and "Retry-After" in headers, body
+    assert s.status("o1")["state"] == "waiting"
+    wait_until(lambda: victim not in children(s.server) and len(children(s.server)) == 2,
+               what="a new process 0")
+    wait_until(lambda: s.wk("o2", "status")[0] == 200, what="o2 served again")
+    for oid in ("o1", "o2"):  # the sleep is still recorded, and its alarm fires
+        s.drive(oid, waiting_for("approved"))
+        # app/web (process 1) calls o2 through a connection made before the kill
+        assert s.approve(oid) == (200, {"sent": "approved"})
+        assert s.drive(oid, finished)["state"] == "completed"
+    assert "process 0 exited (signal 9)" in "\n".join(s.server.log)
+
+
+def test_sigterm_stops_every_process_cleanly(
+        make_server: MakeServer, workflow_wasm: dict[str, Path], tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    s = shop(make_server, workflow_wasm, data)
+    s.app_start("o2")
+    pids = children(s.server)
+    assert s.server.stop() == 0
+    for pid in pids:
+        assert not Path(f"/proc/{pid}").exists() or \
+            Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+    assert not list((data / "_host").glob("process-*/running"))  # each stopped cleanly
+    assert not list((data / "_host").glob("process-*/peer.sock"))
+
+
+def test_the_supervisor_killed_takes_its_processes_with_it(
+        make_server: MakeServer, workflow_wasm: dict[str, Path], tmp_path: Path) -> None:
+    s = shop(make_server, workflow_wasm, tmp_path / "data")
+    pids = children(s.server)
+    s.server.kill9()
+    end = time.monotonic() + 30
+    while any(Path(f"/proc/{pid}").exists() for pid in pids) and time.monotonic() < end:
+        time.sleep(0.05)
+    assert not any(Path(f"/proc/{pid}").exists() for pid in pids)
+
+
+def test_another_number_of_processes_finds_every_actor_and_alarm(
+        make_server: MakeServer, workflow_wasm: dict[str, Path], tmp_path: Path) -> None:
+    """1 process, then 2, then 1 again: each layout finds the actors the others made
+    (by the third run, the one process's index from the first is stale), and their
+    alarms: the sleeps all end."""
+    data = tmp_path / "data"
+    made: list[str] = []
+    for processes, new in ((1, ["o1", "o2"]), (2, ["o3", "o4"])):
+        s = shop(make_server, workflow_wasm, data, processes)
+        assert sorted(s.actor_ids()) == made
+        for oid in new:
+            s.app_start(oid, cool_off_ms=HOUR)
+            s.wait_for(oid, in_state("waiting"))
+        made += new
+        assert s.server.stop() == 0
+    s = shop(make_server, workflow_wasm, data, 1)
+    assert sorted(s.actor_ids()) == made
+    s.advance_to(max(s.status(oid)["wake_at"] for oid in made))
+    for oid in made:
+        s.wait_for(oid, waiting_for("approved"))
+
+
+def test_the_peer_routes_are_not_served_to_clients(
+        make_server: MakeServer, workflow_wasm: dict[str, Path], tmp_path: Path) -> None:
+    s = shop(make_server, workflow_wasm, tmp_path / "data")
+    for path in ("/_wk/peer/call", "/_wk/peer/clock?at=1"):
+        status, _, _ = s.server.request("POST", path, b"\xa0", operator=True)
+        assert status == 404
+
+
+def test_calls_cross_processes_and_reentry_through_them_is_refused(
+        make_server: MakeServer) -> None:
+    server = make_server(extra=TWO)  # the probe; "a" is process 0's, "p2" process 1's
+    assert [Partition(0, 2).owner(i) for i in ("a", "p2")] == [0, 1]
+    assert chain(server, "a", [("probe", "p2"), ("inner", "c")])["self"] == ["inner", "c"]
+    body = chain(server, "a", [("probe", "p2"), ("probe", "a")])
+    assert "re-entrant" in body["error"] and body["at"] == ["probe", "p2"]
+    status, body = server.actor("probe", "a", "POST", "/call",
+                                {"cls": "probe", "id": "p2", "path": "/trap"})
+    assert status == 200 and body["error"].startswith("callee-trapped:")

@@ -1,0 +1,41 @@
+"""Which process serves which actor (host/partition.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from wkhost.partition import Partition
+from wkhost.paths import db_path
+
+
+def test_an_actor_belongs_to_the_process_of_its_databases_directory() -> None:
+    for count in (1, 2, 3, 8):
+        processes = [Partition(k, count) for k in range(count)]
+        for i in range(300):
+            actor_id = f"id-{i}"
+            shard = db_path(Path("d"), "c", actor_id).parent.name
+            owners = [p.me for p in processes if p.owns(actor_id)]
+            assert owners == [processes[0].owner(actor_id)]
+            assert [p.me for p in processes if p.owns_shard(shard)] == owners
+
+
+def test_one_process_owns_everything_and_keeps_the_old_layout(tmp_path: Path) -> None:
+    one = Partition()
+    assert one.owns("anything") and one.owns_shard("ff")
+    assert one.host_dir(tmp_path) == tmp_path / "_host"
+    assert Partition(1, 2).host_dir(tmp_path) == tmp_path / "_host" / "process-1-of-2"
+
+
+def test_a_socket_path_too_long_for_an_address_moves_under_tmp(tmp_path: Path) -> None:
+    short = Partition(0, 2).socket_of(tmp_path, 1)
+    assert short == tmp_path / "_host" / "process-1-of-2" / "peer.sock"
+    deep = tmp_path / ("x" * 120)
+    moved = Partition(0, 2).socket_of(deep, 1)
+    assert len(str(moved)) < 100 and moved.name == "process-1-of-2.sock"
+    assert moved == Partition(1, 2).socket_of(deep, 1)  # every process agrees where
+
+
+def test_a_process_outside_the_count_is_refused() -> None:
+    with pytest.raises(ValueError):
+        Partition(2, 2)
