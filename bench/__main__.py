@@ -89,7 +89,9 @@ def table(wk: dict[str, Any], peers: dict[str, Any]) -> list[dict[str, Any]]:
                     .get("wf_per_s"))
         for t, what in ((tp.get(str(c)), f"three-step workflows/s, concurrency {c}"),
                         (tp.get("reused", {}).get(str(c)),
-                         f"three-step workflows/s, concurrency {c}, instances reused")):
+                         f"three-step workflows/s, concurrency {c}, instances reused"),
+                        (tp.get("reused_2_processes", {}).get(str(c)),
+                         f"three-step workflows/s, concurrency {c}, reused, 2 processes")):
             if not t:
                 continue
             mine = t["wf_per_s"]

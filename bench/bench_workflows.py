@@ -416,9 +416,10 @@ async def _load(url: str, token: str, concurrency: int, total: int, tag: str
 
 
 def bench_throughput(repeats: int, workflows: int) -> dict[str, Any]:
-    """Through two servers, side by side: one as served by default (each actor its own
-    instance) and one with `--reuse-instances` (a new workflow's actor takes an instance
-    another one let go). Their rounds alternate, so that both see the same machine."""
+    """Through three servers, side by side: one as served by default (each actor its own
+    instance), one with `--reuse-instances` (a new workflow's actor takes an instance
+    another one let go), and that one in two processes (`--processes 2`). Their rounds
+    alternate, so that all see the same machine."""
     from bench.server import BenchServer
 
     wasm = bench_wasm()
@@ -429,6 +430,10 @@ def bench_throughput(repeats: int, workflows: int) -> dict[str, Any]:
     try:
         servers["reused"] = BenchServer({WF: wasm}, ["--access", f"{WF}=internal",
                                                      "--reuse-instances", WF])
+        # One process per core (host/partition.py): the same, on both GILs.
+        servers["reused_2_processes"] = BenchServer(
+            {WF: wasm}, ["--access", f"{WF}=internal", "--reuse-instances", WF,
+                         "--processes", "2"])
         for name, server in servers.items():
             # Past the live cap (96 actors), so that new actors take reused instances as
             # they do in a host that has been serving for a while.
@@ -682,6 +687,9 @@ def rows(figs: dict[str, Any]) -> list[tuple[str, dict[str, float], str]]:
         t = figs.get("throughput", {}).get("reused", {}).get(str(level))
         if t:
             out.append(("  the same, instances reused", t["wf_per_s"], "/s"))
+        t = figs.get("throughput", {}).get("reused_2_processes", {}).get(str(level))
+        if t:
+            out.append(("  the same, reused, 2 processes", t["wf_per_s"], "/s"))
     b = figs.get("big", {})
     for k in ("record_delta_us", "replay_warm_delta_us", "replay_fresh_delta_us"):
         if k in b:

@@ -8,9 +8,12 @@ processes both ways, and a client's request reaches either process, whichever ac
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import signal
+import socket
+import threading
 import time
 from pathlib import Path
 
@@ -160,3 +163,52 @@ def test_calls_cross_processes_and_reentry_through_them_is_refused(
     status, body = server.actor("probe", "a", "POST", "/call",
                                 {"cls": "probe", "id": "p2", "path": "/trap"})
     assert status == 200 and body["error"].startswith("callee-trapped:")
+
+
+def test_a_held_answer_passed_on_comes_back_after_the_owners_next_event(
+        make_server: MakeServer) -> None:
+    """One kept connection, so one process takes every request on it (its health says
+    which); the held request goes to an actor of the other one, and is passed on."""
+    server = make_server(extra=TWO)
+    host, port = server.url.removeprefix("http://").rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=60)
+    conn.request("GET", "/_wk/health")
+    accepted_by = json.loads(conn.getresponse().read())["process"]
+    actor_id = "a" if accepted_by == 1 else "p2"  # process 0's, or process 1's
+    assert Partition(0, 2).owner(actor_id) != accepted_by
+    now = server.advance(0)
+    assert server.actor("probe", actor_id, "POST", "/alarm/set",
+                        query=f"at={now + 60_000}")[0] == 200
+    answer: dict[str, object] = {}
+
+    def held_request() -> None:
+        conn.request("POST", f"/probe/{actor_id}/hold?ms=30000&state=s1", b"")
+        resp = conn.getresponse()
+        answer.update(status=resp.status, headers=dict(resp.getheaders()),
+                      body=json.loads(resp.read()))
+
+    thread = threading.Thread(target=held_request, daemon=True)
+    thread.start()
+    wait_until(lambda: _held_in(server, Partition(0, 2).owner(actor_id)) == 1,
+               what="the answer is held by the actor's process")
+    assert not answer
+    server.advance(60_000)  # the alarm's event, in the owner: the request comes again
+    thread.join(60)
+    assert answer["status"] == 200
+    assert answer["body"] == {"alarms": 1, "hold_state": "s1", "sender": "public"}
+    assert not any(k.lower().startswith("wk-hold") for k in answer["headers"])  # type: ignore[attr-defined]
+    conn.close()
+
+
+def _held_in(server: Server, process: int) -> int:
+    """Requests held by one process, asked on its own socket (the TCP port may give
+    either)."""
+    path = Partition(process, 2).socket_of(server.data, process)
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.settimeout(10)
+        sock.connect(str(path))
+        sock.sendall(b"GET /_wk/health HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    return int(json.loads(data.split(b"\r\n\r\n", 1)[1])["requests_held"])
