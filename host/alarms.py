@@ -25,6 +25,11 @@ class AlarmRow:
     retries: int
 
 
+# The row of a database made from the template (or a schema image: the host's tables
+# are the template's there too).
+NONE = AlarmRow(None, 0, 0)
+
+
 def read(db: ActorDb) -> AlarmRow:
     at_ms, gen, retries = db.host_exec("SELECT at_ms, gen, retries FROM _wk_host_alarm")[0]
     return AlarmRow(at_ms, gen, retries)

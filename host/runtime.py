@@ -8,6 +8,7 @@ entry point here blocks: call it from a worker thread (`submit`), never the even
 from __future__ import annotations
 
 import ctypes
+import heapq
 import logging
 import sys
 import threading
@@ -15,6 +16,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -344,7 +346,8 @@ class Host:
                 return False
             db = self._open_db(slot)
             try:
-                slot.alarm_seen = alarms.read(db)
+                # A database just made holds the template's alarm row: nothing to read.
+                slot.alarm_seen = alarms.NONE if db.created else alarms.read(db)
             except apsw.Error as e:
                 db.close()
                 raise StorageFailed(f"{slot.ref}'s database cannot be read: {e}") from None
@@ -355,7 +358,9 @@ class Host:
         """An instance for the open db; create the actor (on-init) if it is new."""
         assert slot.db is not None
         if slot.initialized is None:
-            meta = dict(slot.db.host_exec("SELECT k, v FROM _wk_host_meta"))
+            # A database just made has no meta yet: nothing to read.
+            meta = {} if slot.db.created else dict(
+                slot.db.host_exec("SELECT k, v FROM _wk_host_meta"))
             slot.initialized = meta.get("initialized") == 1
             if not slot.initialized and (meta or not slot.db.created):
                 # An earlier on-init never finished (the host died in it), or the host
@@ -383,7 +388,7 @@ class Host:
 
     def _instance_for(self, slot: ActorSlot, creating: bool) -> Instance:
         if len(self._slots) > self.config.max_live_instances:
-            self.evict_idle()  # now, not at the next sweep: a burst must not pile up
+            self._make_room()  # now, not at the next sweep: a burst must not pile up
         cap = self.config.max_guest_output_bytes
 
         def output(data: bytes) -> None:
@@ -552,6 +557,22 @@ class Host:
                 dropped += 1
         return dropped
 
+    def _make_room(self) -> None:
+        """Drop the least recently used idle actors beyond the live cap: the part of
+        evict_idle that a new actor's event waits for (a few, not all of them)."""
+        with self._slots_lock:
+            excess = len(self._slots) - self.config.max_live_instances
+            if excess <= 0:
+                return
+            # A few more than the excess, in case some of them are busy.
+            oldest = heapq.nsmallest(excess + 4, self._slots.values(),
+                                     key=attrgetter("last_used"))
+        for slot in oldest:
+            if excess <= 0:
+                break
+            if self._drop_slot(slot):
+                excess -= 1
+
     def _drop_slot(self, slot: ActorSlot) -> bool:
         with self._slots_lock:
             if slot.waiting or not slot.lock.acquire(blocking=False):
@@ -575,6 +596,7 @@ class Host:
     def _janitor(self) -> None:
         dropped_since_trim = 0
         while not self._stopping.wait(1.0):
+            self.index.flush()
             try:
                 dropped_since_trim += self.evict_idle()
             except Exception:
@@ -610,7 +632,7 @@ class Host:
             self._run_event(ref, "alarm", Chain(), deadline, self._on_alarm, create=False)
         except _Gone:
             # Deleted since its alarm was indexed: an alarm never creates an actor.
-            self.index.remove_actor(ref)
+            self.index.try_write(self.index.remove_actor, ref)
         except HostError as e:
             log.warning("%s: alarm event failed: %s", ref, e)
             self._retry_in_memory(ref)
