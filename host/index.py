@@ -183,6 +183,10 @@ def _read_actor(path: Path) -> tuple[ActorRef, int | None] | None:
     """An initialized actor's identity and alarm; a half-created one is deleted."""
     try:
         conn = apsw.Connection(str(path))
+        # Closing the last connection would checkpoint the WAL into the file: a copy of
+        # every frame, which a rebuild has no need of, and which on a nearly full disk
+        # fails and leaves it fuller (as the host's own connections, ActorDb._connect).
+        conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
         try:
             meta = dict(conn.execute("SELECT k, v FROM _wk_host_meta"))
             alarm = conn.execute("SELECT at_ms FROM _wk_host_alarm").fetchall()

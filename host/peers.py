@@ -2,8 +2,10 @@
 
 Each process serves HTTP twice: on the shared TCP socket, where clients come, and on its
 own Unix socket (`Partition.socket_of`), where the other processes come. The Unix socket
-serves the same front door plus the `/_wk/peer/...` routes below; it lives in the data
-directory, so only who may read the actors' files may reach it.
+serves the same front door plus the `/_wk/peer/...` routes below, which trust what they
+are told (an actor as the sender, the chain of calls). So it lives in a directory of mode
+0700, in the data directory (or, if that path is too long for a socket, in one of this
+user's under /tmp): only who may read the actors' files may reach it.
 
 - A client's request for an actor of another process is passed on to that process as it
   came (its bearer token too, so the sender stays the same), and its answer, held or
@@ -78,17 +80,17 @@ class Peers:
         HostError the other process raised, or PeerUnavailable, or DeadlineExceeded."""
         owner = self.partition.owner(ref.id)
         assert sender.actor is not None
+        timeout = deadline - time.monotonic()
+        if timeout <= 0:
+            raise DeadlineExceeded(f"no time was left to call {ref}")
         body = cbor2.dumps({
             "cls": ref.cls, "id": ref.id, "method": rec.method, "path": rec.path,
             "query": rec.query, "headers": [list(h) for h in rec.headers],
             "body": rec.body.encode("latin-1"),
             "sender": [sender.actor.cls, sender.actor.id],
             "chain": [[r.cls, r.id] for r in stack],
-            "timeout_s": deadline - time.monotonic(),
+            "timeout_s": timeout,  # the callee's deadline: one monotonic clock per machine
         })
-        timeout = deadline - time.monotonic()
-        if timeout <= 0:
-            raise DeadlineExceeded(f"no time was left to call {ref}")
         conn = self._connection(owner, timeout)
         try:
             conn.request("POST", "/_wk/peer/call", body, {"content-type": CBOR})

@@ -149,7 +149,11 @@ class Host:
         if self.index.was_unclean:
             log.warning("the last stop was not clean: rebuilding the alarm index")
         if self.index.was_unclean or self.index.is_new:
-            self.index.rebuild(self.config.data_dir, self.config.partition.owns_shard)
+            try:
+                self.index.rebuild(self.config.data_dir, self.config.partition.owns_shard)
+            except apsw.Error as e:  # without it, no alarm would ever fire: do not serve
+                raise HostError(f"the index in {self.index.dir} cannot be rebuilt ({e}); "
+                                "free some room and start again") from None
         for ref, at_ms in self.index.alarms():
             self.scheduler.set(ref, at_ms)
         self._ticker.start()
