@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 
-from wasmtime import Config, Engine
+from wasmtime import Config, Engine, WasmtimeError
 from wasmtime.component import Component
 
 from . import fastconv
+from .errors import HostError
 
 log = logging.getLogger("wkhost.engine")
 
@@ -290,6 +291,19 @@ def _remember_key(memo: Path, key: str) -> None:
     tmp = memo.with_suffix(f".tmp{os.getpid()}.{threading.get_ident()}")
     tmp.write_text(key)
     os.replace(tmp, memo)
+
+
+def load_served_component(engine: Engine, wasm: Path, cache_dir: Path) -> Component:
+    """`load_component` for a file named on the command line: a missing file or one that
+    is not a component is a HostError that says so."""
+    if not wasm.is_file():
+        raise HostError(f"no component at {wasm}")
+    try:
+        return load_component(engine, wasm, cache_dir)
+    except WasmtimeError as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else "unknown error"
+        raise HostError(f"{wasm} is not a component this host can load ({first}); "
+                        "build it with `wkhost build`") from None
 
 
 def load_component(engine: Engine, wasm_path: Path, cache_dir: Path) -> Component:

@@ -26,7 +26,13 @@ from wasmtime import WasmtimeError
 from . import alarms, crashpoints, event, hold, paths
 from .clock import Clock, SystemClock
 from .config import HostConfig
-from .engine import EpochTicker, load_component, make_engine, pool_exhausted, pool_memory
+from .engine import (
+    EpochTicker,
+    load_served_component,
+    make_engine,
+    pool_exhausted,
+    pool_memory,
+)
 from .errors import (
     Forbidden,
     GuestFailed,
@@ -133,14 +139,7 @@ class Host:
     def add_class(self, name: str, wasm: Path, access: Access = "public",
                   reuse_instances: bool = False) -> ActorClass:
         paths.check_class(name)
-        if not wasm.is_file():
-            raise HostError(f"no component at {wasm}")
-        try:
-            component = load_component(self.engine, wasm, self.config.compile_cache())
-        except WasmtimeError as e:
-            first = str(e).strip().splitlines()[0] if str(e).strip() else "unknown error"
-            raise HostError(f"{wasm} is not a component this host can load ({first}); "
-                            "build it with `wkhost build`") from None
+        component = load_served_component(self.engine, wasm, self.config.compile_cache())
         cls = ActorClass(name, wasm, ComponentExports(component), access, reuse_instances)
         self.classes[name] = cls
         return cls

@@ -28,15 +28,17 @@ import threading
 import time
 
 from .config import HostConfig
-from .engine import load_component, make_engine
+from .engine import load_served_component, make_engine
 from .index import prepare_layout
 from .serve import ServeOptions, admin_token
 
 log = logging.getLogger("wkhost.supervisor")
 
 MAX_PROCESSES = 64
-_READY_TIMEOUT_S = 300.0  # a cold start compiles nothing here (the supervisor did), but
-_RESTART_MIN_S = 1.0      # a loaded machine may be slow to import and load
+# A process compiles nothing (the supervisor has), but a loaded machine may be slow to
+# import and load.
+_READY_TIMEOUT_S = 300.0
+_RESTART_MIN_S = 1.0
 _RESTART_MAX_S = 30.0
 _PR_SET_PDEATHSIG = 1
 
@@ -64,7 +66,9 @@ def supervise(config: HostConfig, opts: ServeOptions, processes: int, argv: list
         for p in procs:
             p.start()
         for p in procs:
-            if not p.wait_ready(_READY_TIMEOUT_S):
+            if not p.wait_ready(_READY_TIMEOUT_S, stopping):
+                if stopping.is_set():
+                    return 0
                 log.error("process %d of %d did not start", p.index, processes)
                 return 1
         log.info("%d processes serve %s", processes, ", ".join(n for n, _ in opts.actors))
@@ -84,11 +88,12 @@ def supervise(config: HostConfig, opts: ServeOptions, processes: int, argv: list
 
 
 def _compile_once(config: HostConfig, opts: ServeOptions) -> None:
-    """Fill the compiled-component cache here, so that N processes do not each compile."""
+    """Fill the compiled-component cache here, so that N processes do not each compile
+    (and a file that is not a component is refused before any starts)."""
     engine = make_engine(None)
     for name, wasm in opts.actors:
         log.info("loading class %s from %s", name, wasm)
-        load_component(engine, wasm, config.compile_cache())
+        load_served_component(engine, wasm, config.compile_cache())
 
 
 class _Process:
@@ -125,10 +130,11 @@ class _Process:
                 sys.stdout.write(line)
                 sys.stdout.flush()
 
-    def wait_ready(self, timeout: float) -> bool:
+    def wait_ready(self, timeout: float, stopping: threading.Event) -> bool:
         deadline = time.monotonic() + timeout
         while not self._ready.wait(0.1):
-            if self.proc is None or self.proc.poll() is not None or time.monotonic() > deadline:
+            if (self.proc is None or self.proc.poll() is not None or stopping.is_set()
+                    or time.monotonic() > deadline):
                 return False
         return True
 

@@ -13,6 +13,8 @@ import json
 import os
 import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -21,7 +23,7 @@ from wkhost.partition import Partition
 
 from . import workflow_support
 from .conftest import MakeServer
-from .server import Server
+from .server import COMPILED, REPO, Server
 from .test_actor_calls import chain
 from .test_workflows import main_scenario
 from .workflow_support import (
@@ -212,3 +214,19 @@ def _held_in(server: Server, process: int) -> int:
         while chunk := sock.recv(65536):
             data += chunk
     return int(json.loads(data.split(b"\r\n\r\n", 1)[1])["requests_held"])
+
+
+def test_bad_input_to_the_supervisor_is_a_clear_error(tmp_path: Path) -> None:
+    not_wasm = tmp_path / "x.wasm"
+    not_wasm.write_bytes(b"not a component")
+    base = [sys.executable, "-m", "wkhost.cli", "serve", "--port", "0", "--data",
+            str(tmp_path / "data"), "--cache-dir", str(COMPILED)]
+    for extra, code, says in (
+            (["--actor", f"x={not_wasm}", "--processes", "2"], 1, "is not a component"),
+            (["--actor", f"x={tmp_path / 'none.wasm'}", "--processes", "2"], 1,
+             "no component at"),
+            (["--actor", f"x={not_wasm}", "--processes", "0"], 2, "--processes takes 1 to")):
+        done = subprocess.run(base + extra, capture_output=True, text=True, timeout=120,
+                              cwd=REPO)
+        assert done.returncode == code and says in done.stderr, (extra, done.stderr[-2000:])
+        assert "Traceback" not in done.stderr
