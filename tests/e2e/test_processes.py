@@ -153,6 +153,20 @@ def test_the_peer_routes_are_not_served_to_clients(
     for path in ("/_wk/peer/call", "/_wk/peer/clock?at=1"):
         status, _, _ = s.server.request("POST", path, b"\xa0", operator=True)
         assert status == 404
+    # Nor through a request passed on to another process: its path starts with a class.
+    before = s.now()
+    host, port = s.server.url.removeprefix("http://").rsplit(":", 1)
+    for path in ("/app/../_wk/peer/clock?at=9999999999999", "/app/%2E%2E/_wk/peer/clock?at=1",
+                 "/app/x/../../_wk/peer/call", "/app/web/../../_wk/peer/actors/app"):
+        for _ in range(4):  # whichever process takes it, the owner or the other
+            with socket.create_connection((host, int(port)), timeout=30) as c:
+                c.sendall(b"POST " + path.encode() + b" HTTP/1.1\r\nhost: x\r\n"
+                          b"content-length: 1\r\nconnection: close\r\n\r\n\xa0")
+                answer = b""
+                while chunk := c.recv(65536):
+                    answer += chunk
+            assert b"application/cbor" not in answer.split(b"\r\n\r\n")[0], (path, answer)
+    assert s.now() == before  # no peer's clock moved
 
 
 def test_calls_cross_processes_and_reentry_through_them_is_refused(
