@@ -49,8 +49,10 @@ CBOR = "application/cbor"
 # idle ones after its keep-alive timeout (75 s), and a call that finds its connection
 # closed cannot tell that from a crash in the middle of the call.
 _IDLE_S = 30.0
+# Not passed on: they are about the client's connection to the first process, which has
+# dealt with them (it has read the whole body, and answered `Expect: 100-continue`).
 _HOP_BY_HOP = frozenset({"connection", "content-length", "transfer-encoding", "keep-alive",
-                         "upgrade", "te", "trailer", "proxy-authenticate", "host"})
+                         "upgrade", "te", "trailer", "proxy-authenticate", "host", "expect"})
 
 
 class _UnixConnection(http.client.HTTPConnection):
@@ -175,7 +177,7 @@ class PeerClients:
             reader, writer = conn
             writer.write(data)
             status, got, length, keep = _parse_head(await reader.readuntil(b"\r\n\r\n"))
-            if method == "HEAD" or status in (204, 304) or status < 200:
+            if method == "HEAD" or status in (204, 304):
                 length = 0
             out = await reader.readexactly(length) if length else b""
         except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError,
@@ -219,6 +221,8 @@ def _parse_head(raw: bytes) -> tuple[int, list[tuple[str, str]], int, bool]:
     """(status, headers, content length, whether the connection stays open)."""
     lines = raw.decode("utf-8", "surrogateescape").split("\r\n")
     status = int(lines[0].split(" ", 2)[1])
+    if status < 200:  # an interim answer: nothing here asks for one
+        raise ValueError(f"an interim answer ({status}) from a peer")
     headers: list[tuple[str, str]] = []
     length, keep = None, True
     for line in lines[1:]:

@@ -244,3 +244,32 @@ def test_bad_input_to_the_supervisor_is_a_clear_error(tmp_path: Path) -> None:
                               cwd=REPO)
         assert done.returncode == code and says in done.stderr, (extra, done.stderr[-2000:])
         assert "Traceback" not in done.stderr
+
+
+def test_expect_100_continue_is_answered_once_and_passed_on(make_server: MakeServer) -> None:
+    """curl sends `Expect: 100-continue` with bodies over 1 KB. The first process answers
+    it; the request passed on must not carry it (the other would answer it again)."""
+    server = make_server(extra=TWO)
+    host, port = server.url.removeprefix("http://").rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=30) as c:
+        c.sendall(b"GET /_wk/health HTTP/1.1\r\nhost: x\r\n\r\n")
+        head, _, body = _read_answer(c)
+        other = "a" if json.loads(body)["process"] == 1 else "p2"  # the other's actor
+        c.sendall(f"POST /probe/{other}/now HTTP/1.1\r\nhost: x\r\n"
+                  "expect: 100-continue\r\ncontent-length: 2\r\n\r\n".encode())
+        assert c.recv(64).startswith(b"HTTP/1.1 100 Continue\r\n\r\n")
+        c.sendall(b"{}")
+        head, _, body = _read_answer(c)
+        assert head.startswith(b"HTTP/1.1 200") and "now" in json.loads(body), (head, body)
+
+
+def _read_answer(c: socket.socket) -> tuple[bytes, bytes, bytes]:
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += c.recv(65536)
+    head, sep, body = data.partition(b"\r\n\r\n")
+    length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                  if line.lower().startswith(b"content-length:"))
+    while len(body) < length:
+        body += c.recv(65536)
+    return head, sep, body
