@@ -44,6 +44,7 @@ def _kind(e: HostError) -> str:
         "CallRefused": "refused",
         "Overloaded": "refused",
         "PeerUnavailable": "refused",
+        "PeerLost": "callee-lost",
         "DeadlineExceeded": "timeout",
         "BudgetExceeded": "callee-budget",
         "GuestFailed": "callee-trapped",

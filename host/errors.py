@@ -7,6 +7,7 @@
     ├── TooLarge                   a body or result over its cap (413)
     ├── Overloaded                 backpressure: too many events waiting (503 + Retry-After)
     │   └── PeerUnavailable        the process that serves the actor is not answering
+    ├── PeerLost                   that process went while it had the request (502)
     ├── NotServedHere              an actor of another process reached this one (500)
     ├── CallRefused                re-entry, a cross-thread cycle, the depth cap (409)
     ├── DeadlineExceeded           the event's time ran out while waiting (504)
@@ -57,6 +58,14 @@ class Overloaded(HostError):
 class PeerUnavailable(Overloaded):
     """With `--processes N`: the process that serves the actor did not answer (it is
     restarting, or gone)."""
+
+
+class PeerLost(HostError):
+    """With `--processes N`: the process that serves the actor took the request and went
+    (died, or stopped) before it answered. Unlike PeerUnavailable, the request may have
+    run: not an invitation to retry blindly."""
+
+    http_status = 502
 
 
 class NotServedHere(HostError):

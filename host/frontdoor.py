@@ -37,12 +37,18 @@ _HOP_BY_HOP = frozenset({"connection", "content-length", "transfer-encoding", "k
                          "upgrade", "te", "trailer", "proxy-authenticate"})
 
 
+_PEER_WRAPPER_BYTES = 1 << 20
+
+
 def make_app(host: Host, admin_token: str, peer_clients: PeerClients | None = None,
              for_peers: bool = False) -> web.Application:
     """The front door. With `--processes N`, each process serves it to clients and, with
     the `/_wk/peer/...` routes added (`for_peers`), to the other processes
     (host/peers.py)."""
-    app = web.Application(client_max_size=host.config.max_body_bytes,
+    # An actor's call into another process carries a body up to the cap with its
+    # request's headers and the call chain around it: room for those too.
+    room = _PEER_WRAPPER_BYTES if for_peers else 0
+    app = web.Application(client_max_size=host.config.max_body_bytes + room,
                           middlewares=[_errors_middleware])
     app["host"] = host
     app["token"] = admin_token

@@ -17,7 +17,7 @@ from typing import Any
 import apsw
 
 from . import paths
-from .sqlite import delete_db_files
+from .sqlite import delete_db_files, fsync_dir
 from .types import ActorRef
 
 log = logging.getLogger("wkhost.index")
@@ -126,14 +126,24 @@ class Index:
     def rebuild(self, data_dir: Path, owns_shard: Callable[[str], bool] = lambda _: True
                 ) -> int:
         """Re-derive both tables from every actor database in a directory this process
-        owns (host/partition.py). Returns the actor count."""
+        owns (host/partition.py). Returns the actor count.
+
+        Each database found is synced too, with its directory: a host that died may
+        have made a new one whose own syncs never ran (sqlite.NewFileSync), and this
+        host's first durable write to it would sync only its WAL. Files already on disk
+        cost a system call each."""
         found: list[tuple[ActorRef, int | None]] = []
+        dirs: set[Path] = set()
         for path in _actor_files(data_dir):
             if not owns_shard(path.parent.name):
                 continue
             entry = _read_actor(path)
             if entry is not None:
                 found.append(entry)
+                _fdatasync(path)
+                dirs.add(path.parent)
+        for d in dirs:
+            fsync_dir(d)
         with self._lock, self.conn:
             list(self.conn.execute("DELETE FROM actors; DELETE FROM alarms"))
             for ref, at_ms in found:
@@ -177,6 +187,14 @@ def _actor_files(data_dir: Path) -> Iterator[Path]:
     root = data_dir / "actors"
     if root.is_dir():
         yield from root.glob("*/*/*.db")
+
+
+def _fdatasync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fdatasync(fd)
+    finally:
+        os.close(fd)
 
 
 def _read_actor(path: Path) -> tuple[ActorRef, int | None] | None:

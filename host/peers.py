@@ -35,7 +35,7 @@ import cbor2
 from aiohttp import web
 
 from . import errors
-from .errors import DeadlineExceeded, HostError, PeerUnavailable
+from .errors import DeadlineExceeded, HostError, PeerLost, PeerUnavailable
 from .event import Chain
 from .partition import Partition
 from .types import ActorRef, Sender
@@ -52,7 +52,7 @@ _IDLE_S = 30.0
 # Not passed on: they are about the client's connection to the first process, which has
 # dealt with them (it has read the whole body, and answered `Expect: 100-continue`).
 _HOP_BY_HOP = frozenset({"connection", "content-length", "transfer-encoding", "keep-alive",
-                         "upgrade", "te", "trailer", "proxy-authenticate", "host", "expect"})
+                         "upgrade", "te", "trailer", "proxy-authenticate", "expect"})
 
 
 class _UnixConnection(http.client.HTTPConnection):
@@ -95,16 +95,30 @@ class Peers:
         })
         conn = self._connection(owner, timeout)
         try:
-            conn.request("POST", "/_wk/peer/call", body, {"content-type": CBOR})
-            resp = conn.getresponse()
-            out = cbor2.loads(resp.read())
-        except TimeoutError:
-            self._drop(owner)
-            raise DeadlineExceeded(f"{ref} did not answer by the event's deadline") from None
-        except (OSError, http.client.HTTPException, cbor2.CBORDecodeError) as e:
+            if conn.sock is None:
+                conn.connect()
+        except OSError as e:  # nothing was sent: nothing ran
             self._drop(owner)
             raise PeerUnavailable(f"process {owner}, which serves {ref}, did not answer "
                                   f"({type(e).__name__}); retry shortly") from None
+        try:
+            conn.request("POST", "/_wk/peer/call", body, {"content-type": CBOR})
+            resp = conn.getresponse()
+            data = resp.read()
+            out: dict[str, Any] = cbor2.loads(data) if resp.status == 200 else {
+                "error": "HostError", "message": f"process {owner} answered {resp.status}: "
+                f"{data[:200].decode(errors='replace').strip()}"}
+        except TimeoutError:
+            self._drop(owner)
+            raise DeadlineExceeded(f"{ref} did not answer by the event's deadline") from None
+        except (ConnectionResetError, BrokenPipeError) as e:
+            self._drop(owner)  # the call was not read: it was gone already
+            raise PeerUnavailable(f"process {owner}, which serves {ref}, did not answer "
+                                  f"({type(e).__name__}); retry shortly") from None
+        except (OSError, http.client.HTTPException, cbor2.CBORDecodeError) as e:
+            self._drop(owner)
+            raise PeerLost(f"process {owner}, which serves {ref}, went before it answered "
+                           f"({type(e).__name__}): the call may have run") from None
         conn.last_used = time.monotonic()
         if "error" in out:
             kind = getattr(errors, str(out["error"]), HostError)
@@ -166,32 +180,43 @@ class PeerClients:
 
     async def exchange(self, process: int, method: str, target: str,
                        headers: Iterable[tuple[str, str]] = (), body: bytes = b"") -> Exchange:
-        """One request to `process`. Raises PeerUnavailable if it does not answer."""
-        head = [f"{method} {target} HTTP/1.1\r\nhost: peer\r\n"
-                f"content-length: {len(body)}\r\n"]
+        """One request to `process`. Raises PeerUnavailable if it cannot be reached
+        (nothing ran), PeerLost if it went with the request (it may have run)."""
+        headers = list(headers)
+        head = [f"{method} {target} HTTP/1.1\r\ncontent-length: {len(body)}\r\n"]
+        if not any(k.lower() == "host" for k, _ in headers):
+            head.append("host: peer\r\n")
         head += [f"{k}: {v}\r\n" for k, v in headers]
         data = "".join(head).encode("utf-8", "surrogateescape") + b"\r\n" + body
-        conn = None
         try:
             conn = await self._connection(process)
+        except OSError as e:
+            raise PeerUnavailable(f"process {process}, which serves this actor, did not "
+                                  f"answer ({type(e).__name__}); retry shortly") from None
+        try:
             reader, writer = conn
             writer.write(data)
             status, got, length, keep = _parse_head(await reader.readuntil(b"\r\n\r\n"))
             if method == "HEAD" or status in (204, 304):
                 length = 0
             out = await reader.readexactly(length) if length else b""
-        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError,
-                ValueError) as e:
-            if conn is not None:
-                conn[1].close()
+        except (ConnectionResetError, BrokenPipeError) as e:
+            # On a Unix socket: the other end closed with our request unread (it had gone
+            # already, or went before reading it), so nothing ran.
+            conn[1].close()
             raise PeerUnavailable(f"process {process}, which serves this actor, did not "
                                   f"answer ({type(e).__name__}); retry shortly") from None
+        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError,
+                ValueError) as e:
+            conn[1].close()
+            raise PeerLost(f"process {process}, which serves this actor, went before it "
+                           f"answered ({type(e).__name__}): the request may have run") from None
         except BaseException:  # cancelled (the client went): the connection's state is unknown
-            if conn is not None:
-                conn[1].close()
+            conn[1].close()
             raise
-        if keep:
-            self._idle.setdefault(process, []).append(conn)
+        idle = self._idle.setdefault(process, [])
+        if keep and len(idle) < _MAX_IDLE:
+            idle.append(conn)
         else:
             writer.close()
         return status, got, out
@@ -215,6 +240,9 @@ class PeerClients:
 
 
 _MAX_HEAD = 1 << 20
+# Kept connections per other process: enough for the requests in flight at once between
+# two processes; more (after a burst of held requests) are closed when their answer comes.
+_MAX_IDLE = 64
 
 
 def _parse_head(raw: bytes) -> tuple[int, list[tuple[str, str]], int, bool]:

@@ -51,7 +51,7 @@ from .peers import Peers
 from .scheduler import Scheduler
 from .slot import ActorSlot
 from .spares import SpareInstances
-from .sqlite import ActorDb, SchemaImage, build_schema_image, delete_db_files
+from .sqlite import ActorDb, SchemaImage, build_schema_image, delete_db_files, wait_new_files
 from .types import ActorRef, Request, Response, Sender
 from .wire import request_record, response_from_record, sender_variant
 
@@ -178,6 +178,7 @@ class Host:
         self.spares.drop_idle(0)
         self._release_pool_memory()
         self._ticker.stop()
+        wait_new_files()
         self.index.close()
 
     # -- entry points -------------------------------------------------------------------

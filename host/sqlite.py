@@ -213,7 +213,11 @@ class NewFileSync:
         try:
             sync_new_file(self.path)
         except OSError as e:
-            self.error = e
+            self.error = e  # kept in _pending: the file's durable writes all fail
+        else:
+            with _syncer_lock:
+                if _pending.get(str(self.path)) is self:
+                    del _pending[str(self.path)]
         finally:
             self._done.release()
 
@@ -228,6 +232,9 @@ class NewFileSync:
 _new_files: queue.SimpleQueue[NewFileSync] = queue.SimpleQueue()
 _syncer: threading.Thread | None = None
 _syncer_lock = threading.Lock()
+# New files whose syncs are not done, or failed, by path: a database closed before its
+# first durable write (evicted, asleep) and opened again takes its file's sync over.
+_pending: dict[str, NewFileSync] = {}
 
 
 def _sync_new_files() -> None:
@@ -238,15 +245,30 @@ def _sync_new_files() -> None:
 def start_new_file_sync(path: Path) -> NewFileSync:
     global _syncer
     job = NewFileSync(path)
-    if _syncer is None:
-        with _syncer_lock:
-            if _syncer is None:
-                # A daemon: at exit, a sync nobody waits for reported nothing durable.
-                _syncer = threading.Thread(target=_sync_new_files, daemon=True,
-                                           name="wk-new-file-sync")
-                _syncer.start()
+    with _syncer_lock:
+        _pending[str(path)] = job
+        if _syncer is None:
+            # A daemon; the host waits for what is queued when it stops (wait_new_files).
+            _syncer = threading.Thread(target=_sync_new_files, daemon=True,
+                                       name="wk-new-file-sync")
+            _syncer.start()
     _new_files.put(job)
     return job
+
+
+def pending_new_file_sync(path: Path) -> NewFileSync | None:
+    with _syncer_lock:
+        return _pending.get(str(path))
+
+
+def wait_new_files() -> None:
+    """Wait for every new file's syncs queued so far (a host that stops: the next one
+    could not know which of its files were never synced)."""
+    with _syncer_lock:
+        jobs = list(_pending.values())
+    for job in jobs:
+        with contextlib.suppress(OSError):
+            job.wait()
 
 
 # What a schema-only script may do, seen by the authorizer while it is prepared: make
@@ -316,6 +338,8 @@ class ActorDb:
         self._new_file_synced: NewFileSync | None = None
         if self.created:
             self._sync_new_file()
+        else:  # made by this process, closed before its syncs were seen done
+            self._new_file_synced = pending_new_file_sync(path)
 
     def _sync_new_file(self) -> None:
         """Start the new file's own syncs (`sync_new_file`); the first durable write waits

@@ -418,3 +418,37 @@ def test_a_speculation_not_taken_up_gives_the_plain_template_back(tmp_path: Path
         run(d, "SELECT 1", durable=True)  # the reopened database syncs like any other
     finally:
         d.close()
+
+
+def test_a_new_file_closed_before_its_first_durable_write_is_still_synced_before_it(
+        tmp_path: Path, host_syncs: list[tuple[str, str]]) -> None:
+    """Evicted or asleep right after its creation: the database opened again takes the
+    new file's syncs over (its fdatasync is slow here: the write must wait for it)."""
+    path = tmp_path / "a.db"
+    ActorDb(path, max_pages=64).close()
+    d = ActorDb(path, max_pages=64)
+    try:
+        assert not d.created
+        run(d, "CREATE TABLE t (x)")
+        run(d, "INSERT INTO t VALUES (1)", durable=True)
+        assert {("fdatasync", str(path)), ("fsync", str(tmp_path)),
+                ("fsync", f"{path}-wal")} <= set(host_syncs)
+    finally:
+        d.close()
+
+
+def test_a_failed_sync_of_a_new_file_still_fails_after_it_is_opened_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def fdatasync(fd: int) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "fdatasync", fdatasync)
+    path = tmp_path / "b.db"
+    ActorDb(path, max_pages=64).close()
+    d = ActorDb(path, max_pages=64)
+    try:
+        run(d, "CREATE TABLE t (x)")
+        with pytest.raises(OSError, match="Input/output error"):
+            run(d, "INSERT INTO t VALUES (1)", durable=True)
+    finally:
+        d.close()

@@ -3,10 +3,15 @@ are kept and made together, in order, before any read and at a clean stop."""
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
+from typing import Any
 
+import pytest
 from wkhost.index import Index
+from wkhost.paths import db_path
+from wkhost.sqlite import ActorDb, wait_new_files
 from wkhost.types import ActorRef
 
 A, B = ActorRef("c", "a"), ActorRef("c", "b")
@@ -65,3 +70,34 @@ def test_writes_from_many_threads_keep_each_threads_order(tmp_path: Path) -> Non
             (ActorRef("c", f"t{n}"), 1000 + n) for n in range(4)]
     finally:
         index.close()
+
+
+def test_a_rebuild_syncs_every_database_it_finds(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A host that died may have left a new database whose own syncs never ran."""
+    data = tmp_path / "data"
+    made = []
+    for actor_id in ("a", "b"):
+        path = db_path(data, "c", actor_id)
+        db = ActorDb(path, max_pages=64)
+        db.host_exec("INSERT INTO _wk_host_meta VALUES ('class', 'c'), ('id', ?), "
+                     "('initialized', 1)", (actor_id,))
+        db.close()
+        made.append(path)
+    wait_new_files()
+    synced: list[tuple[str, str]] = []
+    for name in ("fsync", "fdatasync"):
+        real = getattr(os, name)
+
+        def record(fd: int, real: Any = real, name: str = name) -> None:
+            real(fd)
+            synced.append((name, os.readlink(f"/proc/self/fd/{fd}")))
+
+        monkeypatch.setattr(os, name, record)
+    index = Index(tmp_path / "_host")
+    try:
+        assert index.rebuild(data) == 2
+    finally:
+        index.close()
+    assert {("fdatasync", str(p)) for p in made} | {("fsync", str(p.parent)) for p in made} \
+        <= set(synced)
