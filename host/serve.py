@@ -8,6 +8,8 @@ import os
 import secrets
 import signal
 import socket
+import stat
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -117,8 +119,15 @@ async def serve(config: HostConfig, opts: ServeOptions,
 
 
 def prepare_socket_dir(d: Path) -> None:
-    """The peer socket's directory, this user's alone (it may be under /tmp)."""
+    """The peer socket's directory, this user's alone. Under /tmp (a data directory whose
+    path is too long for a socket), its parent too: another user who made
+    /tmp/wkhost-UID first could otherwise swap in sockets of their own, and be handed
+    forwarded requests, the admin token with them."""
     d.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if d.stat().st_uid != os.getuid():
-        raise HostError(f"{d} must belong to this user to hold the processes' sockets")
-    os.chmod(d, 0o700)
+    under_tmp = d.parent.parent == Path(tempfile.gettempdir())
+    for each in ([d.parent] if under_tmp else []) + [d]:
+        st = os.lstat(each)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+            raise HostError(f"{each} must be a directory of this user's (not a link) to "
+                            "hold the processes' sockets")
+        os.chmod(each, 0o700)

@@ -27,10 +27,12 @@ import sys
 import threading
 import time
 
+from . import paths
 from .config import HostConfig
 from .engine import load_served_component, make_engine
 from .index import prepare_layout
 from .serve import ServeOptions, admin_token
+from .sqlite import make_dirs
 
 log = logging.getLogger("wkhost.supervisor")
 
@@ -48,6 +50,10 @@ def supervise(config: HostConfig, opts: ServeOptions, processes: int, argv: list
     code: 0 after a clean stop."""
     prepare_layout(config.data_dir, processes)
     admin_token(config, opts.admin_token_file)  # made once, before any process reads it
+    for name, _ in opts.actors:
+        # Shared by every process (each owns some of the directories below it): made,
+        # and its entry synced, before any process could find it half made.
+        make_dirs(paths.class_dir(config.data_dir, name))
     _compile_once(config, opts)
     listen = socket.create_server((opts.host, opts.port), backlog=1024)
     listen.set_inheritable(True)

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import stat
+import tempfile
 from pathlib import Path
 
 import pytest
+from wkhost.errors import HostError
 from wkhost.partition import Partition
 from wkhost.paths import db_path
+from wkhost.serve import prepare_socket_dir
 
 
 def test_an_actor_belongs_to_the_process_of_its_databases_directory() -> None:
@@ -39,3 +44,24 @@ def test_a_socket_path_too_long_for_an_address_moves_under_tmp(tmp_path: Path) -
 def test_a_process_outside_the_count_is_refused() -> None:
     with pytest.raises(ValueError):
         Partition(2, 2)
+
+
+def test_the_sockets_directory_under_tmp_must_be_this_users_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: str(tmp_path))
+    mine = tmp_path / f"wkhost-{os.getuid()}"
+    d = mine / "digest"
+    prepare_socket_dir(d)  # made: 0700, both levels
+    assert [stat.S_IMODE(p.stat().st_mode) for p in (mine, d)] == [0o700, 0o700]
+    # Made first by another user (here, another uid), or a link: refused.
+    os.chown(mine, os.getuid() + 4242, -1)
+    with pytest.raises(HostError, match="directory of this user's"):
+        prepare_socket_dir(d)
+    os.chown(mine, os.getuid(), -1)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    d.rmdir()
+    mine.rmdir()
+    mine.symlink_to(elsewhere)
+    with pytest.raises(HostError, match="directory of this user's"):
+        prepare_socket_dir(d)
