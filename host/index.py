@@ -17,7 +17,7 @@ from typing import Any
 import apsw
 
 from . import paths
-from .sqlite import delete_db_files, fsync_dir
+from .sqlite import delete_db_files, fdatasync_file, fsync_dir
 from .types import ActorRef
 
 log = logging.getLogger("wkhost.index")
@@ -140,7 +140,7 @@ class Index:
             entry = _read_actor(path)
             if entry is not None:
                 found.append(entry)
-                _fdatasync(path)
+                fdatasync_file(path)
                 dirs.add(path.parent)
         for d in dirs:
             fsync_dir(d)
@@ -187,14 +187,6 @@ def _actor_files(data_dir: Path) -> Iterator[Path]:
     root = data_dir / "actors"
     if root.is_dir():
         yield from root.glob("*/*/*.db")
-
-
-def _fdatasync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fdatasync(fd)
-    finally:
-        os.close(fd)
 
 
 def _read_actor(path: Path) -> tuple[ActorRef, int | None] | None:

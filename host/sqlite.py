@@ -167,9 +167,17 @@ def make_dirs(d: Path) -> None:
 
 
 def fsync_dir(d: Path) -> None:
-    fd = os.open(d, os.O_RDONLY)
+    _sync_path(d, os.fsync)
+
+
+def fdatasync_file(path: Path) -> None:
+    _sync_path(path, os.fdatasync)
+
+
+def _sync_path(path: Path, sync: Callable[[int], None]) -> None:
+    fd = os.open(path, os.O_RDONLY)
     try:
-        os.fsync(fd)
+        sync(fd)
     finally:
         os.close(fd)
 
@@ -183,13 +191,9 @@ def sync_new_file(path: Path) -> None:
     exist only in the new file, which a power loss may leave empty. A file deleted
     meanwhile (delete-self) has nothing left to sync."""
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fdatasync_file(path)
     except FileNotFoundError:
         return
-    try:
-        os.fdatasync(fd)
-    finally:
-        os.close(fd)
     fsync_dir(path.parent)
 
 

@@ -283,12 +283,16 @@ def test_a_new_actors_file_and_directories_are_durable_before_its_first_durable_
         d.close()
 
 
-def test_a_failed_sync_of_the_new_file_fails_every_durable_write(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def failing_fdatasync(monkeypatch: pytest.MonkeyPatch) -> None:
     def fdatasync(fd: int) -> None:
         raise OSError(errno.EIO, "Input/output error")
 
     monkeypatch.setattr(os, "fdatasync", fdatasync)
+
+
+@pytest.mark.usefixtures("failing_fdatasync")
+def test_a_failed_sync_of_the_new_file_fails_every_durable_write(tmp_path: Path) -> None:
     d = ActorDb(tmp_path / "a.db", max_pages=64)
     try:
         run(d, "CREATE TABLE t (x)")
@@ -437,12 +441,9 @@ def test_a_new_file_closed_before_its_first_durable_write_is_still_synced_before
         d.close()
 
 
+@pytest.mark.usefixtures("failing_fdatasync")
 def test_a_failed_sync_of_a_new_file_still_fails_after_it_is_opened_again(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def fdatasync(fd: int) -> None:
-        raise OSError(errno.EIO, "Input/output error")
-
-    monkeypatch.setattr(os, "fdatasync", fdatasync)
+        tmp_path: Path) -> None:
     path = tmp_path / "b.db"
     ActorDb(path, max_pages=64).close()
     d = ActorDb(path, max_pages=64)
