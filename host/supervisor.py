@@ -72,21 +72,23 @@ def supervise(config: HostConfig, opts: ServeOptions, processes: int, argv: list
         for p in procs:
             p.start()
         for p in procs:
-            if not p.wait_ready(_READY_TIMEOUT_S, stopping):
-                if stopping.is_set():
-                    return 0
+            if not p.wait_ready(_READY_TIMEOUT_S, stopping) and not stopping.is_set():
                 log.error("process %d of %d did not start", p.index, processes)
                 return 1
-        log.info("%d processes serve %s", processes, ", ".join(n for n, _ in opts.actors))
-        print(f"wkhost: listening on http://{bound[0]}:{bound[1]}", flush=True)
+        if not stopping.is_set():
+            log.info("%d processes serve %s", processes,
+                     ", ".join(n for n, _ in opts.actors))
+            print(f"wkhost: listening on http://{bound[0]}:{bound[1]}", flush=True)
         while not stopping.wait(0.2):
             for p in procs:
                 p.restart_if_dead()
+        # Also when a signal came while they started: each stops as it would later.
         log.info("stopping: every process lets its running events finish")
         for p in procs:
             p.terminate()
         codes = [p.wait(opts.shutdown_timeout_s + 10) for p in procs]
-        return 0 if all(c == 0 for c in codes) else 1
+        # A process still starting has no handler yet: SIGTERM ends it by default.
+        return 0 if all(c in (0, -signal.SIGTERM) for c in codes) else 1
     finally:
         for p in procs:
             p.kill()
