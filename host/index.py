@@ -12,11 +12,11 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import apsw
 
 from . import paths
+from .partition import Partition
 from .sqlite import delete_db_files, fdatasync_file, fsync_dir
 from .types import ActorRef
 
@@ -43,7 +43,7 @@ class Index:
         self.is_new = not (self.dir / "index.db").exists()
         self.stale = False  # a write failed: the next start must rebuild
         self._lock = threading.Lock()
-        self._queue: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
+        self._queue: list[tuple[str, tuple[object, ...]]] = []  # writes not made yet
         self._queue_lock = threading.Lock()
         self.conn = apsw.Connection(str(self.dir / "index.db"))
         self.conn.setbusytimeout(5000)
@@ -59,16 +59,32 @@ class Index:
         if not self.stale:
             self._marker.unlink(missing_ok=True)
 
-    def try_write(self, write: Callable[..., None], *args: Any) -> None:
-        """An index write that must not fail the event, kept to be made with others.
+    # -- writes: kept, and made together ---------------------------------------------------
+    # An index write must not fail the event. The actors' databases are the truth: a
+    # failure only marks the index for a rebuild at the next start, and so does a crash
+    # before the write is made (the marker). Made one at a time, an event's index writes
+    # cost about 50 us of a new workflow's event; together, in one transaction at the
+    # janitor's next round (every second), before any read, at a clean stop, or once
+    # `_FLUSH_AT` are waiting, a few each.
 
-        The actors' databases are the truth: a failure only marks the index for a rebuild
-        at the next start, and so does a crash before the write is made (the marker).
-        Made one at a time, an event's index writes cost about 50 us of a new workflow's
-        event; together, in one transaction at the janitor's next round (every second),
-        before any read, or once `_FLUSH_AT` are waiting, a few each."""
+    def add_actor(self, ref: ActorRef) -> None:
+        self._write("INSERT OR IGNORE INTO actors VALUES (?, ?)", (ref.cls, ref.id))
+
+    def remove_actor(self, ref: ActorRef) -> None:
+        self._write("DELETE FROM actors WHERE cls = ? AND id = ?; "
+                    "DELETE FROM alarms WHERE cls = ? AND id = ?",
+                    (ref.cls, ref.id, ref.cls, ref.id))
+
+    def set_alarm(self, ref: ActorRef, at_ms: int | None) -> None:
+        if at_ms is None:
+            self._write("DELETE FROM alarms WHERE cls = ? AND id = ?", (ref.cls, ref.id))
+        else:
+            self._write("INSERT OR REPLACE INTO alarms VALUES (?, ?, ?)",
+                        (ref.cls, ref.id, at_ms))
+
+    def _write(self, sql: str, params: tuple[object, ...]) -> None:
         with self._queue_lock:
-            self._queue.append((write, args))
+            self._queue.append((sql, params))
             full = len(self._queue) >= _FLUSH_AT
         if full:
             self.flush()
@@ -83,36 +99,18 @@ class Index:
                 return
             try:
                 with self.conn:
-                    for write, args in queue:
-                        write(*args, _locked=True)
+                    for sql, params in queue:
+                        list(self.conn.execute(sql, params))
             except apsw.Error as e:
                 self.stale = True
                 log.error("the index could not be updated (%s); it is rebuilt at the next "
                           "start", e)
 
-    def _exec(self, sql: str, params: tuple[object, ...] = (), _locked: bool = False
-              ) -> list[tuple[object, ...]]:
-        if _locked:  # inside flush()
-            return list(self.conn.execute(sql, params))
+    # -- reads (and a test's own statements): after the waiting writes ----------------
+    def _exec(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
         self.flush()
         with self._lock:
             return list(self.conn.execute(sql, params))
-
-    def add_actor(self, ref: ActorRef, _locked: bool = False) -> None:
-        self._exec("INSERT OR IGNORE INTO actors VALUES (?, ?)", (ref.cls, ref.id), _locked)
-
-    def remove_actor(self, ref: ActorRef, _locked: bool = False) -> None:
-        self._exec("DELETE FROM actors WHERE cls = ? AND id = ?; "
-                   "DELETE FROM alarms WHERE cls = ? AND id = ?",
-                   (ref.cls, ref.id, ref.cls, ref.id), _locked)
-
-    def set_alarm(self, ref: ActorRef, at_ms: int | None, _locked: bool = False) -> None:
-        if at_ms is None:
-            self._exec("DELETE FROM alarms WHERE cls = ? AND id = ?", (ref.cls, ref.id),
-                       _locked)
-        else:
-            self._exec("INSERT OR REPLACE INTO alarms VALUES (?, ?, ?)",
-                       (ref.cls, ref.id, at_ms), _locked)
 
     def alarms(self) -> list[tuple[ActorRef, int]]:
         rows = self._exec("SELECT cls, id, at_ms FROM alarms")
@@ -172,9 +170,7 @@ def prepare_layout(data_dir: Path, processes: int) -> None:
         last = 1  # older data directories: always one process
     if last == processes:
         return
-    dirs = [base] if processes == 1 else [
-        base / f"process-{k}-of-{processes}" for k in range(processes)]
-    for d in dirs:
+    for d in (Partition(k, processes).host_dir(data_dir) for k in range(processes)):
         for suffix in ("", "-wal", "-shm"):
             (d / f"index.db{suffix}").unlink(missing_ok=True)
     tmp = base / "processes.new"

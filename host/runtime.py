@@ -446,7 +446,7 @@ class Host:
         # then simply not created yet; the first exec-durable makes it durable.
         db.host_exec("UPDATE _wk_host_meta SET v = 1 WHERE k = 'initialized'")
         slot.initialized = True
-        self.index.try_write(self.index.add_actor, slot.ref)
+        self.index.add_actor(slot.ref)
 
     def _learn_schema(self, cls: ActorClass, db: ActorDb) -> None:
         """After a new actor's on-init: keep its script as the class's schema image, or
@@ -531,7 +531,7 @@ class Host:
         row = alarms.read(slot.require_db())
         if fired or slot.alarm_seen is None or row.at_ms != slot.alarm_seen.at_ms:
             self.scheduler.set(slot.ref, row.at_ms)
-            self.index.try_write(self.index.set_alarm, slot.ref, row.at_ms)
+            self.index.set_alarm(slot.ref, row.at_ms)
         slot.alarm_seen = row
 
     def _destroy(self, slot: ActorSlot) -> None:
@@ -541,7 +541,7 @@ class Host:
             crashpoints.hit(f"delete:{slot.ref.cls}")
         delete_db_files(slot.path)
         self.scheduler.set(slot.ref, None)
-        self.index.try_write(self.index.remove_actor, slot.ref)
+        self.index.remove_actor(slot.ref)
 
     # -- keeping memory and file descriptors bounded -------------------------------------
     def evict_idle(self, keep: int | None = None) -> int:
@@ -636,7 +636,7 @@ class Host:
             self._run_event(ref, "alarm", Chain(), deadline, self._on_alarm, create=False)
         except _Gone:
             # Deleted since its alarm was indexed: an alarm never creates an actor.
-            self.index.try_write(self.index.remove_actor, ref)
+            self.index.remove_actor(ref)
         except HostError as e:
             log.warning("%s: alarm event failed: %s", ref, e)
             self._retry_in_memory(ref)

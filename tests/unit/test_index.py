@@ -20,14 +20,15 @@ A, B = ActorRef("c", "a"), ActorRef("c", "b")
 def test_kept_writes_are_made_in_order_before_a_read(tmp_path: Path) -> None:
     index = Index(tmp_path)
     try:
-        for write, args in ((index.add_actor, (A,)), (index.set_alarm, (A, 5)),
-                            (index.add_actor, (B,)), (index.remove_actor, (B,)),
-                            (index.set_alarm, (A, 7))):
-            index.try_write(write, *args)
+        index.add_actor(A)
+        index.set_alarm(A, 5)
+        index.add_actor(B)
+        index.remove_actor(B)
+        index.set_alarm(A, 7)
         assert index.actors("c") == ["a"]
         assert index.alarms() == [(A, 7)]
-        index.try_write(index.remove_actor, A)
-        index.try_write(index.add_actor, A)  # deleted, then made again
+        index.remove_actor(A)
+        index.add_actor(A)  # deleted, then made again
         assert index.actors("c") == ["a"] and index.alarms() == []
     finally:
         index.close()
@@ -35,8 +36,8 @@ def test_kept_writes_are_made_in_order_before_a_read(tmp_path: Path) -> None:
 
 def test_a_clean_stop_makes_the_kept_writes(tmp_path: Path) -> None:
     index = Index(tmp_path)
-    index.try_write(index.add_actor, A)
-    index.try_write(index.set_alarm, A, 9)
+    index.add_actor(A)
+    index.set_alarm(A, 9)
     index.close()
     again = Index(tmp_path)
     try:
@@ -52,11 +53,11 @@ def test_writes_from_many_threads_keep_each_threads_order(tmp_path: Path) -> Non
         def churn(n: int) -> None:
             ref = ActorRef("c", f"t{n}")
             for i in range(300):  # past the batch size: some flushes come from here
-                index.try_write(index.add_actor, ref)
-                index.try_write(index.set_alarm, ref, i)
-            index.try_write(index.remove_actor, ref)
-            index.try_write(index.add_actor, ref)
-            index.try_write(index.set_alarm, ref, 1000 + n)
+                index.add_actor(ref)
+                index.set_alarm(ref, i)
+            index.remove_actor(ref)
+            index.add_actor(ref)
+            index.set_alarm(ref, 1000 + n)
 
         threads = [threading.Thread(target=churn, args=(n,)) for n in range(4)]
         for t in threads:
