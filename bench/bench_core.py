@@ -48,7 +48,7 @@ def bench_instantiate(wasm: Path, repeats: int) -> dict[str, Any]:
     host = Host(HostConfig(data_dir=scratch_dir("wkbench-core-"), cache_dir=COMPILED))
     cls = host.add_class("probe", wasm)
     exports: ComponentExports = cls.exports
-    result = timed(lambda: Instance(host.engine, host.linker, exports, 256 << 20,
+    result = timed(lambda: Instance(host.engine, cls.linker, exports, 256 << 20,
                                     lambda _d: None), repeats, inner=20)
     host.close()
     return {"instantiate (Store + WASI + instance)": result}

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from wasmtime import Engine, WasmtimeError
 from wasmtime.component import Linker
 
-from . import actors, alarms, http, lifecycle, sqlite
+from . import actors, alarms, fastconv, http, lifecycle, sqlite
 
 if TYPE_CHECKING:
     from .runtime import Host
@@ -41,12 +41,21 @@ def guard(fn: HostFunc) -> HostFunc:
 
 
 def make_linker(engine: Engine, host: Host) -> Linker:
+    """A Linker for one component (one class): instantiate no other component with it.
+
+    Its host functions are new objects, whose signatures fastconv then learns once (see
+    `fastconv.pin_signature`); a component with other import types would be converted
+    with the wrong ones."""
     linker = Linker(engine)
     linker.add_wasip2()
+
+    def pinned_guard(fn: HostFunc) -> HostFunc:
+        return fastconv.pin_signature(guard(fn))  # type: ignore[no-any-return]
+
     with linker.root() as root:
-        sqlite.register(root, guard)
-        alarms.register(root, guard)
-        actors.register(root, guard, host)
-        http.register(root, guard, host)
-        lifecycle.register(root, guard, host)
+        sqlite.register(root, pinned_guard)
+        alarms.register(root, pinned_guard)
+        actors.register(root, pinned_guard, host)
+        http.register(root, pinned_guard, host)
+        lifecycle.register(root, pinned_guard, host)
     return linker

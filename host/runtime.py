@@ -22,6 +22,7 @@ from typing import Any, Literal, TypeVar
 
 import apsw
 from wasmtime import WasmtimeError
+from wasmtime.component import Linker
 
 from . import alarms, crashpoints, event, hold, paths
 from .clock import Clock, SystemClock
@@ -94,6 +95,7 @@ class ActorClass:
     name: str
     wasm: Path
     exports: ComponentExports
+    linker: Linker  # this class's own: see make_linker
     access: Access = "public"
     reuse_instances: bool = False  # see host/spares.py
     # What the class's new actors' databases start as, once learnt (host/sqlite.py,
@@ -108,7 +110,6 @@ class Host:
         self.clock = clock or SystemClock()
         self.engine = make_engine(config.pool())
         self.pool_memory = pool_memory(self.engine)
-        self.linker = make_linker(self.engine, self)
         self.classes: dict[str, ActorClass] = {}
         self.graph = CallGraph()
         self.gate = RunGate(config.run_slots())
@@ -140,7 +141,8 @@ class Host:
                   reuse_instances: bool = False) -> ActorClass:
         paths.check_class(name)
         component = load_served_component(self.engine, wasm, self.config.compile_cache())
-        cls = ActorClass(name, wasm, ComponentExports(component), access, reuse_instances)
+        cls = ActorClass(name, wasm, ComponentExports(component),
+                         make_linker(self.engine, self), access, reuse_instances)
         self.classes[name] = cls
         return cls
 
@@ -413,7 +415,7 @@ class Host:
     def _instantiate(self, cls: ActorClass, output: Callable[[bytes], None]) -> Instance:
         for evicted in (False, True):
             try:
-                return Instance(self.engine, self.linker, cls.exports,
+                return Instance(self.engine, cls.linker, cls.exports,
                                 self.config.memory_limit_bytes, output)
             except WasmtimeError as e:
                 if not pool_exhausted(e):

@@ -22,6 +22,25 @@ def test_on_init_runs_once_before_the_first_event(probe: Probe) -> None:
     assert [r[0] for r in rows] == ["init"]
 
 
+def test_each_class_has_a_linker_of_its_own_whose_functions_are_pinned(probe: Probe) -> None:
+    """fastconv trusts a pinned host function's first signature: that holds only while
+    its Linker instantiates one component, so two classes never share one."""
+    from wasmtime.component import _linker as wt_linker
+    from wkhost import fastconv
+
+    classes = probe.host.classes
+    assert classes["probe"].linker is not classes["inner"].linker
+
+    def pinned_exec() -> set[int]:
+        return {i for i in fastconv._pinned if wt_linker.FUNCTIONS.get(i).__name__ == "_exec"}
+
+    before = pinned_exec()
+    for _ in range(2):
+        probe.sql("p", "SELECT ?", [1])
+        probe.json("i", "POST", "/sql", {"sql": "SELECT ?", "params": [2]}, cls="inner")
+    assert len(pinned_exec() - before) == 2  # sqlite's exec: one per class's Linker
+
+
 def test_a_trap_in_on_init_leaves_nothing_and_the_next_event_tries_again(probe: Probe) -> None:
     for _ in range(2):
         with pytest.raises(GuestFailed, match="could not be created"):
@@ -214,7 +233,7 @@ def test_idle_pooled_slots_give_their_pages_back_only_while_no_instance_lives(
 
     # An instance made outside the host's actors counts too, as long as it exists; it
     # also keeps the janitor from releasing anything until this test does.
-    held = Instance(p.host.engine, p.host.linker, p.host.classes["probe"].exports,
+    held = Instance(p.host.engine, p.host.classes["probe"].linker, p.host.classes["probe"].exports,
                     64 << 20, lambda _d: None)
     p.host.config.idle_instance_s = 0
     p.host.evict_idle()
@@ -307,8 +326,8 @@ def test_when_every_pooled_slot_is_taken_idle_actors_make_room_else_a_clear_refu
         p.send(name, "GET", "/now")
 
     def hold() -> Instance:
-        return Instance(host.engine, host.linker, host.classes["probe"].exports, 64 << 20,
-                        lambda _d: None)
+        cls = host.classes["probe"]
+        return Instance(host.engine, cls.linker, cls.exports, 64 << 20, lambda _d: None)
 
     held = [hold() for _ in range(slots - 3)]  # now every slot is taken
     # The pool is full: the least recently used idle actors give back their slots.
