@@ -2,11 +2,13 @@
 
     .venv/bin/python -m bench [--quick] [--no-sleepers] [--only workflows,peers,...]
 
-Runs each benchmark module of bench/ that exists (bench_core, calibrate_fuel,
-bench_frontdoor, bench_conversion, bench_workflows; each in its own process, printing its
-own table), then the 10,000-sleepers part of bench_workflows in a process of its own, then
-each installed peer (bench/peers: DBOS on SQLite, Restate) on the same workflow
-workloads, in this same run. A peer that is not installed is skipped with one line
+Runs each installed peer (bench/peers: DBOS on SQLite, Restate) on the same workflow
+workloads as wkhost, then each benchmark module of bench/ that exists (bench_core,
+calibrate_fuel, bench_frontdoor, bench_conversion, bench_workflows; each in its own
+process, printing its own table), then the 10,000-sleepers part of bench_workflows in a
+process of its own, then the peers again: each peer's figures pool its runs from before
+and after wkhost's, so that they span the same stretch of this machine's time (its speed
+drifts by a quarter over minutes). A peer that is not installed is skipped with one line
 (`make bench-peers` installs them). Then it prints one combined table, wkhost beside each
 peer with the ratio and the issue's target, and writes bench/results/latest.json.
 """
@@ -213,6 +215,17 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace, only: set[str]) -> int:
     started = time.time()
     codes: dict[str, int] = {}
+    with_peers = not only or "peers" in only
+    bracketed = with_peers and only != {"peers"}  # wkhost runs too: peers before and after
+    repeats, workflows = (3, 60) if args.quick else (7, 200)
+    if bracketed:
+        repeats = (repeats + 1) // 2  # each half: together about as many runs as one
+    peers_before: dict[str, Any] = {}
+    if bracketed:
+        from bench.peers import run_peers
+
+        say("\n== peers, first half (the second runs after wkhost's workloads)")
+        peers_before = run_peers(repeats, workflows, say=say)
     for module in MODULES:
         if only and module not in only:
             continue
@@ -236,12 +249,14 @@ def _run(args: argparse.Namespace, only: set[str]) -> int:
         if sl:
             wk["sleepers"] = sl
     peers: dict[str, Any] = {}
-    if not only or "peers" in only:
-        from bench.peers import run_peers
+    if with_peers:
+        from bench.peers import merge, run_peers
 
-        say("\n== peers (same workloads, same run)")
-        repeats, workflows = (3, 60) if args.quick else (7, 200)
+        say("\n== peers, second half" if bracketed else "\n== peers (same workloads)")
         peers = run_peers(repeats, workflows, say=say)
+        if bracketed:
+            peers = {name: merge(peers_before.get(name, {"skipped": "not run"}), figures)
+                     for name, figures in peers.items()}
     rows = table(wk, peers)
     print_table(rows, peers)
     modules = {}

@@ -9,6 +9,7 @@ installed is reported with a one-line reason and skipped.
 from __future__ import annotations
 
 import json
+import statistics
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -75,4 +76,30 @@ def run_peers(repeats: int, workflows: int, levels: str = "1,8,32",
         except (RuntimeError, subprocess.TimeoutExpired) as e:
             say(f"  [peers] {name}: failed: {e}")
             out[name] = {"skipped": f"failed: {e}"}
+    return out
+
+
+def merge(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+    """Two runs of one peer's figures as one: each figure's runs pooled (its median, min
+    and max then over both), failures summed, other numbers averaged, text kept from the
+    first. A run that was skipped (or failed) gives way to the other."""
+    if "skipped" in first or "skipped" in second:
+        return second if "skipped" in first else first
+    out: dict[str, Any] = {}
+    for key in first.keys() | second.keys():
+        a, b = first.get(key), second.get(key)
+        if a is None or b is None:
+            out[key] = a if b is None else b
+        elif isinstance(a, dict) and isinstance(b, dict) and "runs" in a and "runs" in b:
+            runs = [*a["runs"], *b["runs"]]
+            out[key] = {"median": statistics.median(runs), "min": min(runs),
+                        "max": max(runs), "n": len(runs), "runs": runs}
+        elif isinstance(a, dict) and isinstance(b, dict):
+            out[key] = merge(a, b)
+        elif key == "failures":
+            out[key] = a + b
+        elif isinstance(a, int | float) and isinstance(b, int | float):
+            out[key] = (a + b) / 2
+        else:
+            out[key] = a
     return out
