@@ -124,8 +124,9 @@ def _counted_sync(real: Callable[[int], None]) -> Callable[[int], None]:
 @contextlib.contextmanager
 def _probed_linker() -> Iterator[None]:
     """Wrap every host function (in this process only) to time and count it, and count
-    the WAL fsyncs: both are read by ProbeHost. Patches only while the Host is built,
-    except the fsync counter, which stays (it costs nanoseconds)."""
+    the WAL fsyncs: both are read by ProbeHost. Patches only while a class is added (each
+    class's Linker is built then), except the fsync counter, which stays (it costs
+    nanoseconds)."""
     from wkhost import linker
     from wkhost.sqlite import ActorDb
 
@@ -150,13 +151,16 @@ def make_host(data: Path, **config: Any) -> Any:
         functions during it, and the fuel it burnt; and counts finished alarm events."""
 
         def __init__(self, cfg: Any) -> None:
-            with _probed_linker():
-                super().__init__(cfg)
+            super().__init__(cfg)
             self.last_call: dict[str, Any] = {}
             self.last_by_export: dict[str, dict[str, Any]] = {}
             self.last_alarm_ns: dict[Any, int] = {}
             self._cond = threading.Condition()
             self._alarms: Counter[Any] = Counter()
+
+        def add_class(self, *args: Any, **kwargs: Any) -> Any:
+            with _probed_linker():
+                return super().add_class(*args, **kwargs)
 
         def _call(self, slot: Any, ev: Any, export: str, args: tuple[Any, ...]) -> Any:
             inst = slot.instance

@@ -9,7 +9,9 @@ re-derives `_cases()` and `_tagged()` and the Python classes of every case. That
 reflection was most of a ~125 us `handle(request, sender) -> response` event and 30-40 us
 per typed `sqlite.value` (measured by bench/bench_conversion.py).
 
-What `install()` changes (results and error messages are the same as upstream's):
+What `install()` changes (results and error messages are the same as upstream's, but for
+the AssertionErrors of values whose kind contradicts their type, which upstream raises
+from bare asserts):
 - The reflection properties above remember their answer on the ValType object, the
   variant-likes also their cases with each case's Python classes and a name -> type map.
   That pays off only where the same ValType objects are used again, which the next two
@@ -245,6 +247,12 @@ _byte_vec_delete_at = ffi.dll["wasm_byte_vec_delete"]
 _byte_vec_delete_at.restype = None
 _byte_vec_delete_at.argtypes = [ctypes.c_void_p]
 _list_from_c_upstream = T.ListType.convert_from_c
+# ctypes.string_at takes its length as a C int: anything longer is read another way.
+_STRING_AT_MAX = 2**31 - 1
+
+
+def _big_bytes_at(addr: int, size: int) -> bytes:
+    return (ctypes.c_char * size).from_address(addr).raw
 
 
 def _scalar_variant_plan(elem: Any) -> tuple[bool, dict[bytes, tuple[str, int | None]]] | None:
@@ -276,7 +284,9 @@ def _list_from_c(self: Any, c: Any) -> Any:
     at = addressof(c) + _OF
     try:
         size, data = _LIST.unpack(string_at(at, _LIST.size))
-        for kind, tag_len, tag_data, payload in _VAL.iter_unpack(string_at(data, size * _VAL_SIZE)):
+        n = size * _VAL_SIZE
+        vals = string_at(data, n) if n <= _STRING_AT_MAX else _big_bytes_at(data, n)
+        for kind, tag_len, tag_data, payload in _VAL.iter_unpack(vals):
             if kind != _VARIANT_KIND:
                 raise AssertionError("expected a variant value")
             tag = string_at(tag_data, tag_len)
@@ -292,7 +302,8 @@ def _list_from_c(self: Any, c: Any) -> Any:
                 if got != want:
                     raise AssertionError("a variant payload of another kind than its type's")
                 if got == _STRING_KIND:
-                    value = string_at(ptr, word).decode("utf-8")
+                    value = (string_at(ptr, word) if word <= _STRING_AT_MAX
+                             else _big_bytes_at(ptr, word)).decode("utf-8")
                 elif got == _S64_KIND:
                     value = word
                 else:
@@ -310,7 +321,8 @@ def _string_from_c(self: Any, c: Any) -> str:
     at = addressof(c) + _OF
     try:
         size, data = _LIST.unpack(string_at(at, _LIST.size))  # a byte vec: size, data
-        return string_at(data, size).decode("utf-8")
+        raw = string_at(data, size) if size <= _STRING_AT_MAX else _big_bytes_at(data, size)
+        return raw.decode("utf-8")
     finally:
         _byte_vec_delete_at(at)
 
@@ -369,7 +381,8 @@ def _func_call(self: Any, store: Any, *params: Any) -> Any:
             ffi.wasmtime_component_val_delete(byref(param_capi[i]))
 
 
-# -- host functions: signatures cached per FUNCTIONS index, checked on every call ---------
+# -- host functions: signatures cached per FUNCTIONS index, checked on every call unless
+# the function is pinned (then only its parameter count is) ------------------------------
 class _HostSig:
     """One FuncType a host function was called with: a clone (owner), its ValTypes and
     the raw C valtypes (kept valid by the ValTypes, which own their pointers)."""
