@@ -218,11 +218,11 @@ def _run(args: argparse.Namespace, only: set[str]) -> int:
     with_peers = not only or "peers" in only
     bracketed = with_peers and only != {"peers"}  # wkhost runs too: peers before and after
     repeats, workflows = (3, 60) if args.quick else (7, 200)
-    if bracketed:
-        repeats = (repeats + 1) // 2  # each half: together about as many runs as one
     peers_before: dict[str, Any] = {}
     if bracketed:
         from bench.peers import run_peers
+
+        repeats = (repeats + 1) // 2  # each half: together about as many runs as one
 
         say("\n== peers, first half (the second runs after wkhost's workloads)")
         peers_before = run_peers(repeats, workflows, say=say)

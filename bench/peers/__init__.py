@@ -9,12 +9,11 @@ installed is reported with a one-line reason and skipped.
 from __future__ import annotations
 
 import json
-import statistics
 import subprocess
 from pathlib import Path
 from typing import Any
 
-from bench.common import REPO
+from bench.common import REPO, summary
 
 HERE = Path(__file__).resolve().parent
 VENV_PY = REPO / ".cache" / "peers-venv" / "bin" / "python"
@@ -92,8 +91,7 @@ def merge(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
             out[key] = a if b is None else b
         elif isinstance(a, dict) and isinstance(b, dict) and "runs" in a and "runs" in b:
             runs = [*a["runs"], *b["runs"]]
-            out[key] = {"median": statistics.median(runs), "min": min(runs),
-                        "max": max(runs), "n": len(runs), "runs": runs}
+            out[key] = {**summary(runs), "runs": runs}
         elif isinstance(a, dict) and isinstance(b, dict):
             out[key] = merge(a, b)
         elif key == "failures":
