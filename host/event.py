@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -66,27 +67,38 @@ class RunGate:
     against 11.1 with 2 (GIL hand-offs, and a TLB shootdown for each copy-on-write fault
     of a fresh instance while another thread of the host runs on the other core).
 
+    A thread back from a wait goes ahead of the events that have not started: finishing
+    the events in flight first keeps fewer of them open at once (instances, connections,
+    threads waiting for the GIL). In first-come order, one whose fsync was done queued
+    behind every event that came meanwhile: in one process at concurrency 8 that cost
+    about 10% more CPU per three-step workflow. A freed slot is handed to the next
+    thread directly, so that no thread that comes later takes it first.
+
     A nested call runs on its caller's thread, inside the caller's slot. A thread never
     waits for a lock while it holds a slot, so the gate adds no deadlock to the call
     graph's: it waits for the slot only after taking its actor's lock.
     """
 
     def __init__(self, slots: int) -> None:
-        self._sem = threading.Semaphore(slots)
+        self._lock = threading.Lock()
+        self._free = slots
+        # Each waiting thread's own lock, held until a slot is handed to it.
+        self._resuming: deque[threading.Lock] = deque()
+        self._new: deque[threading.Lock] = deque()
 
     @contextlib.contextmanager
     def running(self) -> Iterator[None]:
         """Hold a slot for this thread's outermost event (nested events share it)."""
         depth: int = getattr(_local, "gate_depth", 0)
         if depth == 0:
-            self._sem.acquire()
+            self._take(resuming=False)
         _local.gate_depth = depth + 1
         try:
             yield
         finally:
             _local.gate_depth = depth
             if depth == 0:
-                self._sem.release()
+                self._give()
 
     @contextlib.contextmanager
     def waiting(self) -> Iterator[None]:
@@ -95,12 +107,30 @@ class RunGate:
             yield
             return
         _local.gate_waiting = True
-        self._sem.release()
+        self._give()
         try:
             yield
         finally:
-            self._sem.acquire()
+            self._take(resuming=True)
             _local.gate_waiting = False
+
+    def _take(self, resuming: bool) -> None:
+        with self._lock:
+            if self._free and not self._resuming and (resuming or not self._new):
+                self._free -= 1
+                return
+            handed = threading.Lock()
+            handed.acquire()
+            (self._resuming if resuming else self._new).append(handed)
+        handed.acquire()  # released by _give, with the slot
+
+    def _give(self) -> None:
+        with self._lock:
+            queue = self._resuming or self._new
+            if queue:
+                queue.popleft().release()
+            else:
+                self._free += 1
 
 
 def stack() -> list[Event]:
