@@ -133,3 +133,46 @@ def test_nested_events_share_their_caller_slot_and_waiting_outside_is_a_no_op() 
                 assert gate._free == 1
         assert gate._free == 0
     assert gate._free == 1
+
+
+def test_while_both_wait_every_other_slot_goes_to_a_new_event() -> None:
+    """Events that keep waiting and coming back cannot hold a new one off for good."""
+    gate = RunGate(1)
+    order: list[str] = []
+    done_waiting = {name: threading.Event() for name in ("r1", "r2")}
+    in_wait = {name: threading.Event() for name in ("r1", "r2")}
+    release_holder = threading.Event()
+
+    def resumer(name: str) -> None:
+        with gate.running():
+            with gate.waiting():
+                in_wait[name].set()
+                done_waiting[name].wait(WAIT_S)
+            order.append(name)
+
+    def holder() -> None:
+        with gate.running():
+            release_holder.wait(WAIT_S)
+
+    def new_event() -> None:
+        with gate.running():
+            order.append("new")
+
+    threads = []
+    for name in ("r1", "r2"):
+        threads.append(threading.Thread(target=resumer, args=(name,)))
+        threads[-1].start()
+        in_wait[name].wait(WAIT_S)
+    threads.append(threading.Thread(target=holder))
+    threads[-1].start()
+    _until(lambda: gate._free == 0)
+    threads.append(threading.Thread(target=new_event))
+    threads[-1].start()
+    _until(lambda: len(gate._new) == 1)
+    for name in ("r1", "r2"):
+        done_waiting[name].set()
+        _until(lambda name=name: len(gate._resuming) == ("r1", "r2").index(name) + 1)
+    release_holder.set()
+    for t in threads:
+        t.join(WAIT_S)
+    assert order == ["r1", "new", "r2"]
