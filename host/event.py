@@ -120,7 +120,7 @@ class RunGate:
 
     def _take(self, resuming: bool) -> None:
         with self._lock:
-            if self._free and not self._resuming and (resuming or not self._new):
+            if self._free:  # then nobody waits: _give hands a slot on while anyone does
                 self._free -= 1
                 return
             handed = threading.Lock()

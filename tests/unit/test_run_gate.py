@@ -169,9 +169,9 @@ def test_while_both_wait_every_other_slot_goes_to_a_new_event() -> None:
     threads.append(threading.Thread(target=new_event))
     threads[-1].start()
     _until(lambda: len(gate._new) == 1)
-    for name in ("r1", "r2"):
+    for queued, name in enumerate(("r1", "r2"), 1):
         done_waiting[name].set()
-        _until(lambda name=name: len(gate._resuming) == ("r1", "r2").index(name) + 1)
+        _until(lambda queued=queued: len(gate._resuming) == queued)
     release_holder.set()
     for t in threads:
         t.join(WAIT_S)
