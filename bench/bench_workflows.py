@@ -60,6 +60,7 @@ from bench.common import (
     scratch_dir,
     summary,
 )
+from bench.httpload import Connection, HttpError, drive
 
 WF = "wfbench"
 PREFIX = "/wk-workflow/v1/"
@@ -373,50 +374,31 @@ def _same_shard_as(actor_id: str) -> str:
 
 async def _load(url: str, token: str, concurrency: int, total: int, tag: str
                 ) -> dict[str, float]:
-    import aiohttp
-
-    headers = {"Authorization": f"Bearer {token}", "Content-Type": CBOR}
-    counter = iter(range(total))
-    lat: list[float] = []
+    headers = {"Authorization": f"Bearer {token}"}
     polls = 0
-    failures = 0
     # One request per workflow: the host holds start's answer until the workflow has
     # completed (docs/concepts.md, held answers). Should 60 s run out, status asks again.
     start_body = cbor2.dumps({"input": {"n": 3}, "wait_ms": 60_000})
     status_body = cbor2.dumps({"wait_ms": 60_000})
-    connector = aiohttp.TCPConnector(limit=concurrency)
-    async with aiohttp.ClientSession(connector=connector, headers=headers) as session:
 
-        async def post(path: str, body: bytes) -> dict[str, Any]:
-            async with session.post(url + path, data=body) as resp:
-                doc: dict[str, Any] = cbor2.loads(await resp.read())
-                if resp.status != 200:
-                    raise RuntimeError(f"{resp.status}: {doc}")
-                return doc
+    async def post(conn: Connection, path: str, body: bytes) -> dict[str, Any]:
+        status, answer = await conn.request("POST", path, body, CBOR)
+        doc: dict[str, Any] = cbor2.loads(answer)
+        if status != 200:
+            raise HttpError(f"{status}: {doc}")
+        return doc
 
-        async def worker() -> None:
-            nonlocal polls, failures
-            for i in counter:
-                base = f"/{WF}/{tag}-{i}{PREFIX}"
-                t0 = time.perf_counter()
-                try:
-                    st = await post(base + "start", start_body)
-                    while st["state"] not in ("completed", "failed", "cancelled"):
-                        polls += 1
-                        st = await post(base + "status", status_body)
-                    if st.get("output") != {"steps": 3}:
-                        failures += 1
-                except Exception:
-                    failures += 1
-                lat.append(time.perf_counter() - t0)
+    async def one(conn: Connection, i: int) -> bool:
+        nonlocal polls
+        base = f"/{WF}/{tag}-{i}{PREFIX}"
+        st = await post(conn, base + "start", start_body)
+        while st.get("state") not in ("completed", "failed", "cancelled"):
+            polls += 1
+            st = await post(conn, base + "status", status_body)
+        return bool(st.get("output") == {"steps": 3})
 
-        t0 = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-        elapsed = time.perf_counter() - t0
-    lat.sort()
-    return {"wf_per_s": total / elapsed, "p50_ms": lat[len(lat) // 2] * 1000,
-            "p99_ms": lat[int(len(lat) * 0.99)] * 1000, "polls_per_wf": polls / total,
-            "failures": failures}
+    result = await drive(url, headers, concurrency, total, one)
+    return {**result.figures(total), "polls_per_wf": polls / total}
 
 
 def bench_throughput(repeats: int, workflows: int) -> dict[str, Any]:

@@ -25,10 +25,15 @@ import sys
 import tempfile
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
 import restate
+
+# The throughput client is wkhost's (stdlib only): every server measured with the same one.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from bench.httpload import Connection, drive  # noqa: E402
 
 
 def free_port() -> int:
@@ -92,27 +97,15 @@ def wait_http(url: str, timeout: float = 60) -> None:
 
 
 async def throughput(ingress: str, level: int, total: int) -> dict[str, float]:
-    counter = iter(range(total))
-    lat: list[float] = []
-    failures = 0
-    limits = httpx.Limits(max_connections=level, max_keepalive_connections=level)
-    async with httpx.AsyncClient(limits=limits, timeout=60) as client:
+    """`level` clients at once, through the client the wkhost figures use (httpload)."""
 
-        async def worker() -> None:
-            nonlocal failures
-            for _ in counter:
-                t0 = time.perf_counter()
-                r = await client.post(f"{ingress}/Bench/steps", json=3)
-                if r.status_code != 200 or r.json() != {"steps": 3}:
-                    failures += 1
-                lat.append(time.perf_counter() - t0)
+    async def one(conn: Connection, _i: int) -> bool:
+        status, body = await conn.request("POST", "/Bench/steps", b"3", "application/json")
+        return status == 200 and json.loads(body) == {"steps": 3}
 
-        t0 = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(level)))
-        elapsed = time.perf_counter() - t0
-    lat.sort()
-    return {"wf_per_s": total / elapsed, "p50_ms": lat[len(lat) // 2] * 1000,
-            "failures": failures}
+    result = await drive(ingress, {}, level, total, one)
+    figures = result.figures(total)
+    return {k: figures[k] for k in ("wf_per_s", "p50_ms", "failures")}
 
 
 def main() -> None:
