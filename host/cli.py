@@ -108,7 +108,9 @@ def _add_serve(sub: Any) -> None:
     s.add_argument("--supervisor-pid", type=int, help=argparse.SUPPRESS)
     s.add_argument("--fake-clock-start", type=int, help=argparse.SUPPRESS)
     s.add_argument("--workers", type=int, default=16,
-                   help="event threads per process (default %(default)s)")
+                   help="event threads per process, at most (default %(default)s). Only the "
+                        "running events plus one work at once; the others stand in for "
+                        "events that wait on the network or on another actor")
     s.add_argument("--running-events", type=int, default=0,
                    help="events running host or guest code at once; the other event threads "
                         "wait, and one waiting on the network, SQLite or another actor gives "

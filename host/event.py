@@ -16,8 +16,9 @@ import contextlib
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -43,6 +44,9 @@ class Event:
     deadline: float            # time.monotonic() when the event's wall budget runs out
     chain: Chain
     gate: RunGate
+    # For a wait that may be long (Host.long_wait): the run slot and the thread's place
+    # among the working event threads both serve other events meanwhile.
+    long_wait: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext
     delete_requested: bool = False
     alarm_touched: bool = False   # the guest set or cleared its alarm in this event
     # A request whose answer asked to be held (host/hold.py): how long, and, once the
@@ -158,7 +162,11 @@ class CallGraph:
         self._lock = threading.Lock()
         self._holder: dict[ActorRef, Chain] = {}
 
-    def acquire(self, chain: Chain, slot: ActorSlot, timeout: float) -> None:
+    def acquire(self, chain: Chain, slot: ActorSlot, timeout: float,
+                wait: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext,
+                ) -> None:
+        """Take `slot`'s actor for `chain`, within `timeout` seconds. Only if another event
+        has it does the thread wait, inside `wait()` (which lets other events run)."""
         ref = slot.ref
         with self._lock:
             if ref in chain.stack:
@@ -166,7 +174,10 @@ class CallGraph:
                 raise CallRefused(f"re-entrant call refused: {path}")
             self._refuse_cycle(chain, ref)
             chain.waiting_for = ref
-        acquired = timeout > 0 and slot.lock.acquire(timeout=timeout)
+        acquired = timeout > 0 and slot.lock.acquire(blocking=False)
+        if not acquired and timeout > 0:
+            with wait():
+                acquired = slot.lock.acquire(timeout=timeout)
         with self._lock:
             chain.waiting_for = None
             if acquired:

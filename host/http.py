@@ -28,7 +28,7 @@ def register(root: Any, guard: Any, host: Host) -> None:
         except UnicodeEncodeError:
             return "invalid: the body is not bytes-as-Latin-1 (use wkguest's http.fetch)"
         try:
-            with ev.gate.waiting():
+            with host.long_wait():
                 resp = fetch(request, policy, deadline=ev.deadline)
         except FetchError as e:
             return str(e)

@@ -7,14 +7,15 @@ entry point here blocks: call it from a worker thread (`submit`), never the even
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import heapq
 import logging
 import sys
 import threading
 import time
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
@@ -45,6 +46,7 @@ from .errors import (
     UnknownClass,
 )
 from .event import CallGraph, Chain, Event, RunGate
+from .executor import EventExecutor
 from .index import Index, prepare_layout
 from .instance import ComponentExports, Instance
 from .linker import make_linker
@@ -132,7 +134,9 @@ class Host:
         self._ticker = EpochTicker(self.engine)
         sys.setrecursionlimit(max(sys.getrecursionlimit(), _RECURSION_LIMIT))
         threading.stack_size(_THREAD_STACK_BYTES)
-        self.executor = ThreadPoolExecutor(config.workers, thread_name_prefix="wk-event")
+        # The run slots plus one: the next event opens its database beside the running one.
+        self.executor = EventExecutor(min(config.workers, config.run_slots() + 1),
+                                      config.workers)
         self._started = False
         self._stopping = threading.Event()
 
@@ -168,7 +172,7 @@ class Host:
         self.holds.close()
         self.scheduler.stop()
         deadline = time.monotonic() + timeout_s
-        self.executor.shutdown(wait=False, cancel_futures=True)
+        self.executor.shutdown(cancel_futures=True)
         while self._pending > 0 and time.monotonic() < deadline:
             time.sleep(0.01)
         with self._slots_lock:
@@ -270,9 +274,17 @@ class Host:
             raise TooLarge(f"the request body is over the {cap}-byte cap")
         deadline = min(caller.deadline, time.monotonic() + self.config.wall_budget_ms / 1000)
         if not self.config.partition.owns(ref.id):
-            with self.gate.waiting():
+            with self.long_wait():
                 return self.peers.call(ref, record, sender, caller.chain.stack, deadline)
         return self.call_here(ref, record, sender, caller.chain, deadline)
+
+    @contextlib.contextmanager
+    def long_wait(self) -> Iterator[None]:
+        """A wait of an event that may be long (the network, another process, another
+        actor's event): its run slot, and its thread's place among the working ones
+        (host/executor.py), serve other events meanwhile."""
+        with self.gate.waiting(), self.executor.blocking():
+            yield
 
     def call_here(self, ref: ActorRef, record: Any, sender: Sender, chain: Chain,
                   deadline: float) -> Any:
@@ -313,12 +325,11 @@ class Host:
                    wakes_holds: bool = True) -> T:
         slot = self._enqueue(ref)
         try:
-            with self.gate.waiting():  # a nested call's thread waits without its run slot
-                self.graph.acquire(chain, slot, deadline - time.monotonic())
+            self.graph.acquire(chain, slot, deadline - time.monotonic(), self.long_wait)
         finally:
             with self._slots_lock:
                 slot.waiting -= 1
-        ev = Event(slot, kind, deadline, chain, self.gate)
+        ev = Event(slot, kind, deadline, chain, self.gate, self.long_wait)
         stack = event.stack()
         # Opening the database before the run slot, and closing it with the instance
         # after, keeps that work (about 0.8 ms of a cold wake's 5.5) off the one core

@@ -357,8 +357,8 @@ class ActorDb:
         self._new_wal = not os.path.exists(str(path) + "-wal")
         self.conn = apsw.Connection(str(path))
         self._checks = 0  # progress checks in the running guest statement
-        self._slot_given_up = contextlib.ExitStack()  # holds io_wait() for a long statement
-        self._io_wait: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
+        self._slot_given_up = contextlib.ExitStack()  # holds long_wait() for a long statement
+        self._long_wait: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
         # When the statement running for the guest must stop: the event's deadline. The
         # fuel meter never sees SQLite's own work, so this is what bounds a hostile query.
         self._guest_deadline = float("inf")
@@ -444,16 +444,19 @@ class ActorDb:
             return False
         self._checks += 1
         if self._checks == _LONG_STATEMENT_CHECKS:
-            self._slot_given_up.enter_context(self._io_wait())
+            self._slot_given_up.enter_context(self._long_wait())
         return time.monotonic() > self._guest_deadline
 
     def guest_exec(self, sql: str, params: Sequence[SqlValue], durable: bool,
                    deadline: float = float("inf"),
                    io_wait: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
+                   long_wait: Callable[[], AbstractContextManager[Any]] | None = None,
                    ) -> tuple[list[str], list[tuple[Any, ...]]]:
         """Run one guest statement (or a ";"-separated script). `io_wait` wraps what
-        may run without the event's run slot: the fsync a durable write ends with, and
-        the rest of a statement that runs long."""
+        may run without the event's run slot: the fsync a durable write ends with. The
+        rest of a statement that runs long runs in `long_wait` (`io_wait` if not given):
+        without the run slot, and (Host.long_wait) without counting among the working
+        event threads, so that hostile SQL holds neither up until its deadline."""
         if crashpoints.ARMED:
             crashpoints.statement(sql, "before")
         self._guest_statements += 1
@@ -467,7 +470,7 @@ class ActorDb:
         self._schema_only = True
         self._guest = True
         self._checks = 0
-        self._io_wait = io_wait
+        self._long_wait = long_wait or io_wait
         self._guest_deadline = deadline
         try:
             cursor = self.conn.cursor()
@@ -652,7 +655,7 @@ def _guest_exec(sql: str, params: list[Variant], durable: bool
     ev = event.current()
     db = ev.slot.require_db()
     columns, rows = db.guest_exec(sql, params_from_wit(params), durable, ev.deadline,
-                                  io_wait=ev.gate.waiting)
+                                  io_wait=ev.gate.waiting, long_wait=ev.long_wait)
     return db, columns, rows
 
 

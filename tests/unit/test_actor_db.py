@@ -145,6 +145,21 @@ def test_a_long_guest_statement_gives_its_run_slot_up_until_it_ends(db: ActorDb)
     assert log == ["wait", "resume"]  # the next statement starts counting afresh
 
 
+def test_a_long_statement_waits_in_long_wait_an_fsync_in_io_wait(db: ActorDb, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Given both, a long statement also gives its thread's place among the working event
+    threads up (Host.long_wait); an fsync gives only the run slot up."""
+    short: list[str] = []
+    long: list[str] = []
+    monkeypatch.setattr(db, "_fsync_wal", lambda: short.append("fsync"))
+    heavy = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c "
+             "WHERE x < 300000) SELECT count(*) FROM c")
+    waits = {"io_wait": logged_wait(short), "long_wait": logged_wait(long)}
+    db.guest_exec(heavy, [], False, **waits)
+    assert (short, long) == ([], ["wait", "resume"])
+    db.guest_exec("CREATE TABLE t (x)", [], True, **waits)
+    assert (short, long) == (["wait", "fsync", "resume"], ["wait", "resume"])
+
+
 def test_the_event_end_rolls_back_an_open_transaction(db: ActorDb) -> None:
     run(db, "CREATE TABLE t (x)")
     run(db, "BEGIN")

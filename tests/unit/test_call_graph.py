@@ -70,3 +70,30 @@ def test_a_busy_actor_is_waited_for_within_the_deadline() -> None:
     other = Chain()
     g.acquire(other, a, 2)
     g.release(other, a)
+
+
+def test_the_wait_context_is_entered_only_when_the_actor_is_busy() -> None:
+    """An event gives its run slot (and its thread's place) up only to wait for another
+    event's actor, not on every call: a free actor is taken at once."""
+    g, a = CallGraph(), slot("a")
+    entered: list[str] = []
+
+    class Waiting:
+        def __enter__(self) -> None:
+            entered.append("wait")
+
+        def __exit__(self, *exc: object) -> None:
+            entered.append("back")
+
+    first, second = Chain(), Chain()
+    g.acquire(first, a, 1, Waiting)
+    assert entered == []
+    released = threading.Timer(0.05, lambda: g.release(first, a))
+    released.start()
+    g.acquire(second, a, 5, Waiting)  # busy: waits, inside the context
+    released.join()
+    assert entered == ["wait", "back"]
+    g.release(second, a)
+    with pytest.raises(DeadlineExceeded):  # past its deadline: not taken, even if free
+        g.acquire(Chain(), a, 0, Waiting)
+    assert entered == ["wait", "back"] and not a.lock.locked()
