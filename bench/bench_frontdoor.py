@@ -2,8 +2,9 @@
 
     .venv/bin/python -m bench.bench_frontdoor [--requests 2000] [--repeats 3]
 
-A real `wkhost serve` on 127.0.0.1 and an aiohttp client in this process, with keep-alive
-connections, a bounded number of requests, and N of them in flight at once. Workloads:
+A real `wkhost serve` on 127.0.0.1 and the benchmarks' lean client (bench/httpload.py) in
+this process, with keep-alive connections, a bounded number of requests, and N of them
+in flight at once. Workloads:
 - trivial: GET /probe/<id>/now (one event, no storage), ids spread over 64 actors;
 - durable write: POST /probe/<id>/sql with one exec-durable INSERT (one fsync per request);
 - actor call: POST /probe/<id>/call to another actor's /now (two events, one call).
@@ -15,12 +16,10 @@ import argparse
 import asyncio
 import json
 import statistics
-import time
 from typing import Any
 
-import aiohttp
-
 from bench.common import probe_wasm, save
+from bench.httpload import Connection, drive
 from bench.server import BenchServer
 
 LEVELS = (1, 8, 32)
@@ -28,28 +27,19 @@ LEVELS = (1, 8, 32)
 
 async def run_load(url_of: Any, method: str, body: bytes, requests: int, concurrency: int,
                    headers: dict[str, str]) -> dict[str, float]:
-    latencies: list[float] = []
-    counter = iter(range(requests))
-    failures = 0
-    connector = aiohttp.TCPConnector(limit=concurrency)
-    async with aiohttp.ClientSession(connector=connector, headers=headers) as session:
+    """`requests` requests, `concurrency` at a time; `url_of(i)` is the i-th one's URL
+    (every one on the same server)."""
+    base = url_of(0).split("/", 3)
+    origin = "/".join(base[:3])
 
-        async def worker() -> None:
-            nonlocal failures
-            for i in counter:
-                started = time.perf_counter()
-                async with session.request(method, url_of(i), data=body) as resp:
-                    await resp.read()
-                    if resp.status != 200:
-                        failures += 1
-                latencies.append(time.perf_counter() - started)
+    async def one(conn: Connection, i: int) -> bool:
+        status, _ = await conn.request(method, url_of(i)[len(origin):], body)
+        return status == 200
 
-        started = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-        elapsed = time.perf_counter() - started
-    latencies.sort()
-    return {"rps": requests / elapsed, "p50_ms": latencies[len(latencies) // 2] * 1000,
-            "p99_ms": latencies[int(len(latencies) * 0.99)] * 1000, "failures": failures}
+    result = await drive(origin, headers, concurrency, requests, one)
+    figures = result.figures(requests)
+    return {"rps": figures["wf_per_s"], "p50_ms": figures["p50_ms"],
+            "p99_ms": figures["p99_ms"], "failures": figures["failures"]}
 
 
 def median_of(runs: list[dict[str, float]]) -> dict[str, float]:
