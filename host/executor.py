@@ -22,6 +22,7 @@ instance and connection.
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -29,6 +30,8 @@ from concurrent.futures import Future
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+
+log = logging.getLogger("wkhost.executor")
 
 _local = threading.local()
 
@@ -70,10 +73,14 @@ class EventExecutor:
         if self._idle > self._waking:
             self._cv.notify()
         elif self._threads < self.max_threads:
-            self._threads += 1
             self._started += 1
-            threading.Thread(target=self._work, name=f"{self._name}_{self._started}",
-                             daemon=True).start()
+            try:
+                threading.Thread(target=self._work, name=f"{self._name}_{self._started}",
+                                 daemon=True).start()
+            except RuntimeError as e:  # out of threads: the queue waits for a working one
+                log.warning("no new event thread (%s); %d work", e, self._threads)
+                return
+            self._threads += 1
         else:
             return
         self._waking += 1

@@ -201,3 +201,19 @@ def test_limits_are_checked() -> None:
         EventExecutor(active=0, max_threads=4)
     with pytest.raises(ValueError):
         EventExecutor(active=5, max_threads=4)
+
+
+def test_a_thread_that_cannot_start_leaves_the_event_queued_not_lost(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    ex = EventExecutor(active=1, max_threads=2)
+    real_start = threading.Thread.start
+
+    def no_thread(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", no_thread)
+    first = ex.submit(lambda: "first")  # no error for the caller: the event is queued
+    assert not first.done() and ex._threads == 0
+    monkeypatch.setattr(threading.Thread, "start", real_start)
+    second = ex.submit(lambda: "second")
+    assert (first.result(WAIT_S), second.result(WAIT_S)) == ("first", "second")
+    ex.shutdown()
