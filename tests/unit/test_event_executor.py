@@ -4,20 +4,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import CancelledError, Future, wait
 
 import pytest
 from wkhost.executor import EventExecutor
 
-WAIT_S = 10.0
-
-
-def _until(cond: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not cond():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.001)
+from .thread_support import WAIT_S, until
 
 
 class Counter:
@@ -113,7 +105,7 @@ def test_back_from_a_long_wait_new_events_wait_until_below_the_limit() -> None:
     o = ex.submit(other)
     assert other_started.wait(WAIT_S)
     back.set()
-    _until(lambda: ex._active == 2)
+    until(lambda: ex._active == 2)
     third = ex.submit(lambda: "third")
     other_may_end.set()
     o.result(WAIT_S)
@@ -153,7 +145,7 @@ def test_threads_are_capped_even_when_all_wait_long() -> None:
             waiting.step(-1)
 
     futures = [ex.submit(waits) for _ in range(5)]
-    _until(lambda: waiting.now == 3)
+    until(lambda: waiting.now == 3)
     time.sleep(0.05)
     assert waiting.now == 3 and ex._threads == 3  # two wait in the queue
     release.set()
@@ -193,7 +185,7 @@ def test_shutdown_cancels_what_has_not_started_and_refuses_more() -> None:
         ex.submit(lambda: None)
     release.set()
     assert running.result(WAIT_S) == "ran"
-    _until(lambda: ex._threads == 0)
+    until(lambda: ex._threads == 0)
 
 
 def test_limits_are_checked() -> None:

@@ -4,18 +4,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 
 from wkhost.event import RunGate
 
-WAIT_S = 10.0
-
-
-def _until(cond: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not cond():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.001)
+from .thread_support import WAIT_S, until
 
 
 def _queued(gate: RunGate) -> int:
@@ -80,12 +72,12 @@ def test_a_thread_back_from_a_wait_goes_before_events_not_started() -> None:
     waited.wait(WAIT_S)
     tb = threading.Thread(target=b)
     tb.start()
-    _until(lambda: order == ["b"])
+    until(lambda: order == ["b"])
     tc = threading.Thread(target=c)
     tc.start()  # C queues first, as a new event
-    _until(lambda: len(gate._new) == 1)
+    until(lambda: len(gate._new) == 1)
     resumed_blocked.set()  # then A, back from its wait
-    _until(lambda: len(gate._resuming) == 1)
+    until(lambda: len(gate._resuming) == 1)
     b_may_finish.set()
     for t in (ta, tb, tc):
         t.join(WAIT_S)
@@ -107,10 +99,10 @@ def test_a_freed_slot_goes_to_the_first_waiter_not_to_a_newcomer() -> None:
 
     th = threading.Thread(target=holder)
     th.start()
-    _until(lambda: gate._free == 0)
+    until(lambda: gate._free == 0)
     first = threading.Thread(target=queued, args=("first",))
     first.start()
-    _until(lambda: len(gate._new) == 1)
+    until(lambda: len(gate._new) == 1)
     release.set()
     th.join(WAIT_S)
     # The slot went to the first waiter as the holder let it go: a newcomer finds it
@@ -165,13 +157,13 @@ def test_while_both_wait_every_other_slot_goes_to_a_new_event() -> None:
         in_wait[name].wait(WAIT_S)
     threads.append(threading.Thread(target=holder))
     threads[-1].start()
-    _until(lambda: gate._free == 0)
+    until(lambda: gate._free == 0)
     threads.append(threading.Thread(target=new_event))
     threads[-1].start()
-    _until(lambda: len(gate._new) == 1)
+    until(lambda: len(gate._new) == 1)
     for queued, name in enumerate(("r1", "r2"), 1):
         done_waiting[name].set()
-        _until(lambda queued=queued: len(gate._resuming) == queued)
+        until(lambda queued=queued: len(gate._resuming) == queued)
     release_holder.set()
     for t in threads:
         t.join(WAIT_S)
