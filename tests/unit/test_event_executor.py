@@ -209,3 +209,47 @@ def test_a_thread_that_cannot_start_leaves_the_event_queued_not_lost(monkeypatch
     second = ex.submit(lambda: "second")
     assert (first.result(WAIT_S), second.result(WAIT_S)) == ("first", "second")
     ex.shutdown()
+
+
+def test_work_after_the_answer_runs_once_the_future_is_set() -> None:
+    ex = EventExecutor(active=1, max_threads=1)
+    answered = threading.Event()
+    seen: list[str] = []
+    may_finish = threading.Event()
+
+    def event() -> str:
+        def after() -> None:
+            seen.append("after, answered" if answered.is_set() else "after, unanswered")
+            may_finish.wait(WAIT_S)
+
+        ex.after_answer(after)
+        seen.append("event")
+        return "answer"
+
+    fut = ex.submit(event)
+    fut.add_done_callback(lambda _: answered.set())
+    assert fut.result(WAIT_S) == "answer"
+    until(lambda: len(seen) == 2)
+    assert seen == ["event", "after, answered"]
+    assert not ex.wait_quiet(0.05)  # still at its after-answer work
+    may_finish.set()
+    assert ex.wait_quiet(WAIT_S)
+    ex.shutdown()
+
+
+def test_after_answer_off_the_executor_runs_at_once_and_failures_are_logged(caplog) -> None:  # type: ignore[no-untyped-def]
+    ex = EventExecutor(active=1, max_threads=1)
+    ran: list[int] = []
+    ex.after_answer(lambda: ran.append(1))  # a test thread, not an event's
+    assert ran == [1]
+
+    def event() -> str:
+        ex.after_answer(lambda: 1 / 0)
+        ex.after_answer(lambda: ran.append(2))  # the next one still runs
+        return "ok"
+
+    assert ex.submit(event).result(WAIT_S) == "ok"
+    assert ex.wait_quiet(WAIT_S)
+    assert ran == [1, 2]
+    assert "work after an answer failed" in caplog.text
+    ex.shutdown()
