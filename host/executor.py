@@ -52,7 +52,6 @@ class EventExecutor:
         self._waking = 0
         self._threads = 0
         self._started = 0
-        self._running = 0  # threads inside an event or its after-answer work
         self._shutdown = False
 
     def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
@@ -104,8 +103,6 @@ class EventExecutor:
                     self._waking = max(0, self._waking - 1)
                 fut, fn, args = self._queue.popleft()
                 self._active += 1
-                self._running += 1
-            _local.after = []
             try:
                 if fut.set_running_or_notify_cancel():
                     try:
@@ -116,36 +113,8 @@ class EventExecutor:
                         fut.set_result(result)
             finally:
                 del fut, fn, args
-                self._run_after_answer()
                 with self._cv:
                     self._active -= 1
-                    self._running -= 1
-                    if not self._running:
-                        self._cv.notify_all()  # for wait_quiet
-
-    def after_answer(self, fn: Callable[[], None]) -> None:
-        """Run `fn` once this thread's event has been answered (its future set), before
-        the thread takes another: work the answer need not wait for. At once on a thread
-        that is not running one of this executor's events."""
-        after: list[Callable[[], None]] | None = getattr(_local, "after", None)
-        if getattr(_local, "worker", None) is self and after is not None:
-            after.append(fn)
-        else:
-            fn()
-
-    def _run_after_answer(self) -> None:
-        after, _local.after = _local.after, None
-        for fn in after:
-            try:
-                fn()
-            except Exception:
-                log.exception("work after an answer failed")
-
-    def wait_quiet(self, timeout_s: float) -> bool:
-        """Wait until no thread runs an event or its after-answer work (a host that
-        stops). False if `timeout_s` ran out first."""
-        with self._cv:
-            return self._cv.wait_for(lambda: not self._running, timeout_s)
 
     @contextlib.contextmanager
     def blocking(self) -> Iterator[None]:

@@ -117,10 +117,6 @@ class Host:
         self.gate = RunGate(config.run_slots())
         self._slots: dict[ActorRef, ActorSlot] = {}
         self._slots_lock = threading.Lock()
-        # Dropped actors whose databases close once their dropping event is answered,
-        # by path (see _drop_slot); their slots' locks are held until then.
-        self._closing: dict[Path, ActorSlot] = {}
-        self._closing_lock = threading.Lock()
         self.spares = SpareInstances(config.spare_instances)
         self.holds = hold.Holds()
         self._pending = 0
@@ -179,10 +175,6 @@ class Host:
         self.executor.shutdown(cancel_futures=True)
         while self._pending > 0 and time.monotonic() < deadline:
             time.sleep(0.01)
-        # The events' work after their answers too: dropped actors' databases closing.
-        self.executor.wait_quiet(max(0.0, deadline - time.monotonic()))
-        for path in list(self._closing):
-            self._finish_closing(path)
         with self._slots_lock:
             slots = list(self._slots.values())
         for slot in slots:
@@ -367,8 +359,6 @@ class Host:
     def _open_storage(self, slot: ActorSlot, create: bool) -> bool:
         """Open the actor's db, unless it is open. False: the actor does not exist."""
         if slot.db is None:
-            if self._closing:
-                self._finish_closing(slot.path)
             if not create and not slot.path.exists():
                 return False
             db = self._open_db(slot)
@@ -597,52 +587,26 @@ class Host:
         for slot in oldest:
             if excess <= 0:
                 break
-            if self._drop_slot(slot, after_answer=True):
+            if self._drop_slot(slot):
                 excess -= 1
 
-    def _drop_slot(self, slot: ActorSlot, after_answer: bool = False) -> bool:
-        """Drop an idle actor from the live ones. With `after_answer` (a new actor's
-        event making room), only its instance goes at once, to the spares that this
-        event may take; its database is closed once the event has been answered (about
-        0.1 ms off the answer's path), its lock held until then."""
+    def _drop_slot(self, slot: ActorSlot) -> bool:
         with self._slots_lock:
             if slot.waiting or not slot.lock.acquire(blocking=False):
                 return False
             self._slots.pop(slot.ref, None)
-            if after_answer:  # listed before a new slot for the actor can be made
-                with self._closing_lock:
-                    self._closing[slot.path] = slot
-        if after_answer:
-            inst, slot.instance = slot.instance, None
-            self._offer_spare(slot, inst)
-            self.executor.after_answer(lambda: self._finish_closing(slot.path))
-            return True
         # Closed outside the table's lock: closing a WAL database checkpoints it, which
         # must not hold up every other event's lookup.
-        self._close_and_release(slot)
-        return True
-
-    def _finish_closing(self, path: Path) -> None:
-        """Close the database of a dropped actor at `path`, if it still waits to be: after
-        the answer of the event that dropped it, or before anyone opens it again (that
-        event's own call to the actor, say: the open would wait on the file's lock)."""
-        with self._closing_lock:
-            slot = self._closing.pop(path, None)
-        if slot is not None:
-            self._close_and_release(slot)
-
-    def _close_and_release(self, slot: ActorSlot) -> None:
         try:
             self._close_slot(slot)
         finally:
             slot.lock.release()
+        return True
 
     def _close_slot(self, slot: ActorSlot) -> None:
         """Close the actor's instance and db (the caller holds its lock, or it is not
         running); the instance may serve the class's next new actor."""
-        self._offer_spare(slot, slot.close())
-
-    def _offer_spare(self, slot: ActorSlot, inst: Instance | None) -> None:
+        inst = slot.close()
         if inst is not None and self.classes[slot.ref.cls].reuse_instances:
             self.spares.offer(slot.ref.cls, inst)
 

@@ -149,23 +149,6 @@ def test_a_reused_instance_serves_a_new_actor_with_a_new_actor_object(
     assert p.host.spares.taken == 2 and p.host.spares.count() == 1
 
 
-def test_an_actor_dropped_to_make_room_can_be_called_in_the_same_event(make_probe) -> None:  # type: ignore[no-untyped-def]
-    """On an event thread, a new actor's event that drops the least recently used actor
-    closes that one's database only after its own answer. If the event calls the
-    dropped actor meanwhile, the database is closed before it is opened again, not
-    waited on (its file's lock would hold the open until the busy timeout)."""
-    p = make_probe(max_live_instances=1, idle_instance_s=3600, reuse_instances=True)
-    assert said(p, "b", "/remember", "b") == ["b"]
-    call = json.dumps({"cls": "probe", "id": "b", "method": "GET", "path": "/whoami"})
-    # a is new: making room drops b, then a calls b, all on one event thread.
-    resp = p.host.submit(p.send, "a", "POST", "/call", call).result(60)
-    assert resp.status == 200, resp.body[:300]
-    doc = json.loads(resp.body)
-    assert json.loads(doc["body"])["self"] == ["probe", "b"], doc
-    assert p.host.executor.wait_quiet(10) and not p.host._closing
-    assert p.json("b", "POST", "/query", {"sql": "SELECT kind FROM log"})["rows"] == [["init"]]
-
-
 def test_a_trapped_instance_is_never_reused(make_probe) -> None:  # type: ignore[no-untyped-def]
     p = make_probe(max_live_instances=1, idle_instance_s=3600, reuse_instances=True)
     assert said(p, "t", "/remember", "t") == ["t"]
