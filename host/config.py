@@ -11,6 +11,14 @@ from .http_fetch import FetchPolicy
 from .partition import Partition
 
 
+def usable_cores() -> int:
+    """The cores this process may run on: fewer than the machine's in a cpuset, or in one
+    of `serve --processes N` (host/supervisor.py)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 @dataclass
 class HostConfig:
     data_dir: Path = Path("wkdata")
@@ -30,7 +38,8 @@ class HostConfig:
     workers: int = 16
     # Events running host or guest code at once (event.RunGate); the other threads wait,
     # and a thread waiting on the network, SQLite or another actor gives its turn up.
-    # 0: one fewer than the cores, at least 1. The spare core takes SQLite, fsyncs, the
+    # 0: one fewer than the cores this process may run on (`usable_cores`), at least 1.
+    # The spare core takes SQLite, fsyncs, the
     # front door's loop and the janitor. On 2 cores, 1 running event against 2: 800 cold
     # wakes due at once 174/181 against 167/161 wakes/s at 5.9 against 10 ms of CPU each
     # (a fresh instance's copy-on-write faults send no TLB-shootdown IPIs while no other
@@ -79,7 +88,7 @@ class HostConfig:
     always_fresh_instance: bool = False
 
     def run_slots(self) -> int:
-        return self.running_events or max(1, (os.cpu_count() or 1) - 1)
+        return self.running_events or max(1, usable_cores() - 1)
 
     def pool(self) -> InstancePool | None:
         if not self.instance_pool:

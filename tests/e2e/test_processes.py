@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from wkhost.partition import Partition
+from wkhost.supervisor import core_shares
 
 from . import workflow_support
 from .conftest import MakeServer
@@ -65,6 +66,29 @@ def process_of(pid: int) -> int:
     return int(args[args.index(b"--process") + 1].split(b"/")[0])
 
 
+def thread_cores(pid: int) -> list[set[int]]:
+    """The cores each thread of process `pid` may run on."""
+    return [os.sched_getaffinity(int(tid)) for tid in os.listdir(f"/proc/{pid}/task")]
+
+
+def test_each_process_runs_on_its_own_cores_unless_told_otherwise(
+        make_server: MakeServer, tmp_path: Path) -> None:
+    # The servers inherit this process's cores; on one core, nothing can be pinned.
+    mine = os.sched_getaffinity(0)
+    shares = core_shares(mine, 2)
+    for setting in ("auto", "off"):
+        server = make_server(extra=[*TWO, "--cpu-affinity", setting], data=tmp_path / setting)
+        for actor_id in ("a", "p2"):  # one of each process's: its event threads start
+            assert server.actor("probe", actor_id, "POST", "/echo", {"x": 1})[0] == 200
+        for pid in children(server):
+            want = set(shares[process_of(pid)]) if shares and setting == "auto" else mine
+            cores = thread_cores(pid)
+            assert len(cores) > 3 and all(c == want for c in cores), (setting, want, cores)
+        if shares and setting == "auto":
+            assert set().union(*shares) == mine and sum(map(len, shares)) == len(mine)
+        server.stop()
+
+
 def test_orders_run_across_processes_and_are_listed_together(
         make_server: MakeServer, workflow_wasm: dict[str, Path], tmp_path: Path) -> None:
     s = shop(make_server, workflow_wasm, tmp_path / "data")
@@ -92,6 +116,10 @@ def test_a_process_killed_comes_back_and_its_actors_lose_nothing(
     wait_until(lambda: victim not in children(s.server) and len(children(s.server)) == 2,
                what="a new process 0")
     wait_until(lambda: s.wk("o2", "status")[0] == 200, what="o2 served again")
+    shares = core_shares(os.sched_getaffinity(0), 2)
+    if shares:  # the new process 0 runs where the first one did
+        again = next(pid for pid in children(s.server) if process_of(pid) == 0)
+        assert all(c == set(shares[0]) for c in thread_cores(again))
     for oid in ("o1", "o2"):  # the sleep is still recorded, and its alarm fires
         s.drive(oid, waiting_for("approved"))
         # app/web (process 1) calls o2 through a connection made before the kill
