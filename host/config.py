@@ -39,12 +39,12 @@ class HostConfig:
     # Events running host or guest code at once (event.RunGate); the other threads wait,
     # and a thread waiting on the network, SQLite or another actor gives its turn up.
     # 0: one fewer than the cores this process may run on (`usable_cores`), at least 1.
-    # The spare core takes SQLite, fsyncs, the
-    # front door's loop and the janitor. On 2 cores, 1 running event against 2: 800 cold
-    # wakes due at once 174/181 against 167/161 wakes/s at 5.9 against 10 ms of CPU each
-    # (a fresh instance's copy-on-write faults send no TLB-shootdown IPIs while no other
-    # thread of the host runs guest code); three-step workflows through `serve` at
-    # concurrency 8, 105/107 against 97/96 wf/s at 9.6 against 15 ms of CPU each.
+    # The spare core takes SQLite, fsyncs, the front door's loop and the janitor. On 2
+    # cores, 1 running event against 2: 800 cold wakes due at once 174/181 against
+    # 167/161 wakes/s at 5.9 against 10 ms of CPU each (a fresh instance's copy-on-write
+    # faults send no TLB-shootdown IPIs while no other thread of the host runs guest
+    # code); three-step workflows through `serve` at concurrency 8, 105/107 against 97/96
+    # wf/s at 9.6 against 15 ms of CPU each.
     running_events: int = 0
     max_pending_events: int = 1024   # queued host-wide before the front door says 503
     max_queue_per_actor: int = 64    # events waiting on one actor before 503

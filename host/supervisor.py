@@ -17,7 +17,7 @@ passing the others on (host/peers.py).
   when there are at least as many cores as processes. A process's threads then hand the
   GIL to one another on one core, whose caches hold that process's code and data, instead
   of waking the other core: with two processes on 2 cores, about 20% more three-step
-  workflows at concurrency 8 and 32, for 8-13% less CPU each (docs/performance.md).
+  workflows at concurrency 8 and 32, for 11-14% less CPU each (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -86,10 +86,11 @@ def supervise(config: HostConfig, opts: ServeOptions, processes: int, argv: list
     listen.set_inheritable(True)
     bound = listen.getsockname()
     clock_start = time.time_ns() // 1_000_000 if opts.fake_clock else None
-    shares = (core_shares(os.sched_getaffinity(0), processes)
-              if pin_cores and hasattr(os, "sched_setaffinity") else None)
-    if pin_cores and shares is None:
-        log.info("%d processes, not pinned: fewer usable cores than processes", processes)
+    shares = None
+    if pin_cores and hasattr(os, "sched_setaffinity"):  # Linux
+        shares = core_shares(os.sched_getaffinity(0), processes)
+        if shares is None:
+            log.info("%d processes, not pinned: fewer usable cores than processes", processes)
     procs = [_Process(k, processes, argv, listen.fileno(), clock_start,
                       shares[k] if shares else None)
              for k in range(processes)]
