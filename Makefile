@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint bench bench-peers demo soak clean
+.PHONY: test lint bench bench-peers profile demo soak clean
 
 $(STAMP): pyproject.toml
 	@echo "== setting up $(VENV) (first run only)"
@@ -28,6 +28,11 @@ bench: $(STAMP)
 # never into the product's venv. `make bench` skips a peer that is missing, with one line.
 bench-peers:
 	PYTHON=$(PYTHON) bash bench/peers/install.sh
+
+# Where a three-step workflow's CPU goes in `wkhost serve`, by thread and by what runs
+# (perf): the profile behind "What bounds each figure" in docs/performance.md. Needs perf.
+profile: $(STAMP)
+	$(PY) -m bench.profile_workflows
 
 # The long soak (issue 6): 1,000 order workflows for 5 minutes with a kill -9 in the middle;
 # it stops by itself; results in bench/results/soak.json. A 30 s version runs in `make test`.
