@@ -104,24 +104,21 @@ class Profile:
 def summarize(samples: list[Sample], workflows: int, hz: float) -> Profile:
     """µs of CPU per workflow. A thread is an event thread if it ran guest code in at least
     one sample in twenty; a main thread if its id is its process's."""
+    kinds = [what_runs(s.frames[0]) if s.frames else OTHER for s in samples]
     per_thread: dict[tuple[int, int], Counter[str]] = {}
-    for s in samples:
-        per_thread.setdefault((s.pid, s.tid), Counter())[
-            what_runs(s.frames[0]) if s.frames else OTHER] += 1
-
-    def role(key: tuple[int, int]) -> str:
-        kinds = per_thread[key]
-        if kinds[GUEST] * 20 >= sum(kinds.values()) and kinds[GUEST]:
-            return EVENT
-        return MAIN if key[0] == key[1] else REST
+    for s, kind in zip(samples, kinds, strict=True):
+        per_thread.setdefault((s.pid, s.tid), Counter())[kind] += 1
+    roles = {key: EVENT if k[GUEST] and k[GUEST] * 20 >= sum(k.values())
+             else MAIN if key[0] == key[1] else REST
+             for key, k in per_thread.items()}
 
     us = 1e6 / hz / workflows
     by_role: dict[str, Counter[str]] = {}
-    for key, kinds in per_thread.items():
-        by_role.setdefault(role(key), Counter()).update(kinds)
+    for key, k in per_thread.items():
+        by_role.setdefault(roles[key], Counter()).update(k)
     calls: Counter[str] = Counter()
-    for s in samples:
-        if s.frames and what_runs(s.frames[0]) == KERNEL and role((s.pid, s.tid)) == EVENT:
+    for s, kind in zip(samples, kinds, strict=True):
+        if kind == KERNEL and roles[(s.pid, s.tid)] == EVENT:
             calls[syscall_of(s.frames)] += 1
     return Profile(
         {r: sum(k.values()) * us for r, k in by_role.items()},
@@ -184,8 +181,9 @@ def main(argv: list[str] | None = None) -> int:
                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             time.sleep(0.5)  # perf attaches
             if rec.poll() is not None:
-                print(f"profile: perf record failed: {rec.stderr.read().strip()}"
-                      if rec.stderr else "profile: perf record failed", file=sys.stderr)
+                assert rec.stderr is not None
+                print(f"profile: perf record failed: {rec.stderr.read().strip()}",
+                      file=sys.stderr)
                 return 1
             print(f"== {args.workflows} workflows at concurrency {args.concurrency}, recorded")
             load = asyncio.run(_load(server.url, server.token, args.concurrency,
