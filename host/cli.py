@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from . import logs
+from .build import add_build_command
+from .cli_options import add_server_args, operator_token
 from .config import HostConfig
 from .http_fetch import FetchPolicy
 from .partition import Partition
 from .serve import ServeOptions, serve
 from .supervisor import MAX_PROCESSES, die_with, inherited_socket, pin_to_cores, supervise
-
-DEFAULT_SERVER = "http://127.0.0.1:8080"
+from .workflow_cli import add_workflow_command
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,18 +46,8 @@ def make_parser() -> argparse.ArgumentParser:
     _add_serve(sub)
     _add_call(sub)
     _add_actors(sub)
-    try:
-        from .build import add_build_command
-    except ImportError:  # the build module is optional only while it is being written
-        pass
-    else:
-        add_build_command(sub)
-    try:
-        from .workflow_cli import add_workflow_command
-    except ImportError:
-        pass
-    else:
-        add_workflow_command(sub)
+    add_build_command(sub)
+    add_workflow_command(sub)
     return p
 
 
@@ -241,28 +232,6 @@ def _exit_without_finalizing(rc: int) -> NoReturn:
 
 
 # -- talking to a running server ------------------------------------------------------------
-def add_server_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--server", default=os.environ.get("WKHOST_SERVER", DEFAULT_SERVER),
-                   help="the server's URL (default $WKHOST_SERVER or %(default)s)")
-    p.add_argument("--data", type=Path, default=Path("wkdata"),
-                   help="the server's data directory, to read its admin token (default ./wkdata)")
-    p.add_argument("--token", default=os.environ.get("WKHOST_TOKEN"),
-                   help="the admin token (default $WKHOST_TOKEN, else read from --data)")
-
-
-def operator_token(args: argparse.Namespace) -> str:
-    token: str | None = args.token
-    if token:
-        return token
-    path = Path(args.data) / "_host" / "admin-token"
-    try:
-        return path.read_text().strip()
-    except OSError:
-        raise SystemExit(f"wkhost: error: no admin token: pass --token, set WKHOST_TOKEN, "
-                         f"or point --data at the server's data directory ({path} not found)"
-                         ) from None
-
-
 def _add_call(sub: Any) -> None:
     c = sub.add_parser("call", help="send one request to an actor (as an operator)",
                        description="Send one request to CLASS/ID through the operator path "

@@ -26,7 +26,7 @@ from .errors import CallRefused, DeadlineExceeded
 from .types import ActorRef
 
 if TYPE_CHECKING:
-    from .registry import ActorSlot
+    from .slot import ActorSlot
 
 
 @dataclass

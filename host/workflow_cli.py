@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .cli import add_server_args, operator_token
+from .cli_options import add_server_args, operator_token
 from .workflow_client import Status, WorkflowAdmin, WorkflowError
 
 
