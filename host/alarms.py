@@ -31,21 +31,21 @@ NONE = AlarmRow(None, 0, 0)
 
 
 def read(db: ActorDb) -> AlarmRow:
-    at_ms, gen, retries = db.host_exec("SELECT at_ms, gen, retries FROM _wk_host_alarm")[0]
+    at_ms, gen, retries = db.host_exec("SELECT at_ms, gen, retries FROM main._wk_host_alarm")[0]
     return AlarmRow(at_ms, gen, retries)
 
 
 def guest_set(db: ActorDb, at_ms: int | None) -> None:
-    db.host_exec("UPDATE _wk_host_alarm SET at_ms = ?, gen = gen + 1, retries = 0", (at_ms,))
+    db.host_exec("UPDATE main._wk_host_alarm SET at_ms = ?, gen = gen + 1, retries = 0", (at_ms,))
     db.sync_if_pending()
 
 
 def host_clear(db: ActorDb) -> None:
-    db.host_exec("UPDATE _wk_host_alarm SET at_ms = NULL, retries = 0")
+    db.host_exec("UPDATE main._wk_host_alarm SET at_ms = NULL, retries = 0")
 
 
 def host_retry(db: ActorDb, at_ms: int, retries: int) -> None:
-    db.host_exec("UPDATE _wk_host_alarm SET at_ms = ?, retries = ?", (at_ms, retries))
+    db.host_exec("UPDATE main._wk_host_alarm SET at_ms = ?, retries = ?", (at_ms, retries))
 
 
 def retry_delay_ms(retries: int, base_ms: int, max_ms: int) -> int:

@@ -31,6 +31,11 @@ class HostConfig:
     memory_limit_bytes: int = 256 << 20
     # Storage.
     db_max_bytes: int = 1 << 30
+    # The largest string or blob one guest statement may make (host/sql_policy.py).
+    db_max_value_bytes: int = 32 << 20
+    # SQLite's memory in this process, every actor's together: past it, the statement
+    # that asks for more fails, and nothing else does (host/sql_policy.py).
+    sql_memory_bytes: int = 1 << 30
     # Payloads crossing the boundary (bodies, responses). Far below what a WIT string can
     # carry (10 MB measured), and the front door refuses bigger bodies with 413.
     max_body_bytes: int = 1 << 20

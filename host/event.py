@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .errors import CallRefused, DeadlineExceeded
+from .sql_watch import Loan
 from .types import ActorRef
 
 if TYPE_CHECKING:
@@ -47,6 +48,9 @@ class Event:
     # For a wait that may be long (Host.long_wait): the run slot and the thread's place
     # among the working event threads both serve other events meanwhile.
     long_wait: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext
+    # Called on the thread of a guest statement as it starts: what the statement lends if
+    # it runs long (host/sql_watch.py), or None.
+    statement_loan: Callable[[], Loan | None] = lambda: None
     delete_requested: bool = False
     alarm_touched: bool = False   # the guest set or cleared its alarm in this event
     # A request whose answer asked to be held (host/hold.py): how long, and, once the
@@ -121,6 +125,19 @@ class RunGate:
         finally:
             self._take(resuming=True)
             _local.gate_waiting = False
+
+    def held_here(self) -> bool:
+        """This thread holds a slot, and is not in a wait that gave it up."""
+        return getattr(_local, "gate_depth", 0) > 0 and not getattr(_local, "gate_waiting", False)
+
+    def lend(self) -> None:
+        """Give up, for another event, the slot of a thread that is stuck in a long call
+        (host/sql_watch.py): called by another thread, on its behalf."""
+        self._give()
+
+    def reclaim(self) -> None:
+        """On the thread whose slot was lent, once its call has returned."""
+        self._take(resuming=True)
 
     def _take(self, resuming: bool) -> None:
         with self._lock:

@@ -13,10 +13,10 @@ could be stuck behind two events that wait on an outgoing fetch.
 So here `active` threads (the run slots plus one, for the database of the next event to
 open beside the running one) take events from the queue, and a thread that begins a
 long wait (`blocking`: a fetch, a call into another process, another actor's lock, a
-guest's SQLite statement still running after 0.5 ms) stops counting, so that another
-thread takes the next event meanwhile, up to `max_threads` in all. An fsync is not a
-long wait here: it is short, and the thread that waits for it still holds its event's
-instance and connection.
+guest's SQLite statement still running after a tick of host/sql_watch.py) stops
+counting, so that another thread takes the next event meanwhile, up to `max_threads`
+in all. An fsync is not a long wait here: it is short, and the thread that waits for it
+still holds its event's instance and connection.
 """
 
 from __future__ import annotations
@@ -137,6 +137,22 @@ class EventExecutor:
             with self._cv:
                 self._active += 1
             _local.long_wait = False
+
+    def counted_here(self) -> bool:
+        """This thread is one of this executor's and counts among the working ones."""
+        return getattr(_local, "worker", None) is self and not getattr(_local, "long_wait", False)
+
+    def lend_place(self) -> None:
+        """`blocking`'s start on behalf of a thread stuck in a long call, from another
+        thread (host/sql_watch.py): another thread may take the next event."""
+        with self._cv:
+            self._active -= 1
+            self._wake_one()
+
+    def reclaim_place(self) -> None:
+        """`blocking`'s end, on the thread whose place was lent."""
+        with self._cv:
+            self._active += 1
 
     def shutdown(self, cancel_futures: bool = False) -> None:
         """Take no more events; with `cancel_futures`, cancel those not yet started. Idle

@@ -194,8 +194,8 @@ def _read_actor(path: Path) -> tuple[ActorRef, int | None] | None:
         # fails and leaves it fuller (as the host's own connections, ActorDb._connect).
         conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
         try:
-            meta = dict(conn.execute("SELECT k, v FROM _wk_host_meta"))
-            alarm = conn.execute("SELECT at_ms FROM _wk_host_alarm").fetchall()
+            meta = dict(conn.execute("SELECT k, v FROM main._wk_host_meta"))
+            alarm = conn.execute("SELECT at_ms FROM main._wk_host_alarm").fetchall()
         finally:
             conn.close()
     except apsw.Error as e:

@@ -54,6 +54,8 @@ from .peers import Peers
 from .scheduler import Scheduler
 from .slot import ActorSlot
 from .spares import SpareInstances
+from .sql_policy import set_heap_limit
+from .sql_watch import Loan
 from .sqlite import ActorDb, SchemaImage, build_schema_image, delete_db_files, wait_new_files
 from .types import ActorRef, Request, Response, Sender
 from .wire import request_record, response_from_record, sender_variant
@@ -122,6 +124,7 @@ class Host:
         self._pending = 0
         self._pending_lock = threading.Lock()
         config.data_dir.mkdir(parents=True, exist_ok=True)
+        set_heap_limit(config.sql_memory_bytes)
         if _mallopt is not None:
             _mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_BYTES)
             _mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD_BYTES)
@@ -278,6 +281,28 @@ class Host:
                 return self.peers.call(ref, record, sender, caller.chain.stack, deadline)
         return self.call_here(ref, record, sender, caller.chain, deadline)
 
+    def _statement_loan(self) -> Loan | None:
+        """On a guest statement's thread: what it lends should it run long (its run slot,
+        its place among the working event threads), as `sql_watch.Loan`."""
+        slot, place = self.gate.held_here(), self.executor.counted_here()
+        if not (slot or place):
+            return None
+
+        def lend() -> Callable[[], None]:
+            if place:
+                self.executor.lend_place()
+            if slot:
+                self.gate.lend()
+            return lambda: self._take_back(slot, place)
+
+        return lend
+
+    def _take_back(self, slot: bool, place: bool) -> None:
+        if place:
+            self.executor.reclaim_place()
+        if slot:
+            self.gate.reclaim()
+
     @contextlib.contextmanager
     def long_wait(self) -> Iterator[None]:
         """A wait of an event that may be long (the network, another process, another
@@ -329,7 +354,7 @@ class Host:
         finally:
             with self._slots_lock:
                 slot.waiting -= 1
-        ev = Event(slot, kind, deadline, chain, self.gate, self.long_wait)
+        ev = Event(slot, kind, deadline, chain, self.gate, self.long_wait, self._statement_loan)
         stack = event.stack()
         # Opening the database before the run slot, and closing it with the instance
         # after, keeps that work (about 0.8 ms of a cold wake's 5.5) off the one core
@@ -377,7 +402,7 @@ class Host:
         if slot.initialized is None:
             # A database just made has no meta yet: nothing to read.
             meta = {} if slot.db.created else dict(
-                slot.db.host_exec("SELECT k, v FROM _wk_host_meta"))
+                slot.db.host_exec("SELECT k, v FROM main._wk_host_meta"))
             slot.initialized = meta.get("initialized") == 1
             if not slot.initialized and (meta or not slot.db.created):
                 # An earlier on-init never finished (the host died in it), or the host
@@ -399,7 +424,8 @@ class Host:
         cls = self.classes.get(slot.ref.cls)
         image = cls.schema_image if cls is not None and self.config.schema_images else None
         try:
-            return ActorDb(slot.path, self.config.db_max_bytes // 4096, image)
+            return ActorDb(slot.path, self.config.db_max_bytes // 4096, image,
+                          self.config.db_max_value_bytes)
         except (apsw.Error, OSError) as e:
             raise StorageFailed(f"{slot.ref}'s database cannot be opened: {e}") from None
 
@@ -439,7 +465,7 @@ class Host:
 
     def _create(self, slot: ActorSlot, ev: Event) -> None:
         db = slot.require_db()
-        db.first_host_write("INSERT OR REPLACE INTO _wk_host_meta VALUES ('class', ?), "
+        db.first_host_write("INSERT OR REPLACE INTO main._wk_host_meta VALUES ('class', ?), "
                             "('id', ?), ('initialized', 0)", (slot.ref.cls, slot.ref.id))
         try:
             err = self._call(slot, ev, "on-init", ())
@@ -457,7 +483,7 @@ class Host:
         # Committed like an exec, not fsynced: a power loss that loses it loses every later
         # commit of this database too (WAL frames survive as a prefix), so the actor is
         # then simply not created yet; the first exec-durable makes it durable.
-        db.host_exec("UPDATE _wk_host_meta SET v = 1 WHERE k = 'initialized'")
+        db.host_exec("UPDATE main._wk_host_meta SET v = 1 WHERE k = 'initialized'")
         slot.initialized = True
         self.index.add_actor(slot.ref)
 

@@ -10,9 +10,11 @@ Configuration, and why:
   durable write returns, the file's content and its directory's entries are synced too.
   Those syncs start on a thread of their own as soon as the file is made (`NewFileSync`),
   so that first write usually finds them done.
-- An authorizer: guest SQL may not ATTACH (nor VACUUM INTO, which attaches), load
-  extensions, run a PRAGMA that weakens durability or reaches outside the file, or touch the
-  host's `_wk_host_*` tables. The host's own statements run with the authorizer relaxed.
+- What guest SQL may do (the authorizer, the reserved names, the limits on values and
+  temporary data) is host/sql_policy.py. The host's own statements name `main.` tables,
+  so that nothing of the guest's could stand in for them.
+- A guest statement that runs long is cut at its event's deadline, and lends its run
+  slot to other events meanwhile (host/sql_watch.py).
 - max_page_count caps the file; a write past it fails with SQLITE_FULL.
 - locking_mode=EXCLUSIVE: only the host's one connection ever uses an actor's database
   while it serves, so the WAL index lives in the connection's memory instead of a shared
@@ -38,7 +40,6 @@ import os
 import queue
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -48,57 +49,24 @@ from typing import Any
 import apsw
 from wasmtime.component import Variant
 
-from . import crashpoints
+from . import crashpoints, sql_functions, sql_policy
+from .sql_watch import WATCH, Loan, StatementWatch
 
 SqlValue = None | int | float | str | bytes
 
-HOST_TABLE_PREFIX = "_wk_host_"
-# Pragmas a guest may use; everything else is denied. Info pragmas take a table or index
-# name as their argument; the settable ones are harmless to durability and confinement;
-# the read-only ones are allowed only without an argument (with one, they would set).
-_INFO_PRAGMAS = frozenset({
-    "table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
-    "foreign_key_list", "foreign_key_check", "integrity_check", "quick_check",
-})
-_SET_PRAGMAS = frozenset({
-    "user_version", "application_id", "foreign_keys", "defer_foreign_keys", "recursive_triggers",
-})
-_READ_ONLY_PRAGMAS = frozenset({
-    "page_count", "page_size", "freelist_count", "data_version", "compile_options",
-    "collation_list", "function_list", "encoding",
-})
-_DENIED_FUNCTIONS = frozenset({"load_extension", "fts3_tokenizer"})
-_TABLE_OPS = {  # operation -> which argument names the table (0: the first, 1: the second)
-    apsw.SQLITE_READ: 0, apsw.SQLITE_INSERT: 0, apsw.SQLITE_UPDATE: 0,
-    apsw.SQLITE_DELETE: 0, apsw.SQLITE_CREATE_TABLE: 0, apsw.SQLITE_DROP_TABLE: 0,
-    apsw.SQLITE_CREATE_INDEX: 1, apsw.SQLITE_DROP_INDEX: 1, apsw.SQLITE_CREATE_TRIGGER: 1,
-    apsw.SQLITE_DROP_TRIGGER: 1, apsw.SQLITE_ALTER_TABLE: 1, apsw.SQLITE_CREATE_TEMP_TABLE: 0,
-    apsw.SQLITE_ANALYZE: 0,
-}
-
 _HOST_SCHEMA = """
-CREATE TABLE IF NOT EXISTS _wk_host_meta (k TEXT PRIMARY KEY, v) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS _wk_host_alarm (
+CREATE TABLE IF NOT EXISTS main._wk_host_meta (k TEXT PRIMARY KEY, v) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS main._wk_host_alarm (
     one INTEGER PRIMARY KEY CHECK (one = 1),
     at_ms INTEGER,             -- NULL: no alarm
     gen INTEGER NOT NULL,      -- bumped by every guest set/clear: "did the event touch it?"
     retries INTEGER NOT NULL   -- host retries after failed on-alarm events, for backoff
 );
-INSERT OR IGNORE INTO _wk_host_alarm VALUES (1, NULL, 0, 0);
+INSERT OR IGNORE INTO main._wk_host_alarm VALUES (1, NULL, 0, 0);
 """
 
 
-# SQLite calls the deadline check every this many VM steps: about 0.1 ms of a busy query,
-# so a runaway statement stops within a millisecond of its deadline, at a cost per check
-# of one Python call.
-_PROGRESS_STEPS = 20_000
-# A guest statement still running at this many checks (about 0.5 ms) gives its event's
-# run slot up until it ends: SQLite's work burns no fuel, so a heavy or hostile query
-# would otherwise hold the slot, and every other actor, until its wall-clock deadline.
-# Nearly every statement ends well before, without paying the hand-off.
-_LONG_STATEMENT_CHECKS = 5
-
-_HAS_HOST_SCHEMA = "SELECT 1 FROM sqlite_schema WHERE name = '_wk_host_alarm'"
+_HAS_HOST_SCHEMA = "SELECT 1 FROM main.sqlite_schema WHERE name = '_wk_host_alarm'"
 
 # A new actor's database starts as a copy of this file: WAL mode and the host schema,
 # already committed. Writing 12 KB and renaming it costs about 0.1 ms; making the file
@@ -317,10 +285,14 @@ class SqlError(Exception):
 class ActorDb:
     """An actor's database file. Used by one thread at a time (the actor's event)."""
 
-    def __init__(self, path: Path, max_pages: int, image: SchemaImage | None = None) -> None:
+    watch: StatementWatch = WATCH  # who cuts and lends its long statements
+
+    def __init__(self, path: Path, max_pages: int, image: SchemaImage | None = None,
+                 max_value_bytes: int = sql_policy.DEFAULT_MAX_VALUE_BYTES) -> None:
         """Open the actor's database, made from the template (or `image`) if missing."""
         self.path = path
         self._max_pages = max_pages
+        self._max_value_bytes = max_value_bytes
         # Made here, now: a new actor's. Only such a database may start as an image.
         self.created = not path.exists()
         if self.created:
@@ -338,6 +310,7 @@ class ActorDb:
         self._guest_statements = 0
         self._host_writes: list[tuple[str, Sequence[Any]]] = []
         self._guest = False
+        self._names_host = False  # the running guest script's text holds `_wk_host_`
         self._connect()
         self._new_file_synced: NewFileSync | None = None
         if self.created:
@@ -356,18 +329,13 @@ class ActorDb:
         # Looked at before the open, which makes the WAL file (see first_host_write).
         self._new_wal = not os.path.exists(str(path) + "-wal")
         self.conn = apsw.Connection(str(path))
-        self._checks = 0  # progress checks in the running guest statement
-        self._slot_given_up = contextlib.ExitStack()  # holds long_wait() for a long statement
-        self._long_wait: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
-        # When the statement running for the guest must stop: the event's deadline. The
-        # fuel meter never sees SQLite's own work, so this is what bounds a hostile query.
-        self._guest_deadline = float("inf")
         self.durable_pending = False
         self._wal_fd: int | None = None
         self._dir_unsynced = False  # see first_host_write
         conn = self.conn
         conn.setbusytimeout(5000)
-        conn.limit(apsw.SQLITE_LIMIT_ATTACHED, 0)
+        sql_policy.apply_limits(conn, self._max_value_bytes)
+        sql_functions.install(conn, self._max_value_bytes)
         # Closing the last connection would checkpoint and remove the WAL (about 2 ms):
         # the host closes a sleeping actor's database after each wake, so it keeps the
         # WAL for the next open instead; auto-checkpoints still bound its size.
@@ -378,7 +346,6 @@ class ActorDb:
         list(conn.execute("PRAGMA locking_mode=EXCLUSIVE; PRAGMA synchronous=NORMAL; "
                           f"PRAGMA max_page_count={int(max_pages)}"))
         conn.authorizer = self._authorize
-        conn.set_progress_handler(self._progress_check, _PROGRESS_STEPS)
         if not conn.execute(_HAS_HOST_SCHEMA).fetchall():
             # A file cut short while it was made: give it what the template has. (A
             # read, not the schema script: that would be a write on every open.)
@@ -389,24 +356,10 @@ class ActorDb:
     def _authorize(self, op: int, p1: str | None, p2: str | None, db: str | None,
                    trigger: str | None) -> int:
         if not self._guest:
-            return apsw.SQLITE_OK
+            return sql_policy.host_rule(trigger)
         if self._watching and op not in _SCHEMA_OPS and (p1 or "").lower() not in _SCHEMA_TABLES:
             self._schema_only = False
-        if op in (apsw.SQLITE_ATTACH, apsw.SQLITE_DETACH):
-            return apsw.SQLITE_DENY
-        if op == apsw.SQLITE_PRAGMA:
-            name = (p1 or "").lower()
-            ok = name in _INFO_PRAGMAS or name in _SET_PRAGMAS or (
-                p2 is None and name in _READ_ONLY_PRAGMAS)
-            return apsw.SQLITE_OK if ok else apsw.SQLITE_DENY
-        if op == apsw.SQLITE_FUNCTION:
-            return apsw.SQLITE_DENY if (p2 or "").lower() in _DENIED_FUNCTIONS else apsw.SQLITE_OK
-        slot = _TABLE_OPS.get(op)
-        if slot is not None:
-            table = (p1 if slot == 0 else p2) or ""
-            if table.lower().startswith(HOST_TABLE_PREFIX):
-                return apsw.SQLITE_DENY
-        return apsw.SQLITE_OK
+        return sql_policy.guest_rule(op, p1, p2, db, self._names_host)
 
     # -- statements -------------------------------------------------------------------
     def host_exec(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
@@ -437,26 +390,16 @@ class ActorDb:
         self._new_wal = False
         self._dir_unsynced = self._new_file_synced is None
 
-    def _progress_check(self) -> bool:
-        """SQLite's progress handler: True interrupts the statement (its deadline has
-        passed); a guest statement that runs long gives its run slot up here."""
-        if not self._guest:
-            return False
-        self._checks += 1
-        if self._checks == _LONG_STATEMENT_CHECKS:
-            self._slot_given_up.enter_context(self._long_wait())
-        return time.monotonic() > self._guest_deadline
-
     def guest_exec(self, sql: str, params: Sequence[SqlValue], durable: bool,
                    deadline: float = float("inf"),
                    io_wait: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
-                   long_wait: Callable[[], AbstractContextManager[Any]] | None = None,
+                   loan: Loan | None = None,
                    ) -> tuple[list[str], list[tuple[Any, ...]]]:
         """Run one guest statement (or a ";"-separated script). `io_wait` wraps what
-        may run without the event's run slot: the fsync a durable write ends with. The
-        rest of a statement that runs long runs in `long_wait` (`io_wait` if not given):
-        without the run slot, and (Host.long_wait) without counting among the working
-        event threads, so that hostile SQL holds neither up until its deadline."""
+        may run without the event's run slot: the fsync a durable write ends with. A
+        statement that runs long is interrupted at `deadline`, and lends what `loan`
+        lends (its run slot, its place among the working event threads) while it runs
+        (host/sql_watch.py), so that hostile SQL holds no other event up."""
         if crashpoints.ARMED:
             crashpoints.statement(sql, "before")
         self._guest_statements += 1
@@ -469,31 +412,18 @@ class ActorDb:
         self._watching = self._watch and self._guest_statements == 1 and not params
         self._schema_only = True
         self._guest = True
-        self._checks = 0
-        self._long_wait = long_wait or io_wait
-        self._guest_deadline = deadline
+        self._names_host = sql_policy.names_host(sql)
+        running = self.watch.begin(self.conn, deadline, loan)
         try:
-            cursor = self.conn.cursor()
-            cursor.execute(sql, params)
-            columns: list[str] = []
-            rows: list[tuple[Any, ...]] = []
-            # apsw runs ";"-separated statements one after another through one cursor;
-            # the description must be read while the statement is current.
-            for row in cursor:
-                if not columns:
-                    columns = [d[0] for d in cursor.getdescription()]
-                rows.append(row)
-            if not columns:
-                with contextlib.suppress(apsw.ExecutionCompleteError):
-                    columns = [d[0] for d in cursor.getdescription()]
-        except apsw.InterruptError:
-            raise SqlError("interrupted: the statement ran past the event's wall-clock "
-                           "budget (--wall-budget-ms)") from None
+            # Never from apsw's statement cache when it names the host's tables: the
+            # host's own statement of the same text, prepared without the guest's rules,
+            # may be there, and a cached statement is not authorized again.
+            columns, rows = _run(self.conn, sql, params, can_cache=not self._names_host)
         except apsw.Error as e:
-            raise SqlError(_one_line(e)) from None
+            raise SqlError(self._explain(e)) from None
         finally:
+            self.watch.end(running)  # takes back what a long statement lent
             self._guest = False
-            self._slot_given_up.close()  # a long statement takes its slot back
             watched, self._watching = self._watching, False
         if watched and self._schema_only and not columns and not rows \
                 and not self.conn.in_transaction:
@@ -512,6 +442,19 @@ class ActorDb:
         if crashpoints.ARMED:
             crashpoints.statement(sql, "after")
         return columns, rows
+
+    def _explain(self, e: apsw.Error) -> str:
+        if isinstance(e, apsw.InterruptError):
+            return ("interrupted: the statement ran past the event's wall-clock budget "
+                    "(--wall-budget-ms)")
+        if isinstance(e, apsw.TooBigError):
+            return (f"TooBigError: a string, blob or statement over the cap (values up to "
+                    f"{self._max_value_bytes} bytes: --db-max-value-mb; statements up to "
+                    f"{sql_policy.SQL_MAX_BYTES} bytes)")
+        if isinstance(e, apsw.NoMemError):
+            return ("NoMemError: SQLite's memory for this process is at its limit "
+                    "(--sql-memory-mb); the statement was stopped")
+        return _one_line(e)
 
     # -- schema images ------------------------------------------------------------------
     def schema_script(self) -> str | None:
@@ -578,6 +521,24 @@ class ActorDb:
             os.close(self._wal_fd)
             self._wal_fd = None
         self.conn.close()
+
+
+def _run(conn: apsw.Connection, sql: str, params: Sequence[SqlValue], can_cache: bool
+         ) -> tuple[list[str], list[tuple[Any, ...]]]:
+    cursor = conn.cursor()
+    cursor.execute(sql, params, can_cache=can_cache)
+    columns: list[str] = []
+    rows: list[tuple[Any, ...]] = []
+    # apsw runs ";"-separated statements one after another through one cursor; the
+    # description must be read while the statement is current.
+    for row in cursor:
+        if not columns:
+            columns = [d[0] for d in cursor.getdescription()]
+        rows.append(row)
+    if not columns:
+        with contextlib.suppress(apsw.ExecutionCompleteError):
+            columns = [d[0] for d in cursor.getdescription()]
+    return columns, rows
 
 
 def _one_line(e: BaseException) -> str:
@@ -655,7 +616,7 @@ def _guest_exec(sql: str, params: list[Variant], durable: bool
     ev = event.current()
     db = ev.slot.require_db()
     columns, rows = db.guest_exec(sql, params_from_wit(params), durable, ev.deadline,
-                                  io_wait=ev.gate.waiting, long_wait=ev.long_wait)
+                                  io_wait=ev.gate.waiting, loan=ev.statement_loan())
     return db, columns, rows
 
 
