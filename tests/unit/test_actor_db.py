@@ -241,18 +241,26 @@ def sqlite_syncs() -> Iterator[list[str]]:
 
 
 @pytest.fixture
-def host_syncs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
-    """The host's own fsync and fdatasync calls, each recorded once done: (call, path).
-    The new file's syncs run on another thread, so tests compare sets, not orders; its
-    fdatasync is made slow, so that a durable write that does not wait for it shows."""
+def host_syncs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[tuple[str, str]]:
+    """The host's own fsync and fdatasync calls of this test's files, each recorded once
+    done: (call, path). The new file's syncs run on another thread, so tests compare sets,
+    not orders; its fdatasync is made slow, so that a durable write that does not wait for
+    it shows.
+
+    os.fsync is the whole process's: the syncs of other files (another test's, left on
+    the process-wide syncing thread; the suite drains it between tests) are neither
+    recorded nor slowed."""
     synced: list[tuple[str, str]] = []
 
     def recorder(real: Any, call: str) -> Any:
         def sync(fd: int) -> None:
-            if call == "fdatasync":
+            path = os.readlink(f"/proc/self/fd/{fd}")
+            mine = Path(path).is_relative_to(tmp_path)
+            if mine and call == "fdatasync":
                 time.sleep(0.05)
             real(fd)
-            synced.append((call, os.readlink(f"/proc/self/fd/{fd}")))
+            if mine:
+                synced.append((call, path))
 
         return sync
 
@@ -299,8 +307,13 @@ def test_a_new_actors_file_and_directories_are_durable_before_its_first_durable_
 
 
 @pytest.fixture
-def failing_fdatasync(monkeypatch: pytest.MonkeyPatch) -> None:
+def failing_fdatasync(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """fdatasync fails with EIO, for this test's files alone (it is the whole process's)."""
+    real = os.fdatasync
+
     def fdatasync(fd: int) -> None:
+        if not Path(os.readlink(f"/proc/self/fd/{fd}")).is_relative_to(tmp_path):
+            return real(fd)
         raise OSError(errno.EIO, "Input/output error")
 
     monkeypatch.setattr(os, "fdatasync", fdatasync)
