@@ -196,10 +196,14 @@ def test_limits_are_checked() -> None:
 
 
 def test_a_thread_that_cannot_start_leaves_the_event_queued_not_lost(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    ex = EventExecutor(active=1, max_threads=2)
+    ex = EventExecutor(active=1, max_threads=2, name="wk-no-thread")
     real_start = threading.Thread.start
 
     def no_thread(self: threading.Thread) -> None:
+        # Thread.start is the whole process's: only this executor's threads cannot start
+        # (not the process-wide ones a host module may start meanwhile).
+        if not self.name.startswith("wk-no-thread"):
+            return real_start(self)
         raise RuntimeError("can't start new thread")
 
     monkeypatch.setattr(threading.Thread, "start", no_thread)
