@@ -48,7 +48,7 @@ class ComponentExports:
 
 class Instance:
     def __init__(self, engine: Engine, linker: Linker, exports: ComponentExports,
-                 memory_limit: int, output: Callable[[bytes], None]) -> None:
+                 memory_limit: int, output: Callable[[bytes], int | None]) -> None:
         store = Store(engine)
         wasi = WasiConfig()  # no preopens, no environment, no argv, no sockets
         # The callbacks reach the output through this list, not through self: they live in
@@ -77,7 +77,7 @@ class Instance:
             assert func is not None, name
             self.funcs[name] = func
 
-    def set_output(self, output: Callable[[bytes], None]) -> None:
+    def set_output(self, output: Callable[[bytes], int | None]) -> None:
         """Send the guest's stdout and stderr to `output` from now on (a reused instance
         writes to its new actor's log)."""
         self._output[0] = output

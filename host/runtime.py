@@ -434,8 +434,8 @@ class Host:
             self._make_room()  # now, not at the next sweep: a burst must not pile up
         cap = self.config.max_guest_output_bytes
 
-        def output(data: bytes) -> None:
-            slot.output.write(data, cap)
+        def output(data: bytes) -> int | None:
+            return slot.output.write(data, cap)
 
         inst = None
         if creating and self.classes[slot.ref.cls].reuse_instances:
@@ -449,7 +449,7 @@ class Host:
         inst.actors_served += 1
         return inst
 
-    def _instantiate(self, cls: ActorClass, output: Callable[[bytes], None]) -> Instance:
+    def _instantiate(self, cls: ActorClass, output: Callable[[bytes], int | None]) -> Instance:
         for evicted in (False, True):
             try:
                 return Instance(self.engine, cls.linker, cls.exports,
@@ -512,8 +512,12 @@ class Host:
         wall_ms = max(0.0, ev.remaining_s() * 1000)
         try:
             return inst.call(export, args, self.config.fuel_per_event(), wall_ms)
-        except GuestFailed:
+        except GuestFailed as e:
             slot.instance = None  # a trap poisons the instance and its Store
+            if slot.output.flooded:  # what the trap itself says is only its last step
+                raise GuestFailed(f"the guest's output flooded: past the "
+                                  f"{self.config.max_guest_output_bytes}-byte cap, its "
+                                  f"writes failed, and it stopped ({e})") from None
             raise
 
     def _handle(self, slot: ActorSlot, ev: Event, record: Any, sender: Sender) -> Any:
@@ -720,12 +724,13 @@ class Host:
 
     # -- guest output ---------------------------------------------------------------------
     def _flush_output(self, slot: ActorSlot, ev: Event) -> None:
-        text, dropped = slot.output.take()
+        text, dropped, flooded = slot.output.take()
         if not text and not dropped:
             return
         guest_log = logging.getLogger(f"wkhost.guest.{slot.ref.cls}")
         for line in text.rstrip("\n").splitlines():
             guest_log.info("[%s] %s", slot.ref, line)
         if dropped:
-            guest_log.warning("[%s] %d more bytes of output dropped (cap %d per event)",
-                              slot.ref, dropped, self.config.max_guest_output_bytes)
+            guest_log.warning("[%s] %d more bytes of output dropped (cap %d per event)%s",
+                              slot.ref, dropped, self.config.max_guest_output_bytes,
+                              "; later writes failed (EIO): a flood" if flooded else "")

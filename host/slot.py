@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import sys
 import threading
 from dataclasses import dataclass, field
@@ -11,6 +12,16 @@ from .alarms import AlarmRow
 from .instance import Instance
 from .sqlite import ActorDb
 from .types import ActorRef
+
+# Writes past the cap that are dropped quietly, before the next ones fail with EIO.
+#
+# Why fail at all: every write costs the host a call from wasmtime's thread, while the
+# guest waits for it without burning fuel, so a guest writing a line at a time ran for
+# seconds against a CPU budget of milliseconds, and held its run slot meanwhile. A
+# write that fails costs the guest its own handling of the error (an exception in
+# Python), which its CPU budget pays for: a flood ends at that budget, or at once if
+# the error goes unhandled. A guest that logs a little past the cap loses only lines.
+DROPPED_WRITES_BEFORE_EIO = 4096
 
 
 class GuestOutput:
@@ -24,22 +35,36 @@ class GuestOutput:
         self.chunks: list[bytes] = []
         self.size = 0
         self.dropped = 0
+        self.dropped_writes = 0
 
-    def write(self, data: bytes, cap: int) -> None:
+    def write(self, data: bytes, cap: int) -> int | None:
+        """Keep what fits under `cap`. None: the write succeeded, for the guest; a
+        negative errno: it failed (past DROPPED_WRITES_BEFORE_EIO dropped writes)."""
         if sys.is_finalizing():
-            return
+            return None
         with self._lock:
             room = max(0, cap - self.size)
+            if room < len(data):
+                self.dropped_writes += 1
+                if self.dropped_writes > DROPPED_WRITES_BEFORE_EIO:
+                    self.dropped += len(data)
+                    return -errno.EIO
             self.chunks.append(data[:room])
             self.size += min(room, len(data))
             self.dropped += max(0, len(data) - room)
+        return None
 
-    def take(self) -> tuple[str, int]:
+    @property
+    def flooded(self) -> bool:
+        return self.dropped_writes > DROPPED_WRITES_BEFORE_EIO
+
+    def take(self) -> tuple[str, int, bool]:
+        """The event's output, the bytes dropped, and whether writes failed."""
         with self._lock:
             text = b"".join(self.chunks).decode("utf-8", "replace")
-            dropped = self.dropped
-            self.chunks, self.size, self.dropped = [], 0, 0
-        return text, dropped
+            dropped, flooded = self.dropped, self.flooded
+            self.chunks, self.size, self.dropped, self.dropped_writes = [], 0, 0, 0
+        return text, dropped, flooded
 
 
 @dataclass(eq=False)

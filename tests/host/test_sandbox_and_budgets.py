@@ -112,3 +112,17 @@ def test_guest_output_is_captured_capped_and_logged_with_the_actor(
     assert any(line.startswith("[probe/out] probe stdout 0") for line in lines)
     assert any("more bytes of output dropped" in line for line in lines)
     assert sum(len(line) for line in lines) < 4000
+
+
+def test_an_output_flood_fails_the_guests_writes_and_its_neighbour_is_served(
+        make_probe: MakeProbe, caplog: pytest.LogCaptureFixture) -> None:
+    """Each write costs the host a call the guest's fuel never sees: past the cap and a
+    bounded number of dropped writes, they fail (EIO), so the guest's own code pays for
+    the flood. The probe does not handle the error: its event ends with it."""
+    p = make_probe(max_guest_output_bytes=2000)
+    with caplog.at_level(logging.INFO, logger="wkhost.guest"), \
+            pytest.raises(GuestFailed, match="output flooded"):
+        p.json("flood", "POST", "/print", query="n=100000")
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("later writes failed (EIO)" in m for m in warnings), warnings
+    assert p.json("neighbour", "POST", "/print", query="n=3") == {"printed": 3}
