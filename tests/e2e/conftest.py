@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,14 +25,26 @@ def make_server(tmp_path: Path, probe_wasm: Path) -> Iterator[MakeServer]:
         actors = actors or {"probe": probe_wasm, "inner": probe_wasm}
         if access is None:
             access = {"inner": "internal"} if "inner" in actors else {}
-        server = Server(data or tmp_path / "data", actors, extra, access).start()
-        servers.append(server)
-        return server
+        server = Server(data or tmp_path / "data", actors, extra, access)
+        servers.append(server)  # before it starts: one that never says it listens still runs
+        return server.start()
 
     yield make
-    for s in servers:
-        if s.proc is not None and s.proc.poll() is None:
-            s.stop()
+    with contextlib.ExitStack() as stopping:  # every one, whatever the one before did
+        for s in servers:
+            stopping.callback(_stop, s)
+
+
+def _stop(s: Server) -> None:
+    """Stop `s` (SIGTERM), its pipes closed; one that does not exit is killed, then the
+    test fails (as it did before: a server must stop on SIGTERM)."""
+    if s.proc is None:
+        return
+    try:
+        s.stop()
+    except subprocess.TimeoutExpired:
+        s.kill9()
+        raise
 
 
 @pytest.fixture
