@@ -6,6 +6,7 @@ host of a run compiles (seconds); the others load the artifact (milliseconds).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,15 +29,16 @@ def make_probe(tmp_path: Path, probe_wasm: Path) -> Iterator[MakeProbe]:
                             **settings)
         clock = FakeClock(START_MS)
         host = Host(config, clock)
+        hosts.append(host)  # before it starts: one whose start fails is closed too
         host.add_class("probe", probe_wasm, reuse_instances=reuse_instances)
         host.add_class("inner", probe_wasm, access="internal")
         host.start()
-        hosts.append(host)
         return Probe(host, clock)
 
     yield make
-    for h in hosts:
-        h.close(timeout_s=2)
+    with contextlib.ExitStack() as closing:  # every one, whatever the one before did
+        for h in reversed(hosts):  # (an ExitStack unwinds last first) in the order made
+            closing.callback(h.close, timeout_s=2)
 
 
 @pytest.fixture
