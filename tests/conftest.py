@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import apsw
 import pytest
 from wkhost.build import BuildError, cached_build
 from wkhost.sqlite import wait_new_files
@@ -86,7 +87,8 @@ def probe_wasm(build_guest: BuildGuest) -> Path:
 # threading.Thread.start, socket.getaddrinfo) or records process-wide calls would
 # otherwise see, or break, what earlier tests left queued: under load the syncs lag
 # behind the tests by dozens of files (issue 22). So each test starts and ends with those
-# queues empty, and (in unit and host tests) leaves no thread or process of its own.
+# queues empty, finds the process-wide settings a host makes as they were before it, and
+# (in unit and host tests) leaves no thread or process of its own.
 
 # Threads that live for the process by design, started once by whoever needs them first;
 # what matters is that their queues are empty between tests, not that they end.
@@ -109,9 +111,15 @@ def background_work_stays_in_its_test(request: pytest.FixtureRequest) -> Iterato
     strict = request.path.is_relative_to(STRICT[0]) or request.path.is_relative_to(STRICT[1])
     threads = set(threading.enumerate())
     children = child_processes()
+    # SQLite's heap limits are the process's: every Host sets them (from its config's
+    # sql_memory_bytes) and none unsets them, so a small one would fail the SQL of every
+    # later test. Put back as they were, whatever the test made.
+    heap_limits = apsw.hard_heap_limit(-1), apsw.soft_heap_limit(-1)  # (-1: only asks)
     environ = _environ()
     yield
     drain_background_work()
+    apsw.hard_heap_limit(heap_limits[0])
+    apsw.soft_heap_limit(heap_limits[1])
     if not strict:
         return
 
