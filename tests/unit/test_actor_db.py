@@ -6,12 +6,13 @@ import contextlib
 import errno
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import apsw
 import pytest
+from wkhost.sql_watch import StatementWatch
 from wkhost.sqlite import (
     ActorDb,
     SqlError,
@@ -81,8 +82,8 @@ def test_a_guest_statement_past_its_deadline_is_interrupted_and_the_db_goes_on(
         db.guest_exec(runaway, [], False, deadline=time.monotonic() + 0.2)
     assert time.monotonic() - t0 < 5
     assert run(db, "SELECT 1")[1] == [(1,)]  # no deadline: not interrupted
-    assert db.host_exec("SELECT count(*) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL "
-                        "SELECT x + 1 FROM c LIMIT 300000) SELECT x FROM c)") == [(300000,)]
+    assert run(db, "SELECT count(*) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL "
+                   "SELECT x + 1 FROM c LIMIT 300000) SELECT x FROM c)")[1] == [(300000,)]
 
 
 def test_exec_returns_columns_rows_and_values_of_every_type(db: ActorDb) -> None:
@@ -129,35 +130,40 @@ def test_only_the_fsync_of_a_durable_write_runs_as_a_wait(db: ActorDb, monkeypat
     assert log == ["wait", "fsync", "resume"]
 
 
-def test_a_long_guest_statement_gives_its_run_slot_up_until_it_ends(db: ActorDb) -> None:
-    """SQLite burns no fuel: a heavy query must not hold the run slot, and everyone
-    else, until its deadline. A short one keeps it, without the hand-off."""
+def test_a_long_guest_statement_lends_its_loan_until_it_ends(db: ActorDb) -> None:
+    """SQLite burns no fuel: a statement still running when the watch looks lends its
+    run slot and its thread's place (the loan) to other events, and takes them back as
+    it ends; one that ends before the watch looks lends nothing. The watch is driven by
+    hand here, from inside the statement, so that no timing decides the outcome."""
     log: list[str] = []
-    io_wait = logged_wait(log)
 
-    assert db.guest_exec("SELECT 1", [], False, io_wait=io_wait)[1] == [(1,)]
+    def loan() -> Callable[[], None]:
+        log.append("lend")
+        return lambda: log.append("take back")
+
+    db.watch = watch = StatementWatch(own_thread=False)
+    db.conn.create_scalar_function("watch_looks", lambda: watch.look(time.monotonic() + 1))
+    assert db.guest_exec("SELECT 1", [], False, loan=loan)[1] == [(1,)]
     assert log == []
-    heavy = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c "
-             "WHERE x < 300000) SELECT count(*) FROM c")
-    assert db.guest_exec(heavy, [], False, io_wait=io_wait)[1] == [(300000,)]
-    assert log == ["wait", "resume"]
-    assert db.guest_exec("SELECT 2", [], False, io_wait=io_wait)[1] == [(2,)]
-    assert log == ["wait", "resume"]  # the next statement starts counting afresh
+    deadline = time.monotonic() + 60
+    assert db.guest_exec("SELECT watch_looks() IS NULL", [], False, deadline=deadline,
+                         loan=loan)[1] == [(1,)]
+    assert log == ["lend", "take back"]
+    assert db.guest_exec("SELECT 2", [], False, loan=loan)[1] == [(2,)]
+    assert log == ["lend", "take back"]  # the next statement starts afresh
 
 
-def test_a_long_statement_waits_in_long_wait_an_fsync_in_io_wait(db: ActorDb, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """Given both, a long statement also gives its thread's place among the working event
-    threads up (Host.long_wait); an fsync gives only the run slot up."""
-    short: list[str] = []
-    long: list[str] = []
-    monkeypatch.setattr(db, "_fsync_wal", lambda: short.append("fsync"))
-    heavy = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c "
-             "WHERE x < 300000) SELECT count(*) FROM c")
-    waits = {"io_wait": logged_wait(short), "long_wait": logged_wait(long)}
-    db.guest_exec(heavy, [], False, **waits)
-    assert (short, long) == ([], ["wait", "resume"])
-    db.guest_exec("CREATE TABLE t (x)", [], True, **waits)
-    assert (short, long) == (["wait", "fsync", "resume"], ["wait", "resume"])
+def test_the_watch_interrupts_a_statement_past_its_deadline_and_only_that_one(
+        db: ActorDb) -> None:
+    db.watch = watch = StatementWatch(own_thread=False)
+    db.conn.create_scalar_function("watch_looks", lambda: watch.look(time.monotonic()))
+    runaway = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
+               "SELECT count(watch_looks()) FROM c")
+    with pytest.raises(SqlError, match="wall-clock budget"):
+        db.guest_exec(runaway, [], False, deadline=time.monotonic() - 1)
+    on_time = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c "
+               "WHERE x < 1000) SELECT count(watch_looks()) FROM c")
+    assert db.guest_exec(on_time, [], False, deadline=time.monotonic() + 60)[1] == [(0,)]
 
 
 def test_the_event_end_rolls_back_an_open_transaction(db: ActorDb) -> None:
