@@ -70,7 +70,8 @@ def run_pair(tmp_path: Path, guarded: bool) -> subprocess.CompletedProcess[str]:
     (tmp_path / "conftest.py").write_text(
         "from tests.conftest import background_work_stays_in_its_test  # noqa: F401\n"
         if guarded else "")
-    env = {**os.environ, "PYTHONPATH": str(REPO)}  # for `tests.conftest`
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
+    env = {**os.environ, "PYTHONPATH": path}  # for `tests.conftest`
     env.pop("PYTEST_ADDOPTS", None)
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
