@@ -87,6 +87,12 @@ def _add_serve(sub: Any) -> None:
                    help="size cap of each actor's database (default %(default)s)")
     s.add_argument("--max-body-kb", type=int, default=1024,
                    help="largest request or response body (default %(default)s)")
+    s.add_argument("--max-response-headers", type=int, default=100,
+                   help="most headers a guest's answer may carry; over it, the client gets "
+                        "500 with the reason (default %(default)s)")
+    s.add_argument("--max-response-header-kb", type=int, default=64,
+                   help="most bytes of headers a guest's answer may carry, names and "
+                        "values together; over it, the client gets 500 (default %(default)s)")
     s.add_argument("--processes", type=int, default=1, metavar="N",
                    help="serve with N processes, each owning a fixed share of the actors "
                         "and running its events on its own core; any of them takes any "
@@ -186,12 +192,15 @@ def run_serve(args: argparse.Namespace) -> int:  # returns only for bad usage
         always_fresh_instance=args.always_fresh_instance,
         max_live_instances=args.max_live_instances, instance_pool=args.instance_pool,
         schema_images=args.schema_images,
+        max_response_headers=args.max_response_headers,
+        max_response_header_bytes=args.max_response_header_kb << 10,
     )
     opts = ServeOptions(actors, access, args.host, args.port, args.admin_token_file,
                         args.fake_clock, reuse_instances=frozenset(reuse),
                         fake_clock_start_ms=args.fake_clock_start)
-    if not 1 <= args.processes <= MAX_PROCESSES:
-        print(f"wkhost: error: --processes takes 1 to {MAX_PROCESSES}", file=sys.stderr)
+    wrong = _out_of_range(args)
+    if wrong:
+        print(f"wkhost: error: {wrong}", file=sys.stderr)
         return 2
     from .errors import HostError
 
@@ -213,6 +222,16 @@ def run_serve(args: argparse.Namespace) -> int:  # returns only for bad usage
         print(f"wkhost: error: {e}", file=sys.stderr)
         rc = 1
     _exit_without_finalizing(rc)
+
+
+def _out_of_range(args: argparse.Namespace) -> str | None:
+    """What is wrong with a number of `serve`'s, if anything."""
+    if not 1 <= args.processes <= MAX_PROCESSES:
+        return f"--processes takes 1 to {MAX_PROCESSES}"
+    for flag in ("max_response_headers", "max_response_header_kb"):
+        if getattr(args, flag) < 0:
+            return f"--{flag.replace('_', '-')} takes a number of at least 0"
+    return None
 
 
 def _exit_without_finalizing(rc: int) -> NoReturn:

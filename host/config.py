@@ -44,6 +44,11 @@ class HostConfig:
     # Payloads crossing the boundary (bodies, responses). Far below what a WIT string can
     # carry (10 MB measured), and the front door refuses bigger bodies with 413.
     max_body_bytes: int = 1 << 20
+    # The front door's limits (Hardening I).
+    # A guest's answer: at most this many headers, of at most this many bytes on the wire
+    # in all; over either, the client gets 500 with the reason (host/wire.py).
+    max_response_headers: int = 100
+    max_response_header_bytes: int = 64 << 10
     # Concurrency and backpressure.
     workers: int = 16
     # Events running host or guest code at once (event.RunGate); the other threads wait,

@@ -7,6 +7,11 @@
   sees it. Any other request is the public's. Nothing else a client sends can change the
   sender, which travels beside the request, not in it.
 - Every failure is a status with a one-line reason in the body, never a traceback.
+- A guest's answer reaches the client only if it is one HTTP can carry: a final status
+  (200..599), header names that are tokens, values without control characters, at most
+  `max_response_headers` of them in `max_response_header_bytes` (host/wire.py). Any
+  other answer becomes a 500 naming the problem. Held answers and answers passed on from
+  another process are checked the same way.
 - An answer may ask to be held until the actor's next event (`wk-hold-ms`, host/hold.py):
   the request then waits here, on a future, and is delivered again when woken.
 - `/_wk/...` is the host's own: health, listing a class's actors (operator only), and, with
@@ -24,18 +29,15 @@ from urllib.parse import unquote
 from aiohttp import web
 
 from .clock import FakeClock
-from .errors import BadRequest, HostError, NotServedHere, Overloaded
+from .errors import BadRequest, GuestFailed, HostError, NotServedHere, Overloaded
 from .hold import HOLD_STATE, is_hold_header
 from .peers import PeerClients, add_peer_routes, advance_clock, forward
 from .peers import list_actors as list_from_every_process
 from .runtime import Host
 from .types import ActorRef, Request, Response, Sender
+from .wire import answer_headers
 
 log = logging.getLogger("wkhost.http")
-
-_HOP_BY_HOP = frozenset({"connection", "content-length", "transfer-encoding", "keep-alive",
-                         "upgrade", "te", "trailer", "proxy-authenticate"})
-
 
 _PEER_WRAPPER_BYTES = 1 << 20
 
@@ -121,7 +123,19 @@ def _gone(request: web.Request) -> bool:
 
 
 def _deliver(host: Host, ref: ActorRef, req: Request, sender: Sender, again: bool) -> Response:
-    return host.request(ref, req, sender, may_hold=True, again=again)
+    """The actor's answer to `req`, checked as fit for a client (host/wire.py): a first
+    answer, held or not, and each one to a request delivered again."""
+    resp = host.request(ref, req, sender, may_hold=True, again=again)
+    config = host.config
+    try:
+        resp.headers = answer_headers(resp.status, resp.headers, config.max_response_headers,
+                                      config.max_response_header_bytes)
+    except GuestFailed as e:
+        if resp.hold is not None:  # nobody will wait on it
+            host.holds.discard(ref, resp.hold)
+        log.warning("%s answered what no client can be sent: %s", ref, e)
+        raise
+    return resp
 
 
 async def _held(host: Host, ref: ActorRef, req: Request, sender: Sender,
@@ -167,10 +181,10 @@ def split_target(raw_path: str) -> tuple[str, str, str]:
 
 
 def to_web(resp: Response) -> web.Response:
+    """An answer whose headers `_deliver` has checked, for aiohttp to send."""
     out = web.Response(status=resp.status, body=resp.body)
     for k, v in resp.headers:
-        if k.lower() not in _HOP_BY_HOP and "\n" not in v and "\r" not in v:
-            out.headers.add(k, v)
+        out.headers.add(k, v)
     return out
 
 

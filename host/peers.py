@@ -39,20 +39,22 @@ from .errors import DeadlineExceeded, HostError, PeerLost, PeerUnavailable
 from .event import Chain
 from .partition import Partition
 from .types import ActorRef, Sender
-from .wire import record
+from .wire import HOP_BY_HOP, answer_headers, record
 
 if TYPE_CHECKING:
     from .runtime import Host
 
 CBOR = "application/cbor"
 # A kept connection idle longer than this is not used again: the other process closes
-# idle ones after its keep-alive timeout (75 s), and a call that finds its connection
-# closed cannot tell that from a crash in the middle of the call.
+# idle ones after its keep-alive timeout (aiohttp's default on the Unix socket, an hour;
+# at least this), and a call that finds its connection closed cannot tell that from a
+# crash in the middle of the call.
 _IDLE_S = 30.0
-# Not passed on: they are about the client's connection to the first process, which has
-# dealt with them (it has read the whole body, and answered `Expect: 100-continue`).
-_HOP_BY_HOP = frozenset({"connection", "content-length", "transfer-encoding", "keep-alive",
-                         "upgrade", "te", "trailer", "proxy-authenticate", "expect"})
+# What the other process's front door adds to an answer beside the guest's headers
+# (Date, Server, Content-Type, Content-Length): room for them in the caps it is checked
+# against again here.
+_ADDED_HEADERS = 4
+_ADDED_HEADER_BYTES = 512
 
 
 class _UnixConnection(http.client.HTTPConnection):
@@ -272,15 +274,21 @@ def _parse_head(raw: bytes) -> tuple[int, list[tuple[str, str]], int, bool]:
 
 
 async def forward(request: web.Request, process: int) -> web.Response:
-    """Pass a client's request to the process that serves its actor, and its answer back."""
+    """Pass a client's request to the process that serves its actor, and its answer back.
+    The hop-by-hop headers are this connection's (the body is read, `Expect:
+    100-continue` answered), not passed on. The answer is checked again as the other
+    process checked it (host/wire.py), as what comes from another process is not taken
+    on trust."""
     clients: PeerClients = request.app["peers"]
-    headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP]
-    status, got, body = await clients.exchange(process, request.method, request.raw_path,
-                                               headers, await request.read())
-    out = web.Response(status=status, body=body)
+    headers = [(k, v) for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP]
+    status, got, answer = await clients.exchange(process, request.method, request.raw_path,
+                                                 headers, await request.read())
+    config = request.app["host"].config
+    got = answer_headers(status, got, config.max_response_headers + _ADDED_HEADERS,
+                         config.max_response_header_bytes + _ADDED_HEADER_BYTES)
+    out = web.Response(status=status, body=answer)
     for k, v in got:
-        if k.lower() not in _HOP_BY_HOP:
-            out.headers.add(k, v)
+        out.headers.add(k, v)
     return out
 
 
