@@ -86,13 +86,25 @@ def _add_serve(sub: Any) -> None:
     s.add_argument("--db-max-mb", type=int, default=1024,
                    help="size cap of each actor's database (default %(default)s)")
     s.add_argument("--max-body-kb", type=int, default=1024,
-                   help="largest request or response body (default %(default)s)")
+                   help="largest request or response body (default %(default)s); a request "
+                        "that declares a longer one gets 413 before any of it is read")
     s.add_argument("--max-response-headers", type=int, default=100,
                    help="most headers a guest's answer may carry; over it, the client gets "
                         "500 with the reason (default %(default)s)")
     s.add_argument("--max-response-header-kb", type=int, default=64,
                    help="most bytes of headers a guest's answer may carry, names and "
                         "values together; over it, the client gets 500 (default %(default)s)")
+    s.add_argument("--header-timeout-s", type=float, default=10.0,
+                   help="a request's head (its line and headers) must arrive whole within "
+                        "this time of the connection's start, or of its first byte on a "
+                        "kept-alive connection; else the connection is closed "
+                        "(default %(default)s)")
+    s.add_argument("--body-timeout-s", type=float, default=30.0,
+                   help="a request's body must arrive whole within this time of its head; "
+                        "else 408 and the connection is closed (default %(default)s)")
+    s.add_argument("--keepalive-timeout-s", type=float, default=75.0,
+                   help="a kept-alive connection idle this long between requests is "
+                        "closed (default %(default)s)")
     s.add_argument("--processes", type=int, default=1, metavar="N",
                    help="serve with N processes, each owning a fixed share of the actors "
                         "and running its events on its own core; any of them takes any "
@@ -194,6 +206,8 @@ def run_serve(args: argparse.Namespace) -> int:  # returns only for bad usage
         schema_images=args.schema_images,
         max_response_headers=args.max_response_headers,
         max_response_header_bytes=args.max_response_header_kb << 10,
+        header_timeout_s=args.header_timeout_s, body_timeout_s=args.body_timeout_s,
+        keepalive_timeout_s=args.keepalive_timeout_s,
     )
     opts = ServeOptions(actors, access, args.host, args.port, args.admin_token_file,
                         args.fake_clock, reuse_instances=frozenset(reuse),
@@ -228,6 +242,9 @@ def _out_of_range(args: argparse.Namespace) -> str | None:
     """What is wrong with a number of `serve`'s, if anything."""
     if not 1 <= args.processes <= MAX_PROCESSES:
         return f"--processes takes 1 to {MAX_PROCESSES}"
+    for flag in ("header_timeout_s", "body_timeout_s", "keepalive_timeout_s"):
+        if not getattr(args, flag) > 0:
+            return f"--{flag.replace('_', '-')} takes a time above 0"
     for flag in ("max_response_headers", "max_response_header_kb"):
         if getattr(args, flag) < 0:
             return f"--{flag.replace('_', '-')} takes a number of at least 0"

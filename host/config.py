@@ -49,6 +49,15 @@ class HostConfig:
     # in all; over either, the client gets 500 with the reason (host/wire.py).
     max_response_headers: int = 100
     max_response_header_bytes: int = 64 << 10
+    # A client's request head must arrive whole within header_timeout_s: of the
+    # connection's start for its first request, of its first byte for a later one. Its
+    # body must arrive within body_timeout_s of its head (a 1 MiB body at the default:
+    # about 35 KB/s at least). A kept-alive connection idle for keepalive_timeout_s is
+    # closed. So a client that holds a connection, sending nothing or a byte at a time,
+    # is cut off (host/serve.py).
+    header_timeout_s: float = 10.0
+    body_timeout_s: float = 30.0
+    keepalive_timeout_s: float = 75.0
     # Concurrency and backpressure.
     workers: int = 16
     # Events running host or guest code at once (event.RunGate); the other threads wait,

@@ -12,6 +12,9 @@
   `max_response_headers` of them in `max_response_header_bytes` (host/wire.py). Any
   other answer becomes a 500 naming the problem. Held answers and answers passed on from
   another process are checked the same way.
+- A body is read only up to the cap: a declared length over it is refused (413) before
+  any of it is read, and a body must arrive within `body_timeout_s` (408). A client that
+  goes before its body has arrived is logged as one line, not as an error.
 - An answer may ask to be held until the actor's next event (`wk-hold-ms`, host/hold.py):
   the request then waits here, on a future, and is delivered again when woken.
 - `/_wk/...` is the host's own: health, listing a class's actors (operator only), and, with
@@ -26,10 +29,11 @@ import logging
 from collections.abc import Callable
 from urllib.parse import unquote
 
-from aiohttp import web
+from aiohttp import HttpVersion11, web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from .clock import FakeClock
-from .errors import BadRequest, GuestFailed, HostError, NotServedHere, Overloaded
+from .errors import BadRequest, GuestFailed, HostError, NotServedHere, Overloaded, TooLarge
 from .hold import HOLD_STATE, is_hold_header
 from .peers import PeerClients, add_peer_routes, advance_clock, forward
 from .peers import list_actors as list_from_every_process
@@ -40,6 +44,12 @@ from .wire import answer_headers
 log = logging.getLogger("wkhost.http")
 
 _PEER_WRAPPER_BYTES = 1 << 20
+
+
+class SlowClient(HostError):
+    """The request's body did not arrive within the body timeout."""
+
+    http_status = 408
 
 
 def make_app(host: Host, admin_token: str, peer_clients: PeerClients | None = None,
@@ -53,6 +63,7 @@ def make_app(host: Host, admin_token: str, peer_clients: PeerClients | None = No
     app = web.Application(client_max_size=host.config.max_body_bytes + room,
                           middlewares=[_errors_middleware])
     app["host"] = host
+    app["body_cap"] = host.config.max_body_bytes + room
     app["token"] = admin_token
     app["peers"] = peer_clients
     app["for_peers"] = for_peers
@@ -61,12 +72,16 @@ def make_app(host: Host, admin_token: str, peer_clients: PeerClients | None = No
     app.router.add_get("/_wk/health", _health)
     app.router.add_get("/_wk/actors/{cls}", _list_actors)
     app.router.add_post("/_wk/clock/advance", _advance_clock)
-    app.router.add_route("*", r"/{tail:[\s\S]*}", _to_actor)  # ids may hold a newline
+    app.router.add_route("*", r"/{tail:[\s\S]*}", _to_actor,  # ids may hold a newline
+                         expect_handler=_expect)
     return app
 
 
 def plain(status: int, reason: str, **headers: str) -> web.Response:
-    return web.Response(status=status, text=reason.rstrip("\n") + "\n", headers=headers)
+    resp = web.Response(status=status, text=reason.rstrip("\n") + "\n", headers=headers)
+    if status in (408, 413):  # the body is left unread, or half read: the connection
+        resp.force_close()    # cannot carry another request
+    return resp
 
 
 @web.middleware
@@ -103,11 +118,11 @@ async def _to_actor(request: web.Request) -> web.Response:
         if request.app["for_peers"]:  # passed on once already: never again
             raise NotServedHere(f"{ref} was passed to process {partition.me}, which does "
                                 "not serve it")
-        return await forward(request, partition.owner(actor_id))
+        return await forward(request, partition.owner(actor_id), await read_body(request))
     operator = is_operator(request)
     headers = [(k.lower(), v) for k, v in request.headers.items()
                if not (operator and k.lower() == "authorization") and not is_hold_header(k)]
-    body = await request.read()
+    body = await read_body(request)
     raw_query = request.raw_path.partition("?")[2]  # aiohttp's query_string is decoded
     req = Request(request.method, path, raw_query, headers, body)
     sender = Sender.operator() if operator else Sender.public()
@@ -120,6 +135,45 @@ async def _to_actor(request: web.Request) -> web.Response:
 def _gone(request: web.Request) -> bool:
     """The client has hung up: nobody would read an answer delivered again."""
     return request.transport is None or request.transport.is_closing()
+
+
+async def read_body(request: web.Request) -> bytes:
+    """The request's body, whole, or a refusal: 413 for a declared length over the cap
+    (before any of the body is read), 408 for one that takes over the body timeout, 400
+    for one cut short, its client gone (one line in the log)."""
+    cap: int = request.app["body_cap"]
+    declared = request.content_length
+    if declared is not None and declared > cap:
+        raise TooLarge(f"the body ({declared} bytes declared) is over the {cap}-byte cap")
+    timeout_s = request.app["host"].config.body_timeout_s
+    try:
+        async with asyncio.timeout(timeout_s):
+            return await request.read()
+    except TimeoutError:
+        log.info("%s %s: the body did not arrive within %g s; connection closed",
+                 request.method, request.path, timeout_s)
+        raise SlowClient(f"the body did not arrive within {timeout_s:g} s") from None
+    except (ConnectionError, web.RequestPayloadError, HttpProcessingError) as e:
+        log.info("%s %s: the body did not arrive whole (%s: %s)", request.method,
+                 request.path, type(e).__name__, e)
+        raise BadRequest("the body did not arrive whole") from None
+
+
+async def _expect(request: web.Request) -> web.StreamResponse | None:
+    """`Expect: 100-continue`, as aiohttp's own handler answers it, except that a declared
+    body over the cap gets its 413 instead of an invitation to send it."""
+    declared = request.content_length
+    if declared is not None and declared > request.app["body_cap"]:
+        return plain(413, f"the body ({declared} bytes declared) is over the "
+                          f"{request.app['body_cap']}-byte cap")
+    if request.version != HttpVersion11:
+        return None
+    expect = request.headers.get("Expect", "")
+    if expect.lower() != "100-continue":
+        return plain(417, f"unknown Expect: {expect}")
+    await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+    request.writer.output_size = 0  # the answer proper has not started
+    return None
 
 
 def _deliver(host: Host, ref: ActorRef, req: Request, sender: Sender, again: bool) -> Response:

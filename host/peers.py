@@ -273,16 +273,16 @@ def _parse_head(raw: bytes) -> tuple[int, list[tuple[str, str]], int, bool]:
     return status, headers, length, keep
 
 
-async def forward(request: web.Request, process: int) -> web.Response:
-    """Pass a client's request to the process that serves its actor, and its answer back.
-    The hop-by-hop headers are this connection's (the body is read, `Expect:
-    100-continue` answered), not passed on. The answer is checked again as the other
-    process checked it (host/wire.py), as what comes from another process is not taken
-    on trust."""
+async def forward(request: web.Request, process: int, body: bytes) -> web.Response:
+    """Pass a client's request, whose body this process has read, to the process that
+    serves its actor, and its answer back. The hop-by-hop headers are this connection's
+    (the body is read, `Expect: 100-continue` answered), not passed on. The answer is
+    checked again as the other process checked it (host/wire.py), as what comes from
+    another process is not taken on trust."""
     clients: PeerClients = request.app["peers"]
     headers = [(k, v) for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP]
     status, got, answer = await clients.exchange(process, request.method, request.raw_path,
-                                                 headers, await request.read())
+                                                 headers, body)
     config = request.app["host"].config
     got = answer_headers(status, got, config.max_response_headers + _ADDED_HEADERS,
                          config.max_response_header_bytes + _ADDED_HEADER_BYTES)

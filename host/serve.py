@@ -1,4 +1,11 @@
-"""`wkhost serve`: load the classes, start the host, serve HTTP, stop cleanly on a signal."""
+"""`wkhost serve`: load the classes, start the host, serve HTTP, stop cleanly on a signal.
+
+- A client's connection is closed when its request's head takes over the header
+  timeout, or when it stays idle between requests over the keep-alive timeout
+  (`ClientConnection`); the body's timeout is the front door's (host/frontdoor.py).
+- A client's faults (a malformed request, a connection lost mid-request) are one line
+  at info in the log, never an error with a traceback (host/logs.py, `ClientFaults`).
+"""
 
 from __future__ import annotations
 
@@ -12,17 +19,27 @@ import stat
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, cast
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from .clock import FakeClock, SystemClock
 from .config import HostConfig
 from .errors import HostError
 from .frontdoor import make_app
+from .logs import ClientFaults
 from .peers import PeerClients, catch_up_clock
 from .runtime import Access, Host
 
 log = logging.getLogger("wkhost")
+http_log = logging.getLogger("wkhost.http")
+
+# Pending connections the kernel keeps while every event thread is busy.
+_BACKLOG = 1024
+# What a client alone can cause, in aiohttp's server: never the host's failure.
+CLIENT_FAULTS = (HttpProcessingError, ConnectionError, web.RequestPayloadError,
+                 asyncio.IncompleteReadError)
 
 
 @dataclass
@@ -77,19 +94,15 @@ async def serve(config: HostConfig, opts: ServeOptions,
     runner = web.AppRunner(make_app(host, token, peers), access_log=None,
                            shutdown_timeout=opts.shutdown_timeout_s)
     await runner.setup()
-    site: web.BaseSite
-    if listen is not None:
-        site = web.SockSite(runner, listen)
-    else:
-        site = web.TCPSite(runner, opts.host, opts.port)
-    await site.start()
+    clients = await listen_for_clients(runner, config, opts, listen)
     peer_runner = None
     if peers is not None:
         path = partition.socket_of(config.data_dir, partition.me)
         prepare_socket_dir(path.parent)
         path.unlink(missing_ok=True)  # left by this process's predecessor
         peer_runner = web.AppRunner(make_app(host, token, peers, for_peers=True),
-                                    access_log=None, shutdown_timeout=opts.shutdown_timeout_s)
+                                    access_log=None, shutdown_timeout=opts.shutdown_timeout_s,
+                                    logger=client_faults_logger())
         await peer_runner.setup()
         await web.UnixSite(peer_runner, str(path)).start()
         if opts.fake_clock:
@@ -97,7 +110,8 @@ async def serve(config: HostConfig, opts: ServeOptions,
     if listen is not None:
         print(f"wkhost: process {partition.me} of {partition.count} ready", flush=True)
     else:
-        bound = runner.addresses[0] if runner.addresses else (opts.host, opts.port)
+        bound = clients.sockets[0].getsockname() if clients.sockets else (opts.host,
+                                                                           opts.port)
         log.info("serving %s on http://%s:%s (admin token in %s)",
                  ", ".join(sorted(host.classes)), bound[0], bound[1], token_path)
         print(f"wkhost: listening on http://{bound[0]}:{bound[1]}", flush=True)
@@ -108,6 +122,7 @@ async def serve(config: HostConfig, opts: ServeOptions,
     await stop.wait()
     log.info("stopping: no new requests; letting running events finish")
     host.holds.close()  # held requests get their held answers now, not at their deadline
+    clients.close()  # no new connections; the runner lets the open ones finish
     await runner.cleanup()
     if peer_runner is not None:
         await peer_runner.cleanup()
@@ -131,3 +146,81 @@ def prepare_socket_dir(d: Path) -> None:
             raise HostError(f"{each} must be a directory of this user's (not a link) to "
                             "hold the processes' sockets")
         os.chmod(each, 0o700)
+
+
+# -- the clients' connections ---------------------------------------------------------------
+class ClientConnection(web.RequestHandler):
+    """aiohttp's handler of one client's connection, with a deadline on each request's
+    head, which aiohttp has not: the connection's first head must be whole within the
+    header timeout of the connection's start, and a later one within it of its first
+    byte. Between requests, aiohttp's keep-alive timeout applies. Closing a connection
+    costs its client nothing it was sent: there is no request of its in hand.
+
+    Reads two of aiohttp's own attributes: `_request_count`, the heads parsed so far,
+    and `_waiter`, set while it waits for a head with no request in hand. Their meaning
+    is pinned by tests/e2e/test_front_door_hardening.py."""
+
+    def __init__(self, manager: web.Server, header_timeout_s: float, **kwargs: Any) -> None:
+        super().__init__(manager, **kwargs)
+        self._header_timeout_s = header_timeout_s
+        self._head_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        self._time_head()
+
+    def data_received(self, data: bytes) -> None:
+        heads = self._request_count
+        super().data_received(data)
+        if self._request_count != heads:  # a head came whole: the request is in hand
+            self._stop_timing()
+        elif self._head_timer is None and self._waiting():  # a head's first bytes
+            self._time_head()
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self._stop_timing()
+        super().connection_lost(exc)
+
+    def _waiting(self) -> bool:
+        return self._waiter is not None and not self._waiter.done()
+
+    def _time_head(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._head_timer = loop.call_later(self._header_timeout_s, self._head_late)
+
+    def _stop_timing(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_late(self) -> None:
+        self._head_timer = None
+        peer = self.peername
+        who = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        http_log.info("%s: no whole request head within %g s: connection closed", who,
+                      self._header_timeout_s)
+        self.force_close()
+
+
+def client_faults_logger() -> logging.Logger:
+    """aiohttp's server logger, with a client's faults as one line at info."""
+    return cast(logging.Logger, ClientFaults(http_log, CLIENT_FAULTS))
+
+
+async def listen_for_clients(runner: web.AppRunner, config: HostConfig, opts: ServeOptions,
+                             sock: socket.socket | None) -> asyncio.Server:
+    """Accept clients on `sock` (or on opts.host:port), each connection handled by a
+    ClientConnection of the runner's app."""
+    loop = asyncio.get_running_loop()
+    manager = runner.server
+    assert manager is not None
+    logger = client_faults_logger()
+
+    def connection() -> ClientConnection:
+        return ClientConnection(manager, config.header_timeout_s, loop=loop,
+                                keepalive_timeout=config.keepalive_timeout_s,
+                                access_log=None, logger=logger)
+
+    if sock is not None:
+        return await loop.create_server(connection, sock=sock, backlog=_BACKLOG)
+    return await loop.create_server(connection, opts.host, opts.port, backlog=_BACKLOG)

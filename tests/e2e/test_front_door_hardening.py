@@ -6,13 +6,20 @@
   them) is one 500 naming the problem: never a bare 1xx, never an empty reply, never a
   kept-alive connection out of step. Held answers, and answers passed on from another
   process (`--processes 2`), are checked the same way.
-The bounds below only stop a test that would hang.
+- Slow clients are cut off: a request head not whole within the header timeout, a body
+  not whole within the body timeout (408), a connection idle past the keep-alive
+  timeout. A declared body over the cap gets 413 before any of it is sent.
+- A client's faults (malformed requests, hang-ups mid-body) are one line below error in
+  the log, never a traceback.
+
+Timeouts are set small here; the bounds below only stop a test that would hang.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import select
 import socket
 import threading
 import time
@@ -24,6 +31,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from .conftest import MakeServer
+from .reliability_support import Neighbour
 from .server import Server
 
 pytestmark = pytest.mark.e2e
@@ -82,6 +90,52 @@ def read_answer(f: Any) -> Answer:
         headers[k.strip().lower()] = v.strip()
     length = int(headers.get("content-length", "0"))
     return Answer(status, headers, f.read(length) if length else b"")
+
+
+def closed_by_server(s: socket.socket, deadline: float, dribble: bytes = b"") -> bool:
+    """Whether the server closes `s` before `deadline`: reads, and sends `dribble` a
+    byte at a time, as a slow client would, until the end of the stream."""
+    s.settimeout(0.2)
+    i = 0
+    while time.monotonic() < deadline:
+        try:
+            if not s.recv(65536):
+                return True
+        except TimeoutError:
+            pass
+        except OSError:  # reset: closed too
+            return True
+        if i < len(dribble):
+            try:
+                s.send(dribble[i:i + 1])
+            except OSError:
+                return True
+            i += 1
+    return False
+
+
+def dribble_until_closed(conns: list[socket.socket], dribbles: list[bytes],
+                         deadline: float) -> list[int]:
+    """Send each connection its `dribbles` a byte at a time, all at once, until the
+    server has closed every one or `deadline`: the indexes of those still open."""
+    left = dict(enumerate(conns))
+    sent = 0
+    while left and time.monotonic() < deadline:
+        readable, _, _ = select.select(list(left.values()), [], [], 0.2)
+        for i, s in list(left.items()):
+            if s in readable:
+                try:
+                    if not s.recv(65536):
+                        del left[i]
+                except OSError:
+                    del left[i]
+            elif sent < len(dribbles[i]):
+                try:
+                    s.send(dribbles[i][sent:sent + 1])
+                except OSError:
+                    del left[i]
+        sent += 1
+    return sorted(left)
 
 
 def one_line_500(a: Answer, *words: str) -> None:
@@ -256,3 +310,148 @@ def test_with_two_processes_a_bad_answer_is_a_500_whichever_process_takes_it(
                 s.sendall(answer_request(200, [["x-fine", "1"]], actor, close=True))
                 a = read_answer(f)
                 assert a.status == 200 and a.headers["x-fine"] == "1", (actor, a.status)
+
+
+# -- slow clients --------------------------------------------------------------------------
+
+SLOW_HEAD = b"GET /probe/slow/now HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"s" * 4000
+
+
+def test_slowloris_connections_are_closed_at_the_header_timeout(
+        make_server: MakeServer, answers_wasm: Path, probe_wasm: Path) -> None:
+    """40 connections dribble a request head a byte at a time; 10 more send nothing.
+    The keep-alive timeout is long, so only the header timeout can close them; the
+    neighbour is answered meanwhile."""
+    server = start(make_server, answers_wasm, probe_wasm, "--header-timeout-s", "2",
+                   "--keepalive-timeout-s", "600")
+    conns = [socket.create_connection(address(server), timeout=BOUND_S) for _ in range(50)]
+    try:
+        with Neighbour(server, timeout=BOUND_S) as healthy:
+            dribbles = [SLOW_HEAD] * 40 + [b""] * 10
+            still_open = dribble_until_closed(conns, dribbles, time.monotonic() + BOUND_S)
+        healthy.check()
+        assert not still_open, f"{len(still_open)} of 50 slow connections still open"
+    finally:
+        for s in conns:
+            s.close()
+    assert server.request("GET", "/probe/slow/now")[0] == 200
+
+
+def test_a_later_request_on_a_kept_alive_connection_gets_the_header_timeout_from_its_first_byte(
+        make_server: MakeServer, answers_wasm: Path, probe_wasm: Path) -> None:
+    """Idle between requests for longer than the header timeout is the keep-alive
+    timeout's business: the next request is served."""
+    server = start(make_server, answers_wasm, probe_wasm, "--header-timeout-s", "1",
+                   "--keepalive-timeout-s", "600")
+    with connection(server) as s, s.makefile("rb") as f:
+        s.sendall(b"GET /probe/k/now HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert read_answer(f).status == 200
+        time.sleep(2.5)  # idle: more than the header timeout, less than the keep-alive one
+        s.sendall(b"GET /probe/k/now HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert read_answer(f).status == 200
+
+
+def test_an_idle_kept_alive_connection_is_closed_at_the_keepalive_timeout(
+        make_server: MakeServer, answers_wasm: Path, probe_wasm: Path) -> None:
+    server = start(make_server, answers_wasm, probe_wasm, "--keepalive-timeout-s", "1",
+                   "--header-timeout-s", "600")
+    with connection(server) as s, s.makefile("rb") as f:
+        s.sendall(b"GET /probe/k/now HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert read_answer(f).status == 200
+        assert closed_by_server(s, time.monotonic() + BOUND_S)
+
+
+def test_a_body_slower_than_the_body_timeout_gets_408_and_its_connection_closed(
+        make_server: MakeServer, answers_wasm: Path, probe_wasm: Path) -> None:
+    server = start(make_server, answers_wasm, probe_wasm, "--body-timeout-s", "1")
+    head = b"POST /probe/b/echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n"
+    with Neighbour(server, timeout=BOUND_S) as healthy, connection(server) as s:
+        s.sendall(head + b"x")
+        s.settimeout(BOUND_S)
+        first = b""
+        end = time.monotonic() + BOUND_S
+        while b"\r\n\r\n" not in first and time.monotonic() < end:
+            s.send(b"x")  # a byte now and then: never the whole body in time
+            s.settimeout(0.2)
+            with contextlib.suppress(TimeoutError):
+                first += s.recv(65536)
+        assert first.startswith(b"HTTP/1.1 408 "), first[:200]
+        assert b"Connection: close" in first and b"did not arrive within 1 s" in first
+        # aiohttp reads and drops what still comes for a while, then closes.
+        assert closed_by_server(s, time.monotonic() + BOUND_S, b"x" * 1000)
+    healthy.check()
+
+
+def test_a_declared_body_over_the_cap_gets_413_before_any_of_it_is_sent(
+        make_server: MakeServer, answers_wasm: Path, probe_wasm: Path) -> None:
+    server = start(make_server, answers_wasm, probe_wasm)
+    for extra in (b"", b"Expect: 100-continue\r\n"):
+        with connection(server) as s, s.makefile("rb") as f:
+            s.sendall(b"POST /probe/big/echo HTTP/1.1\r\nHost: x\r\n"
+                      b"Content-Length: 104857600\r\n" + extra + b"\r\n")
+            a = read_answer(f)  # no body sent, and none expected: the 413 comes first
+            assert a.status == 413, (extra, a.status, a.body)
+            assert b"104857600 bytes declared" in a.body and a.headers["connection"] == "close"
+    # Under the cap, with Expect, the client is still asked to send it.
+    with connection(server) as s, s.makefile("rb") as f:
+        s.sendall(b"POST /probe/big/echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n"
+                  b"Expect: 100-continue\r\n\r\n")
+        assert f.readline().startswith(b"HTTP/1.1 100 ") and f.readline() == b"\r\n"
+        s.sendall(b"abc")
+        a = read_answer(f)
+        assert a.status == 200 and a.body == b"abc"
+
+
+# -- the log -------------------------------------------------------------------------------
+
+MALFORMED = {
+    "garbage request line": b"HELLO WORLD\r\n\r\n",
+    "binary garbage": bytes(range(256)) * 4,
+    "bad version": b"GET /probe/a/now HTTP/7.3\r\nHost: x\r\n\r\n",
+    "header without colon": b"GET /probe/a/now HTTP/1.1\r\nHost x\r\n\r\n",
+    "NUL in a header": b"GET /probe/a/now HTTP/1.1\r\nHost: x\r\nX-A: a\x00b\r\n\r\n",
+    "oversized header": b"GET /probe/a/now HTTP/1.1\r\nHost: x\r\nX-B: " + b"b" * 20_000
+                        + b"\r\n\r\n",
+    "two content lengths": (b"POST /probe/a/echo HTTP/1.1\r\nHost: x\r\n"
+                            b"Content-Length: 3\r\nContent-Length: 5\r\n\r\nabcde"),
+    "bad chunk size": (b"POST /probe/a/echo HTTP/1.1\r\nHost: x\r\n"
+                       b"Transfer-Encoding: chunked\r\n\r\nZZ\r\nabc\r\n0\r\n\r\n"),
+    "bad chunk after a good one": (b"POST /probe/a/echo HTTP/1.1\r\nHost: x\r\n"
+                                   b"Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\nQQ\r\n"),
+}
+
+
+def test_client_faults_are_one_line_below_error_never_a_traceback(
+        make_server: MakeServer, answers_wasm: Path, probe_wasm: Path) -> None:
+    server = start(make_server, answers_wasm, probe_wasm)
+    for data in MALFORMED.values():
+        with connection(server, timeout=10) as s:
+            s.sendall(data)
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_WR)
+                while s.recv(65536):
+                    pass
+    hangups = 5
+    for _ in range(hangups):  # the client goes in the middle of its body
+        with connection(server) as s:
+            s.sendall(b"POST /probe/hangup/echo HTTP/1.1\r\nHost: x\r\n"
+                      b"Content-Length: 1000\r\n\r\nonly a part")
+            time.sleep(0.2)
+
+    def hung_up(log: list[str]) -> list[str]:
+        return [line for line in log if "/probe/hangup/echo" in line]
+
+    end = time.monotonic() + BOUND_S
+    while time.monotonic() < end and len(hung_up(server.log)) < hangups:
+        time.sleep(0.05)
+    assert server.request("GET", "/probe/a/now")[0] == 200
+    log = list(server.log)
+    lines = hung_up(log)
+    assert len(lines) == hangups, lines  # one line each
+    assert all("level=info" in line and "did not arrive whole" in line for line in lines)
+    bad = [line for line in log if "level=error" in line or "level=critical" in line
+           or "Traceback" in line or ' exc="' in line]
+    assert not bad, bad[:3]
+    # aiohttp's "Error handling request" (the chunk errors), as one info line each.
+    handled = [line for line in log if "Error handling request" in line]
+    assert handled and all("level=info" in line for line in handled), handled
