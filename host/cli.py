@@ -18,7 +18,7 @@ from .cli_options import add_server_args, operator_token
 from .config import HostConfig
 from .http_fetch import FetchPolicy
 from .partition import Partition
-from .serve import ServeOptions, serve
+from .serve import ServeOptions, lock_data_dir, serve
 from .supervisor import MAX_PROCESSES, die_with, inherited_socket, pin_to_cores, supervise
 from .workflow_cli import add_workflow_command
 
@@ -115,6 +115,7 @@ def _add_serve(sub: Any) -> None:
     s.add_argument("--process", help=argparse.SUPPRESS)
     s.add_argument("--listen-fd", type=int, help=argparse.SUPPRESS)
     s.add_argument("--supervisor-pid", type=int, help=argparse.SUPPRESS)
+    s.add_argument("--lock-fd", type=int, help=argparse.SUPPRESS)
     s.add_argument("--fake-clock-start", type=int, help=argparse.SUPPRESS)
     s.add_argument("--cores", help=argparse.SUPPRESS)
     s.add_argument("--cpu-affinity", choices=("auto", "off"), default="auto",
@@ -220,6 +221,8 @@ def run_serve(args: argparse.Namespace) -> int:  # returns only for bad usage
 
     rc = 0
     try:
+        # First, before anything is compiled or written: one server per data directory.
+        lock_fd = lock_data_dir(config.data_dir, args.lock_fd)
         if args.process is not None:  # one of --processes N, started by the supervisor
             me, count = (int(x) for x in args.process.split("/"))
             if args.cores:  # first: the host's threads take this process's affinity
@@ -228,7 +231,7 @@ def run_serve(args: argparse.Namespace) -> int:  # returns only for bad usage
             config.partition = Partition(me, count)
             asyncio.run(serve(config, opts, inherited_socket(args.listen_fd)))
         elif args.processes > 1:
-            rc = supervise(config, opts, args.processes, args.argv,
+            rc = supervise(config, opts, args.processes, args.argv, lock_fd,
                            pin_cores=args.cpu_affinity == "auto")
         else:
             asyncio.run(serve(config, opts))

@@ -11,6 +11,9 @@ passing the others on (host/peers.py).
   dying within a minute); meanwhile its actors' requests get 503 with Retry-After. Its
   actors lose nothing: their databases are the truth, and the process rebuilds its index
   after an unclean stop, as one host does.
+- The supervisor holds the data directory's lock (host/serve.py, `lock_data_dir`) and
+  hands it to each process it starts: another server on the same data directory is
+  refused, and so is a process started by hand.
 - SIGTERM or SIGINT stops every process cleanly (each lets its running events finish),
   then the supervisor. The processes stop by themselves if the supervisor is killed.
 - Each process runs on its own share of the cores (`--cpu-affinity auto`, the default),
@@ -71,9 +74,11 @@ def pin_to_cores(cores: list[int]) -> None:
 
 
 def supervise(config: HostConfig, opts: ServeOptions, processes: int, argv: list[str],
-              pin_cores: bool = True) -> int:
+              lock_fd: int, pin_cores: bool = True) -> int:
     """Run `processes` copies of `wkhost serve argv...` until a signal. Returns the exit
-    code: 0 after a clean stop. With `pin_cores`, each runs on its own share of the cores
+    code: 0 after a clean stop. `lock_fd`: the data directory's lock, which this process
+    holds (host/serve.py, `lock_data_dir`); each process is handed it, and so holds it
+    too, as long as it runs. With `pin_cores`, each runs on its own share of the cores
     this process may use, if there are enough of them (`core_shares`)."""
     prepare_layout(config.data_dir, processes)
     admin_token(config, opts.admin_token_file)  # made once, before any process reads it
@@ -91,7 +96,7 @@ def supervise(config: HostConfig, opts: ServeOptions, processes: int, argv: list
         shares = core_shares(os.sched_getaffinity(0), processes)
         if shares is None:
             log.info("%d processes, not pinned: fewer usable cores than processes", processes)
-    procs = [_Process(k, processes, argv, listen.fileno(), clock_start,
+    procs = [_Process(k, processes, argv, (listen.fileno(), lock_fd), clock_start,
                       shares[k] if shares else None)
              for k in range(processes)]
     stopping = threading.Event()
@@ -138,17 +143,19 @@ def _compile_once(config: HostConfig, opts: ServeOptions) -> None:
 
 
 class _Process:
-    def __init__(self, index: int, count: int, argv: list[str], listen_fd: int,
+    def __init__(self, index: int, count: int, argv: list[str], fds: tuple[int, int],
                  clock_start: int | None, cores: list[int] | None) -> None:
+        """`fds`: the listening socket's and the data directory lock's descriptors."""
         self.index = index
+        listen_fd, lock_fd = fds
         self.cmd = [sys.executable, "-m", "wkhost.cli", *argv, "--process",
-                    f"{index}/{count}", "--listen-fd", str(listen_fd), "--supervisor-pid",
-                    str(os.getpid())]
+                    f"{index}/{count}", "--listen-fd", str(listen_fd), "--lock-fd",
+                    str(lock_fd), "--supervisor-pid", str(os.getpid())]
         if clock_start is not None:
             self.cmd += ["--fake-clock-start", str(clock_start)]
         if cores is not None:
             self.cmd += ["--cores", ",".join(map(str, cores))]
-        self.listen_fd = listen_fd
+        self.fds = fds
         self.proc: subprocess.Popen[str] | None = None
         self._ready = threading.Event()
         self._started_at = 0.0
@@ -158,7 +165,7 @@ class _Process:
     def start(self) -> None:
         self._ready.clear()
         self._started_at = time.monotonic()
-        self.proc = subprocess.Popen(self.cmd, pass_fds=(self.listen_fd,),
+        self.proc = subprocess.Popen(self.cmd, pass_fds=self.fds,
                                      stdout=subprocess.PIPE, text=True)
         threading.Thread(target=self._relay, args=(self.proc,), daemon=True,
                          name=f"wk-process-{self.index}").start()
