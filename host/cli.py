@@ -85,6 +85,20 @@ def _add_serve(sub: Any) -> None:
                    help="linear memory per instance (default %(default)s)")
     s.add_argument("--db-max-mb", type=int, default=1024,
                    help="size cap of each actor's database (default %(default)s)")
+    s.add_argument("--db-max-value-mb", type=int, default=32,
+                   help="largest string or blob one guest SQL statement may make (default "
+                        "%(default)s); a workflow's journal loads as one such value")
+    s.add_argument("--sql-memory-mb", type=int, default=1024,
+                   help="SQLite's memory in this process, all actors together (default "
+                        "%(default)s); past it, the statement that asks for more fails")
+    s.add_argument("--max-actors", type=int, default=1_000_000,
+                   help="actors kept on disk (default %(default)s, shared among "
+                        "--processes); past it new actors get 507, existing ones are "
+                        "served. An actor that keeps nothing leaves no file")
+    s.add_argument("--min-free-disk-mb", type=int, default=128,
+                   help="room kept free on the data directory's disk for existing actors "
+                        "(default %(default)s, or a twentieth of a smaller disk): with "
+                        "less, new actors get 507. 0: no floor")
     s.add_argument("--max-body-kb", type=int, default=1024,
                    help="largest request or response body (default %(default)s); a request "
                         "that declares a longer one gets 413 before any of it is read")
@@ -199,6 +213,8 @@ def run_serve(args: argparse.Namespace) -> int:  # returns only for bad usage
         data_dir=args.data, cache_dir=args.cache_dir, cpu_budget_ms=args.cpu_budget_ms,
         wall_budget_ms=args.wall_budget_ms, memory_limit_bytes=args.memory_mb << 20,
         db_max_bytes=args.db_max_mb << 20, max_body_bytes=args.max_body_kb << 10,
+        db_max_value_bytes=args.db_max_value_mb << 20, sql_memory_bytes=args.sql_memory_mb << 20,
+        max_actors=args.max_actors, min_free_disk_bytes=args.min_free_disk_mb << 20,
         workers=args.workers, running_events=args.running_events,
         max_pending_events=args.max_pending,
         max_queue_per_actor=args.max_queue_per_actor, http=policy,

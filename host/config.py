@@ -37,8 +37,9 @@ class HostConfig:
     # that asks for more fails, and nothing else does (host/sql_policy.py).
     sql_memory_bytes: int = 1 << 30
     # New actors are refused (507) past this many on disk, or with less than this much
-    # free on the data directory's disk; existing actors are served all the same
-    # (host/admission.py). An actor that keeps nothing leaves no file and counts for none.
+    # free on the data directory's disk (or a twentieth of a disk smaller than twenty
+    # times it); existing actors are served all the same (host/admission.py). An actor
+    # that keeps nothing leaves no file and counts for none.
     max_actors: int = 1_000_000
     min_free_disk_bytes: int = 128 << 20
     # Payloads crossing the boundary (bodies, responses). Far below what a WIT string can

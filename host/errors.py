@@ -12,6 +12,7 @@
     ├── CallRefused                re-entry, a cross-thread cycle, the depth cap (409)
     ├── DeadlineExceeded           the event's time ran out while waiting (504)
     ├── StorageFailed              an actor's database cannot be opened: disk full... (507)
+    │   └── ActorLimit             no new actor: the bound on actors or on disk room (507)
     └── GuestFailed                the guest trapped (500)
         └── BudgetExceeded         the CPU (fuel) or wall-clock budget cut the event (503)
 
@@ -84,6 +85,10 @@ class DeadlineExceeded(HostError):
 
 class StorageFailed(HostError):
     http_status = 507
+
+
+class ActorLimit(StorageFailed):
+    pass
 
 
 class GuestFailed(HostError):

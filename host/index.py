@@ -116,6 +116,9 @@ class Index:
         rows = self._exec("SELECT cls, id, at_ms FROM alarms")
         return [(ActorRef(str(c), str(i)), int(str(t))) for c, i, t in rows]
 
+    def count_actors(self) -> int:
+        return int(str(self._exec("SELECT count(*) FROM actors")[0][0]))
+
     def actors(self, cls: str, after: str = "", limit: int = 1000) -> list[str]:
         rows = self._exec("SELECT id FROM actors WHERE cls = ? AND id > ? ORDER BY id LIMIT ?",
                           (cls, after, limit))

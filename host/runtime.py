@@ -26,6 +26,7 @@ from wasmtime import WasmtimeError
 from wasmtime.component import Linker
 
 from . import alarms, crashpoints, event, hold, paths
+from .admission import Admission
 from .clock import Clock, SystemClock
 from .config import HostConfig
 from .engine import (
@@ -131,6 +132,10 @@ class Host:
         if config.partition.count == 1:  # else the processes' supervisor has done it
             prepare_layout(config.data_dir, 1)
         self.index = Index(config.partition.host_dir(config.data_dir))
+        # Each of `serve --processes N` keeps its share of the bound on actors.
+        self.admission = Admission(config.data_dir,
+                                   -(-config.max_actors // config.partition.count),
+                                   config.min_free_disk_bytes)
         self.peers = Peers(config.data_dir, config.partition)
         self.scheduler = Scheduler(self.clock, self._dispatch_alarm,
                                    max_inflight=max(2, config.workers))
@@ -164,6 +169,7 @@ class Host:
                                 "free some room and start again") from None
         for ref, at_ms in self.index.alarms():
             self.scheduler.set(ref, at_ms)
+        self.admission.actors = self.index.count_actors()
         self._ticker.start()
         self.scheduler.start()
         threading.Thread(target=self._janitor, name="wk-janitor", daemon=True).start()
@@ -182,7 +188,7 @@ class Host:
             slots = list(self._slots.values())
         for slot in slots:
             if slot.lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
-                slot.close()
+                self._close_slot(slot)  # an actor that keeps nothing leaves no file
                 slot.lock.release()
         self.spares.drop_idle(0)
         self._release_pool_memory()
@@ -384,9 +390,13 @@ class Host:
     def _open_storage(self, slot: ActorSlot, create: bool) -> bool:
         """Open the actor's db, unless it is open. False: the actor does not exist."""
         if slot.db is None:
-            if not create and not slot.path.exists():
-                return False
+            if not slot.path.exists():
+                if not create:
+                    return False
+                self.admission.admit()
             db = self._open_db(slot)
+            if db.created:
+                self.admission.added()
             try:
                 # A database just made holds the template's alarm row: nothing to read.
                 slot.alarm_seen = alarms.NONE if db.created else alarms.read(db)
@@ -410,6 +420,7 @@ class Host:
                 # on-init had yet to take up: start clean.
                 slot.close()
                 delete_db_files(slot.path)
+                self.admission.removed()
                 self._open_storage(slot, create=True)
                 slot.initialized = False
         if slot.instance is None:
@@ -552,6 +563,16 @@ class Host:
             slot.instance = None
         return False
 
+    @staticmethod
+    def _keeps_nothing(slot: ActorSlot) -> bool:
+        """A new actor (its file made by this process) that has written no row of its own
+        and holds no alarm: when it closes, its files go with it, so that requests to
+        any number of ids leave no database per id. Not per event: a busy actor that
+        keeps nothing stays warm, its file with it, until it is let go."""
+        db = slot.db
+        return (db is not None and db.created and not db.wrote_rows
+                and not (slot.alarm_seen is not None and slot.alarm_seen.at_ms is not None))
+
     def _asleep(self, slot: ActorSlot, ev: Event) -> bool:
         """An alarm event that leaves the next alarm far away (or none), while live actors
         fill more than half the instance cap: the actor sleeps, so its instance (several
@@ -579,10 +600,15 @@ class Host:
 
     def _destroy(self, slot: ActorSlot) -> None:
         """Remove the actor: instance, database files, index entries and alarm."""
-        self._close_slot(slot)
+        self._offer_spare(slot, slot.close())
         if crashpoints.ARMED:
             crashpoints.hit(f"delete:{slot.ref.cls}")
+        self._forget(slot)
+
+    def _forget(self, slot: ActorSlot) -> None:
+        """Its files, index entries and alarm (its db closed, its lock held)."""
         delete_db_files(slot.path)
+        self.admission.removed()
         self.scheduler.set(slot.ref, None)
         self.index.remove_actor(slot.ref)
 
@@ -624,19 +650,34 @@ class Host:
         with self._slots_lock:
             if slot.waiting or not slot.lock.acquire(blocking=False):
                 return False
-            self._slots.pop(slot.ref, None)
+            # One whose files go as it closes stays in the table until they are gone: a
+            # new event for it then waits for its lock, instead of opening those files
+            # through a slot of its own meanwhile.
+            forget = self._keeps_nothing(slot)
+            if not forget:
+                self._slots.pop(slot.ref, None)
         # Closed outside the table's lock: closing a WAL database checkpoints it, which
         # must not hold up every other event's lookup.
         try:
             self._close_slot(slot)
+            if forget:
+                with self._slots_lock:
+                    if not slot.waiting:
+                        self._slots.pop(slot.ref, None)
         finally:
             slot.lock.release()
         return True
 
     def _close_slot(self, slot: ActorSlot) -> None:
         """Close the actor's instance and db (the caller holds its lock, or it is not
-        running); the instance may serve the class's next new actor."""
-        inst = slot.close()
+        running), and forget an actor that keeps nothing; the instance may serve the
+        class's next new actor."""
+        forget = self._keeps_nothing(slot)
+        self._offer_spare(slot, slot.close())
+        if forget:
+            self._forget(slot)
+
+    def _offer_spare(self, slot: ActorSlot, inst: Instance | None) -> None:
         if inst is not None and self.classes[slot.ref.cls].reuse_instances:
             self.spares.offer(slot.ref.cls, inst)
 

@@ -311,6 +311,7 @@ class ActorDb:
         self._host_writes: list[tuple[str, Sequence[Any]]] = []
         self._guest = False
         self._names_host = False  # the running guest script's text holds `_wk_host_`
+        self.wrote_rows = False  # a guest statement on this connection changed a row
         self._connect()
         self._new_file_synced: NewFileSync | None = None
         if self.created:
@@ -414,6 +415,7 @@ class ActorDb:
         self._guest = True
         self._names_host = sql_policy.names_host(sql)
         running = self.watch.begin(self.conn, deadline, loan)
+        changes_before = self.conn.total_changes()
         try:
             # Never from apsw's statement cache when it names the host's tables: the
             # host's own statement of the same text, prepared without the guest's rules,
@@ -423,6 +425,9 @@ class ActorDb:
             raise SqlError(self._explain(e)) from None
         finally:
             self.watch.end(running)  # takes back what a long statement lent
+            # Rows written, even if later rolled back: kept as "this actor keeps
+            # something" (Host._after_event), which errs on keeping a file.
+            self.wrote_rows = self.wrote_rows or self.conn.total_changes() != changes_before
             self._guest = False
             watched, self._watching = self._watching, False
         if watched and self._schema_only and not columns and not rows \
