@@ -45,7 +45,8 @@ class Client:
     def start(self, id: str, input: Any = None) -> Status:
         """Start instance `id` with `input` (see values.py for the types). An instance
         that exists (running, or finished and still kept) is left as it is: its status
-        comes back. Raises WorkflowError."""
+        comes back with `created` False, and `input_differs` True if `input` is not the
+        instance's (it was ignored). Raises WorkflowError."""
         return Status.from_map(self._call(id, "start", {"input": input}))
 
     def status(self, id: str) -> Status:

@@ -23,6 +23,7 @@ the same event.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -124,8 +125,11 @@ class Protocol:
         if row is not None:
             # Delivered again after a hold: the first delivery's answer said created.
             created_here = hold_state == _CREATED
-            return self._held(msg, row, {**self._status(row), "created": created_here},
-                              _CREATED if created_here else None)
+            answer = {**self._status(row), "created": created_here}
+            if not created_here and "input" in msg:
+                # The instance stays as it is; the caller learns its input was ignored.
+                answer["input_differs"] = self._input_differs(msg["input"])
+            return self._held(msg, row, answer, _CREATED if created_here else None)
         wait_ms = _int_field(msg, "wait_ms", 0)  # refused before anything is recorded
         text, tagged = _encode(msg.get("input"), self.r.config.max_value_bytes, "the input")
         now = self.db.now()
@@ -137,6 +141,17 @@ class Protocol:
         if created is None:
             raise StoreFault("the new instance is not there after its insert")
         return self._held(msg, created, {**self._status(created), "created": True}, _CREATED)
+
+    def _input_differs(self, given: Any) -> bool:
+        """Whether `given` is another value than the instance's input: compared as JSON
+        with sorted keys, so that a map's order is no difference (a value the limit or
+        the types refuse is one)."""
+        try:
+            text, tagged = encode(given, self.r.config.max_value_bytes, "the input")
+        except (ValueTooLarge, UnsupportedValue):
+            return True
+        stored = self.store.input()
+        return stored is None or (tagged, _sorted(text)) != (stored[1], _sorted(stored[0]))
 
     def _create(self, run_id: str, text: str, tagged: bool, now: int) -> StatusRow | None:
         """Record the instance, durably, with its alarm to now: its runs come from there."""
@@ -265,6 +280,10 @@ def _encode(value: Any, limit: int, what: str) -> tuple[str, bool]:
         raise BadRequest(413, "too-large", str(e)) from None
     except UnsupportedValue as e:
         raise BadRequest(400, "bad-request", str(e)) from None
+
+
+def _sorted(text: str) -> str:
+    return json.dumps(json.loads(text), sort_keys=True, ensure_ascii=False)
 
 
 def _int_field(msg: dict[str, Any], key: str, default: int) -> int:

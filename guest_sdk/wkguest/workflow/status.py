@@ -35,6 +35,10 @@ class Status:
     error: str | None = None
     positions: int = 0
     run_id: str = ""
+    # For the answer to a start: whether it made the instance, and, for one that already
+    # existed, whether the start's input differs from the instance's (it was ignored).
+    created: bool = False
+    input_differs: bool = False
 
     @property
     def is_finished(self) -> bool:
@@ -54,6 +58,8 @@ class Status:
             error=m.get("error"),
             positions=_opt_int(m.get("positions")) or 0,
             run_id=str(m.get("run_id", "")),
+            created=m.get("created") is True,
+            input_differs=m.get("input_differs") is True,
         )
 
 

@@ -207,6 +207,14 @@ class Store:
         return StatusRow(r[0], r[1], r[2], r[3], r[4], bool(r[5]), r[6], r[7], r[8], r[9],
                          r[10], r[11])
 
+    def input(self) -> tuple[str, bool] | None:
+        """The instance's input as stored: (JSON text, tagged)."""
+        got = self.rows("SELECT input, input_tagged FROM _wk_wf")
+        if not got:
+            return None
+        text, tagged = got[0]
+        return ("null" if text is None else str(text)), bool(tagged)
+
     def steps(self, start: int, limit: int) -> list[list[Any]]:
         return self.rows(
             "SELECT pos, kind, name, attempts, error, next_attempt_at, wake_at, "

@@ -338,3 +338,40 @@ def test_an_instance_created_begun_is_as_created_then_begun() -> None:
             store.begin_run(1, 1005, 5)
         rows.append(db.rows("SELECT * FROM _wk_wf"))
     assert rows[0] == rows[1] and rows[0][0][1] == "running"
+
+
+def test_a_start_of_an_existing_id_says_whether_its_input_was_ignored(
+        host: FakeHost, orders: Any) -> None:
+    """The instance stays as it is whatever the start says; the answer tells the caller
+    that it was not created, and whether the input it gave differs from the instance's
+    (a map's key order is no difference; a value of another type is)."""
+    given = {"b": [1, "two"], "a": {"x": b"\x00"}}
+    code, m = orders("o1", "start", {"input": given})
+    assert code == 200 and m["created"] is True and "input_differs" not in m
+    same_other_order = {"a": {"x": b"\x00"}, "b": [1, "two"]}
+    for other, differs in [(same_other_order, False), ({"a": 1}, True), ("text", True),
+                           ({"a": {"x": "\x00"}, "b": [1, "two"]}, True), (None, True)]:
+        code, again = orders("o1", "start", {"input": other})
+        assert code == 200 and again["created"] is False, other
+        assert again["input_differs"] is differs, other
+        assert again["run_id"] == m["run_id"]
+    code, again = orders("o1", "start", {})  # no input given: nothing to compare
+    assert "input_differs" not in again
+    host.run_due()
+    host.advance(100)
+    assert orders("o1", "status")[1]["output"]["a"] == given
+
+
+def test_the_client_exposes_created_and_input_differs(host: FakeHost) -> None:
+    host.serve("orders", order)
+
+    def transport(id: str, method: str, path: str, body: bytes) -> tuple[int, bytes]:
+        return host.call("orders", id, method, path, body, "actor")
+
+    client = Client("orders", transport=transport)
+    first = client.start("o1", {"n": 1})
+    assert (first.created, first.input_differs) == (True, False)
+    again = client.start("o1", {"n": 1})
+    assert (again.created, again.input_differs) == (False, False)
+    other = client.start("o1", {"n": 2})
+    assert (other.created, other.input_differs) == (False, True)
