@@ -33,6 +33,7 @@ from .client import Client, Transport
 from .config import Config, Retry
 from .errors import (
     CborError,
+    CodeError,
     Fail,
     JournalError,
     NonRetryable,
@@ -59,6 +60,7 @@ __all__ = [
     "Client",
     "Config",
     "Fail",
+    "CodeError",
     "JournalError",
     "NonRetryable",
     "Protocol",

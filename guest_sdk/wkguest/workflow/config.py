@@ -33,13 +33,32 @@ class Retry:
 
     def override(self, **opts: Any) -> Retry:
         """This policy with per-step options (attempts, backoff_ms, factor,
-        max_backoff_ms). Raises TypeError for another name, ValueError for a bad value."""
+        max_backoff_ms). Raises TypeError for another name or a value of the wrong type,
+        ValueError for a value out of range, each naming the option."""
         if not opts:
             return self
-        unknown = set(opts) - {"attempts", "backoff_ms", "factor", "max_backoff_ms"}
+        unknown = set(opts) - set(_OPTION_TYPES)
         if unknown:
-            raise TypeError(f"unknown step option(s): {', '.join(sorted(unknown))}")
-        return replace(self, **opts)
+            raise TypeError(f"unknown step option(s) {', '.join(sorted(map(repr, unknown)))}"
+                            f"; the options are {', '.join(_OPTION_TYPES)}")
+        for name, value in opts.items():
+            kinds, what = _OPTION_TYPES[name]
+            if isinstance(value, bool) or not isinstance(value, kinds):
+                raise TypeError(f"step option {name!r} must be {what}, not {value!r} "
+                                f"({type(value).__name__})")
+        try:
+            return replace(self, **opts)
+        except ValueError as e:
+            raise ValueError(f"step option {e}") from None
+
+
+# Each step option: the types it takes, and how the error message says so.
+_OPTION_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
+    "attempts": ((int,), "a whole number of attempts"),
+    "backoff_ms": ((int,), "a whole number of milliseconds"),
+    "factor": ((int, float), "a number"),
+    "max_backoff_ms": ((int,), "a whole number of milliseconds"),
+}
 
 
 @dataclass(frozen=True)

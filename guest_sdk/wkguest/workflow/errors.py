@@ -7,7 +7,10 @@
     │   │                     instance: "the code changed the order of its steps")
     │   ├── StoreFault        a database or alarm call of the runner failed (retried, never a
     │   │                     failed workflow)
-    │   └── JournalError      a recorded entry this runner cannot read (retried with backoff)
+    │   ├── JournalError      a recorded entry this runner cannot read (retried with backoff)
+    │   └── CodeError         a mistake in the workflow's code that the runner refuses: an
+    │                         unknown or ill-typed step option, a negative duration (fails
+    │                         the instance at once, naming it: retrying cannot fix code)
     └── Exception
         ├── NonRetryable      raise it from a step's function: no more attempts
         │   └── Fail          raise it (or call `wf.fail`) to fail the workflow on purpose
@@ -54,6 +57,10 @@ class StoreFault(WorkflowSignal):
 
 class JournalError(WorkflowSignal):
     """A recorded entry is not readable by this runner (say, written by a newer SDK)."""
+
+
+class CodeError(WorkflowSignal):
+    """A primitive was called in a way that can never work (see the tree above)."""
 
 
 class NonRetryable(Exception):

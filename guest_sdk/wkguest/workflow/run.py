@@ -11,12 +11,14 @@ compare: replay cost is per position and per event (see the comment above `step`
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NoReturn, TypedDict, Unpack
 
 from .config import Retry
 from .errors import (
+    CodeError,
     Fail,
     JournalError,
     NonRetryable,
@@ -133,7 +135,11 @@ class Run:
             out: Outcome = self._replay(pos, "step", name)
             return out
         check_name(name, "step")
-        retry = self._retry.override(**opts)
+        try:
+            retry = self._retry.override(**opts)
+        except (TypeError, ValueError) as e:
+            self.stopped = CodeError(f"wf.step({name!r}): {e}")
+            raise self.stopped from None
         fn = (lambda: f(self.key(pos))) if keyed else f
         out = self._new(pos, lambda: self._front.step(pos, name, self._no_nesting(fn), retry))
         return out
@@ -154,7 +160,7 @@ class Run:
             self._replay(pos, "sleep", name)
             return
         check_name(name, "sleep")
-        t = _ms(t, "sleep")
+        t = self._duration(t, f"wf.{'sleep' if relative else 'sleep_until'}({name!r})")
         self._new(pos, lambda: self._front.sleep(
             pos, name, self._front.db.now() + t if relative else t))
 
@@ -165,7 +171,7 @@ class Run:
         if pos < len(self._kinds):
             return self._replay(pos, "wait", name)
         check_name(name, "event")
-        timeout = _ms(timeout_ms, "wait_for_event timeout")
+        timeout = self._duration(timeout_ms, f"wf.wait_for_event({name!r}): the timeout")
         return self._new(pos, lambda: self._front.wait(pos, name, timeout))
 
     def fail(self, message: str) -> NoReturn:
@@ -173,6 +179,13 @@ class Run:
         raise Fail(message)
 
     # -- machinery -----------------------------------------------------------------
+
+    def _duration(self, t: object, what: str) -> int:
+        try:
+            return _ms(t, what)
+        except (TypeError, ValueError) as e:
+            self.stopped = CodeError(str(e))
+            raise self.stopped from None
 
     def _enter(self) -> int:
         if self.stopped is not None:
@@ -251,6 +264,10 @@ _APPLY: dict[str, Callable[[Run, int, str, str], Any]] = {
 
 
 def _ms(t: object, what: str) -> int:
+    """A duration or a time in milliseconds: a finite number, 0 or more."""
     if isinstance(t, bool) or not isinstance(t, (int, float)):
-        raise TypeError(f"{what} must be a number of milliseconds, not {type(t).__name__}")
+        raise TypeError(f"{what} must be a number of milliseconds, not {t!r} "
+                        f"({type(t).__name__})")
+    if not math.isfinite(t) or t < 0:
+        raise ValueError(f"{what} must be 0 or more milliseconds, not {t!r}")
     return int(t)

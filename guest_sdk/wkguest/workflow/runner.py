@@ -31,6 +31,7 @@ from typing import Any
 from .backend import Backend
 from .config import Config
 from .errors import (
+    CodeError,
     Fail,
     JournalError,
     Reordered,
@@ -209,7 +210,7 @@ class Runner:
     def _stopped(self, s: WorkflowSignal, loaded: Loaded, front: Frontier, bad: int) -> None:
         if isinstance(s, Suspend):
             return self._suspend(s, loaded, front)
-        if isinstance(s, Reordered):
+        if isinstance(s, Reordered | CodeError):
             return self._finish("failed", None, False, str(s))
         if isinstance(s, JournalError):
             self.forget()
