@@ -5,6 +5,7 @@
     ├── UnknownClass               no actor class of that name is served (404)
     ├── Forbidden                  an internal class asked by the public (403)
     ├── TooLarge                   a body or result over its cap (413)
+    ├── frontdoor.SlowClient       a request body that did not arrive in time (408)
     ├── Overloaded                 backpressure: too many events waiting (503 + Retry-After)
     │   └── PeerUnavailable        the process that serves the actor is not answering
     ├── PeerLost                   that process went while it had the request (502)
