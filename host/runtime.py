@@ -414,6 +414,8 @@ class Host:
             meta = {} if slot.db.created else dict(
                 slot.db.host_exec("SELECT k, v FROM main._wk_host_meta"))
             slot.initialized = meta.get("initialized") == 1
+            trap = meta.get("trap")
+            slot.last_trap = None if trap is None else str(trap)
             if not slot.initialized and (meta or not slot.db.created):
                 # An earlier on-init never finished (the host died in it), or the host
                 # died before it began, in a database made from a schema image that the
@@ -526,10 +528,11 @@ class Host:
         except GuestFailed as e:
             slot.instance = None  # a trap poisons the instance and its Store
             if slot.output.flooded:  # what the trap itself says is only its last step
-                raise GuestFailed(f"the guest's output flooded: past the "
-                                  f"{self.config.max_guest_output_bytes}-byte cap, its "
-                                  f"writes failed, and it stopped ({e})") from None
-            raise
+                e = GuestFailed(f"the guest's output flooded: past the "
+                                f"{self.config.max_guest_output_bytes}-byte cap, its "
+                                f"writes failed, and it stopped ({e})")
+            ev.trapped = str(e)
+            raise e from None
 
     def _handle(self, slot: ActorSlot, ev: Event, record: Any, sender: Sender) -> Any:
         return self._call(slot, ev, "handle", (record, sender_variant(sender)))
@@ -543,6 +546,7 @@ class Host:
             return False
         if db.end_event():
             log.info("%s: rolled back a transaction the event left open", slot.ref)
+        self._keep_trap(slot, ev, db)
         if ev.delete_requested and slot.instance is not None:
             self._destroy(slot)
             return False
@@ -562,6 +566,20 @@ class Host:
         elif self.config.always_fresh_instance:
             slot.instance = None
         return False
+
+    @staticmethod
+    def _keep_trap(slot: ActorSlot, ev: Event, db: ActorDb) -> None:
+        """Keep why a trapped event ended, in the actor's database, for the guest's next
+        events (`lifecycle.last-trap`); forget it once an event that asked for it ends
+        cleanly. Committed like an exec: the reason is for the guest's bookkeeping."""
+        if ev.trapped is not None:
+            log.warning("%s: its %s event trapped: %s", slot.ref, ev.kind, ev.trapped)
+            slot.last_trap = ev.trapped
+            db.host_exec("INSERT OR REPLACE INTO main._wk_host_meta VALUES ('trap', ?)",
+                         (ev.trapped,))
+        elif ev.trap_read and slot.last_trap is not None:
+            slot.last_trap = None
+            db.host_exec("DELETE FROM main._wk_host_meta WHERE k = 'trap'")
 
     @staticmethod
     def _keeps_nothing(slot: ActorSlot) -> bool:
@@ -769,8 +787,10 @@ class Host:
         if not text and not dropped:
             return
         guest_log = logging.getLogger(f"wkhost.guest.{slot.ref.cls}")
+        # After a trap, the guest's output is its traceback: why, in its own words.
+        level = logging.INFO if ev.trapped is None else logging.WARNING
         for line in text.rstrip("\n").splitlines():
-            guest_log.info("[%s] %s", slot.ref, line)
+            guest_log.log(level, "[%s] %s", slot.ref, line)
         if dropped:
             guest_log.warning("[%s] %d more bytes of output dropped (cap %d per event)%s",
                               slot.ref, dropped, self.config.max_guest_output_bytes,

@@ -83,6 +83,8 @@ class ActorSlot:
     # something just before: the idle sweep drops it after followed_s, not idle_instance_s.
     sleepy: bool = False
     output: GuestOutput = field(default_factory=lambda: GuestOutput())
+    # Why its last trapped event ended, as kept in its database (Host._keep_trap).
+    last_trap: str | None = None
 
     def require_db(self) -> ActorDb:
         if self.db is None:
@@ -98,4 +100,5 @@ class ActorSlot:
             self.db = None
         self.initialized = None
         self.alarm_seen = None
+        self.last_trap = None
         return inst

@@ -50,6 +50,9 @@ class Backend(Protocol):
     def self_ref(self) -> tuple[str, str]:
         """This actor's (class, id)."""
 
+    def last_trap(self) -> str | None:
+        """Why this actor's last trapped event ended, until an event that asked ends."""
+
 
 class RealBackend:
     """The Backend inside a component.
@@ -119,3 +122,7 @@ class RealBackend:
     def self_ref(self) -> tuple[str, str]:
         ref = self._lifecycle.self_ref()
         return str(ref.cls), str(ref.id)
+
+    def last_trap(self) -> str | None:
+        reason = self._lifecycle.last_trap()
+        return None if reason is None else str(reason)

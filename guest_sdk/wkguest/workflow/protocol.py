@@ -82,6 +82,10 @@ class Protocol:
         try:
             new_actor, self.r.just_created = self.r.just_created, False
             row = None if new_actor else self.store.status()
+            if row is not None and row.state not in FINISHED and _reads_status(path):
+                error = self.r.note_trap()
+                if error is not None:
+                    row.error = error
             out = self._dispatch(method, path, body, sender, row, hold_state)
             if row is None and out.status != 200:
                 self.r.forget()
@@ -280,6 +284,11 @@ def _encode(value: Any, limit: int, what: str) -> tuple[str, bool]:
         raise BadRequest(413, "too-large", str(e)) from None
     except UnsupportedValue as e:
         raise BadRequest(400, "bad-request", str(e)) from None
+
+
+def _reads_status(path: str) -> bool:
+    """A request that reports the instance's state: it records a pending cut first."""
+    return path.rsplit("/", 1)[-1] in ("status", "summary", "steps")
 
 
 def _sorted(text: str) -> str:

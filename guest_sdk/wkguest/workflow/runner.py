@@ -136,6 +136,8 @@ class Runner:
             self.db.delete_self()
             return
         now = self.db.now()
+        if loaded.state not in FINISHED:
+            self._note_trap(loaded)
         if loaded.state in FINISHED:
             self._retain(loaded, now)
         elif loaded.retry_at is not None and now < loaded.retry_at:
@@ -144,6 +146,24 @@ class Runner:
             self._finish("failed", None, False, self._too_many_bad_runs(loaded.error))
         else:
             self._run(loaded, now)
+
+    def note_trap(self) -> str | None:
+        """Why the instance's last event was cut (a trap, a budget), as the host tells
+        it: recorded on the attempt it cut, if a step's was pending, and as the
+        instance's error, which its status shows and a final failure quotes. Returns
+        that error, or None if no cut is pending. (Asked by runs, and by the status: the
+        first event after a cut records it.)"""
+        reason = self.db.last_trap()
+        return None if reason is None else self.store.note_trap(reason)
+
+    def _note_trap(self, loaded: Loaded) -> None:
+        error = self.note_trap()
+        if error is None:
+            return
+        loaded.error = error
+        p = loaded.pending
+        if p is not None and p[1] == "p":  # as the row now says
+            p[6] = f"attempt {p[3]} was cut: {error.removeprefix('its last event was cut: ')}"
 
     def _retain(self, loaded: Loaded, now: int) -> None:
         due = (loaded.finished_at or now) + self.config.retention_ms

@@ -260,6 +260,16 @@ class Store:
             (bad_runs, retry_at, retry_at, now),
         )
 
+    def note_trap(self, reason: str) -> str:
+        """A cut's reason on the instance, and on the step attempt it cut, if one is
+        pending (the last position, of kind "p"). Returns the instance's error."""
+        error = f"its last event was cut: {reason}"
+        self.db.exec("UPDATE _wk_wf SET error = ?", (error,))
+        self.db.exec("UPDATE _wk_wf_step SET error = 'attempt ' || attempts || ' was cut: ' "
+                     "|| ? WHERE kind = 'p' AND pos = (SELECT max(pos) FROM _wk_wf_step)",
+                     (reason,))
+        return error
+
     def clear_bad_runs(self) -> None:
         self.db.exec("UPDATE _wk_wf SET bad_runs = 0, retry_at = NULL")
 

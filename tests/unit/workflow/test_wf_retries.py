@@ -140,8 +140,9 @@ def test_traps_on_every_attempt_fail_the_step_saying_so(host: FakeHost) -> None:
     for _ in range(10):
         host.advance(1000)
     assert len(log) == 2
+    # The host tells the next run why the event was cut (lifecycle.last-trap).
     assert c.status("1").output == (
-        "attempt 2 ended without a result (the instance trapped, or the event was cut)")
+        "attempt 2 was cut: guest trapped: Trap: the wasm instance traps")
 
 
 def test_while_unfinished_the_alarm_is_always_set(any_host: FakeHost) -> None:

@@ -50,6 +50,9 @@ class FakeBackend:
         self.alarm: int | None = None
         self.alarm_touched = False  # did this event set or clear the alarm? (host rule)
         self.deleted = False
+        # The host's `lifecycle.last-trap`: kept until an event that read it ends cleanly.
+        self.trap: str | None = None
+        self.trap_read = False
         self.fail_when: Callable[[str, str], bool] | None = None  # (method, sql) → fault?
         self.calls: Counter[str] = Counter()
         self.host_ns = 0
@@ -125,6 +128,10 @@ class FakeBackend:
 
     def self_ref(self) -> tuple[str, str]:
         return self.ref
+
+    def last_trap(self) -> str | None:
+        self.trap_read = True
+        return self.trap
 
     # -- for tests ---------------------------------------------------------------------
 

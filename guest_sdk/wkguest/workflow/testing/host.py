@@ -11,7 +11,8 @@ Host rules it keeps (DESIGN.md): one event at a time; a new actor runs on_init f
 on_alarm returns, the alarm is cleared unless the event set or cleared it; a trap (raise
 `Trap`, or any exception escaping the runner) loses the event's open transaction and the
 instance (its warm cache), and an alarm the event did not touch is retried in a second;
-delete_self takes effect when the event ends. `always_replay=True` gives every event a
+delete_self takes effect when the event ends; a trap's reason is kept for
+`last_trap` until an event that read it ends cleanly. `always_replay=True` gives every event a
 fresh runner, so each one replays from the stored journal (a hunt for non-determinism).
 """
 
@@ -103,15 +104,18 @@ class FakeHost:
         if self.always_replay:
             inst.runner, inst.protocol = self._runner(cls, inst.backend)
         b = inst.backend
-        b.alarm_touched = False
+        b.alarm_touched = b.trap_read = False
         try:
             out = action(inst)
-        except (Exception, Trap, WorkflowSignal):
+        except (Exception, Trap, WorkflowSignal) as e:
+            b.trap = f"guest trapped: {type(e).__name__}: {e}"
             self._trap(cls, inst, alarm)
             out = TRAPPED
         else:
             if alarm and not b.alarm_touched:
                 b.alarm = None
+            if b.trap_read:
+                b.trap = None
         b.rollback_open()
         if b.deleted:
             del self.instances[(cls, id)]

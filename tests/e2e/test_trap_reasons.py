@@ -1,0 +1,57 @@
+"""Why an event was cut reaches the workflow through a real `wkhost serve`
+(`lifecycle.last-trap`): the instance's status says it while it retries, the final
+failure quotes it, and the host logs it at warning with the class and the id, the
+guest's own traceback too."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from wkhost.workflow_client import WorkflowAdmin
+
+from .conftest import MakeServer
+
+
+@pytest.fixture(scope="module")
+def traps_wasm(build_guest: Any) -> Path:
+    return build_guest("wf_traps")  # type: ignore[no-any-return]
+
+
+def run_until_failed(server: Any, admin: WorkflowAdmin, oid: str) -> Any:
+    for _ in range(10):  # each attempt's backoff is 1 s of the fake clock
+        status = admin.status("cut", oid)
+        if status.state == "failed":
+            return status
+        server.advance(1000)
+    return admin.status("cut", oid)
+
+
+@pytest.mark.parametrize("inp, reason", [
+    ({"spin": True}, "the event used its CPU budget (--cpu-budget-ms)"),
+    ({"exit": 3}, "guest trapped: Exited with i32 exit status"),
+    ({"abort": True}, "guest trapped: "),
+])
+def test_the_cut_is_in_the_status_the_failure_and_the_log(
+        make_server: MakeServer, traps_wasm: Path, inp: dict[str, Any], reason: str) -> None:
+    server = make_server({"cut": traps_wasm}, access={},
+                         extra=["--cpu-budget-ms", "50"])
+    admin = WorkflowAdmin(server.url, server.token)
+    admin.start("cut", "c1", inp)
+    server.advance(0)
+    status = admin.status("cut", "c1")
+    assert status.state != "failed", status
+    assert f"its last event was cut: {reason}" in (status.error or ""), status
+    final = run_until_failed(server, admin, "c1")
+    assert final.state == "failed", final
+    assert f"attempt 2 was cut: {reason}" in (final.error or ""), final.error
+    assert "none recorded" not in (final.error or "")
+    assert server.stop() == 0
+    cuts = [line for line in server.log
+            if "level=warning" in line and "cut/c1: its alarm event trapped" in line]
+    assert cuts and reason in cuts[0], server.log[-20:]
+    if "abort" in inp:  # the guest's traceback, at warning too
+        assert any("level=warning" in line and "logger=wkhost.guest.cut" in line
+                   and "Abort: wf_traps: abort requested" in line
+                   for line in server.log), server.log[-20:]
