@@ -21,7 +21,7 @@ from .types import ActorRef
 # write that fails costs the guest its own handling of the error (an exception in
 # Python), which its CPU budget pays for: a flood ends at that budget, or at once if
 # the error goes unhandled. A guest that logs a little past the cap loses only lines.
-DROPPED_WRITES_BEFORE_EIO = 4096
+DROPPED_WRITES_BEFORE_EIO = 256
 
 
 class GuestOutput:
