@@ -4,13 +4,14 @@
 
 Runs each installed peer (bench/peers: DBOS on SQLite, Restate) on the same workflow
 workloads as wkhost, then each benchmark module of bench/ that exists (bench_core,
-calibrate_fuel, bench_frontdoor, bench_conversion, bench_workflows; each in its own
-process, printing its own table), then the 10,000-sleepers part of bench_workflows in a
-process of its own, then the peers again: each peer's figures pool its runs from before
-and after wkhost's, so that they span the same stretch of this machine's time (its speed
-drifts by a quarter over minutes). A peer that is not installed is skipped with one line
-(`make bench-peers` installs them). Then it prints one combined table, wkhost beside each
-peer with the ratio and the issue's target, and writes bench/results/latest.json.
+calibrate_fuel, bench_frontdoor, bench_conversion, bench_workflows, bench_hostile; each
+in its own process, printing its own table), then the 10,000-sleepers part of
+bench_workflows in a process of its own, then the peers again: each peer's figures pool
+its runs from before and after wkhost's, so that they span the same stretch of this
+machine's time (its speed drifts by a quarter over minutes). A peer that is not installed
+is skipped with one line (`make bench-peers` installs them). Then it prints one combined
+table, wkhost beside each peer with the ratio and the issue's target, and writes
+bench/results/latest.json. bench_hostile has no peer and no row there: its own table.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Any
 from bench.common import REPO, RESULTS, SCRATCH_ENV, fmt_us, save
 
 MODULES = ("bench_core", "calibrate_fuel", "bench_frontdoor", "bench_conversion",
-           "bench_workflows")
+           "bench_workflows", "bench_hostile")
 LEVELS = (1, 8, 32)
 
 
@@ -239,6 +240,8 @@ def _run(args: argparse.Namespace, only: set[str]) -> int:
             extra = ["--repeats", "3"]
         elif args.quick and module == "bench_frontdoor":
             extra = ["--requests", "300", "--repeats", "1"]
+        elif args.quick and module == "bench_hostile":
+            extra = ["--quick"]
         codes[module] = run_module(module, extra)
     wk = (load("workflows", started) or {}).get("figures", {})
     if not args.no_sleepers and (not only or "sleepers" in only or "bench_workflows" in only):
@@ -260,7 +263,9 @@ def _run(args: argparse.Namespace, only: set[str]) -> int:
     rows = table(wk, peers)
     print_table(rows, peers)
     modules = {}
-    for name in ("core", "fuel", "frontdoor", "conversion"):
+    # bench_hostile has no peer (no peer runs guest SQL): its table is its own, and its
+    # figures go into latest.json beside the other modules', not into the combined table.
+    for name in ("core", "fuel", "frontdoor", "conversion", "bench_hostile"):
         doc = load(name, started)
         if doc:
             modules[name] = doc["figures"]
