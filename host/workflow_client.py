@@ -1,7 +1,7 @@
 """Operators' client for workflow instances, over a running `wkhost serve` (blocking HTTP).
 
     admin = WorkflowAdmin("http://127.0.0.1:8080", token)
-    admin.start("orders", "order-42", {"item": "book"})   # a Status; idempotent while kept
+    admin.start("orders", "order-42", {"item": "book"})   # a Started; idempotent while kept
     admin.send_event("orders", "order-42", "approved", {"by": "ann"})
     admin.status("orders", "order-42")                     # Status
     admin.status("orders", "order-42", wait=30)            # Status once finished (<= 30 s)
@@ -16,10 +16,15 @@ and the runner accepts them. It never reads the SDK's tables: the instance answe
 Listing asks the host which actors of the class exist (`/_wk/actors/{class}`, paged) and
 then each one for its summary: one request per instance.
 
+A start answers a `Started`: the Status, with `created` (True only for the start that
+made the instance) and `input_differs` (for an instance that already existed: the input
+given is not the instance's, and was ignored; nothing about the instance changes), plus
+`created_at`, when the instance was made (ms, host clock).
+
 Errors are wkguest.workflow.WorkflowError: "unknown" and "finished" as the runner says;
 "call" when the request failed on the way (connection, timeout, the host's own 5xx such
-as a trapped instance: it may or may not have recorded it); "refused" for any other
-answer, with its status.
+as a trapped instance: it may or may not have recorded it; `status` is None when no
+answer came at all); "refused" for any other answer, with its status.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import io
 import json
 import urllib.error
 import urllib.request
+from dataclasses import dataclass, fields
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -37,9 +43,24 @@ from wkguest.workflow.status import CONTENT_TYPE, PREFIX, Status, check_answer
 
 from .hold import MAX_HOLD_MS
 
-__all__ = ["Status", "WorkflowAdmin", "WorkflowError"]
+__all__ = ["Started", "Status", "WorkflowAdmin", "WorkflowError"]
 
 _LIST_PAGE = 1000
+
+
+@dataclass(frozen=True)
+class Started(Status):
+    """The answer to a start: its Status (`created`, `input_differs` included) and when
+    the instance was created (ms, host clock; None if the runner did not say)."""
+
+    created_at: int | None = None
+
+    @classmethod
+    def from_start(cls, m: Any) -> Started:
+        s = Status.from_map(m)  # checks the map
+        at = m.get("created_at")
+        return cls(**{f.name: getattr(s, f.name) for f in fields(Status)},
+                   created_at=at if isinstance(at, int) and not isinstance(at, bool) else None)
 
 
 class WorkflowAdmin:
@@ -50,11 +71,13 @@ class WorkflowAdmin:
 
     # -- the client routes ---------------------------------------------------------
 
-    def start(self, cls: str, id: str, input: Any = None, *, wait: float = 0) -> Status:
-        """With `wait` (seconds), the answer comes once the instance has finished, or
-        when `wait` is up with the status of that moment: one request, no polling."""
-        return Status.from_map(self._call(cls, id, "start", {"input": input, **_wait(wait)},
-                                          wait))
+    def start(self, cls: str, id: str, input: Any = None, *, wait: float = 0) -> Started:
+        """Start `id` with `input`, or find it: an instance that exists is left as it is
+        (`created` False; `input_differs` True if `input` is not its input, which is then
+        ignored). With `wait` (seconds), the answer comes once the instance has finished,
+        or when `wait` is up with the status of that moment: one request, no polling."""
+        return Started.from_start(self._call(cls, id, "start",
+                                             {"input": input, **_wait(wait)}, wait))
 
     def status(self, cls: str, id: str, *, wait: float = 0) -> Status:
         """With `wait` (seconds), as for start: the status once finished, or at `wait`."""
