@@ -1,20 +1,38 @@
-"""The `wkhost` command line. Exit codes: 0 ok, 1 the operation failed, 2 bad usage."""
+"""The `wkhost` command line. Exit codes: the contract in host/cli_options.py (one table,
+shown in each command's --help and in docs/cli.md)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import http.client
+import importlib.metadata
+import io
+import json
 import logging
 import os
+import platform
+import shlex
 import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
+
+import cbor2
 
 from . import logs
-from .build import add_build_command
-from .cli_options import add_server_args, operator_token
+from .build import add_build_command, run_build
+from .cli_options import (
+    CliError,
+    Exit,
+    add_server_args,
+    checked_target,
+    exit_status_epilog,
+    operator_token,
+    read_input_file,
+)
 from .config import HostConfig
 from .http_fetch import FetchPolicy
 from .partition import Partition
@@ -24,31 +42,113 @@ from .workflow_cli import add_workflow_command
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        try:
+            return _main(argv)
+        finally:  # here, not at exit, so that a reader gone (`| head`) is seen below;
+            sys.stdout.flush()  # also after --help, which ends in SystemExit
+    except BrokenPipeError:  # anywhere: one place for every command
+        return _output_closed()
+
+
+def _main(argv: list[str] | None) -> int:
     parser = make_parser()
     args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # for serve --processes N
     if not getattr(args, "run", None):
         parser.print_help()
-        return 2
+        return Exit.USAGE
     try:
         return int(args.run(args))
+    except CliError as e:
+        print(f"wkhost: error: {e}", file=sys.stderr)
+        return e.code
     except KeyboardInterrupt:
-        return 130
+        return Exit.INTERRUPTED
+
+
+def _output_closed() -> int:
+    """stdout or stderr was closed before all was written (`wkhost actors c | head -3`).
+
+    Both are pointed at /dev/null, so that what is left in their buffers goes there at
+    exit rather than failing again with "Exception ignored ... BrokenPipeError". The exit
+    code is a shell's for a tool that SIGPIPE ended (141), so that `set -o pipefail` sees
+    what it sees for any other tool. (SIGPIPE itself stays ignored, as Python sets it: the
+    server's sockets must get EPIPE, not end the process.)"""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(devnull, stream.fileno())
+    os.close(devnull)
+    return Exit.BROKEN_PIPE
 
 
 def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="wkhost",
         description="A durable-execution host for WebAssembly actors.",
-        epilog="Run `wkhost COMMAND --help` for a command's options.",
+        epilog="Run `wkhost COMMAND --help` for a command's options, examples and exit "
+               "codes; docs/cli.md has them all.",
     )
+    p.add_argument("--version", action=_Version)
     sub = p.add_subparsers(title="commands", metavar="COMMAND")
     _add_serve(sub)
     _add_call(sub)
     _add_actors(sub)
-    add_build_command(sub)
+    _add_build(sub)
     add_workflow_command(sub)
+    _with_exit_codes(sub.choices["serve"], "serve")
     return p
+
+
+class _Version(argparse.Action):
+    """--version: looked up only when asked, so that other commands pay nothing for it."""
+
+    def __init__(self, option_strings: list[str], dest: str, **_: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print the versions of wkhost, wasmtime, componentize-py and "
+                              "Python, and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(version_text())
+        parser.exit()
+
+
+def version_text() -> str:
+    def version(dist: str) -> str:
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            return "not installed"
+
+    return (f"wkhost {version('wkhost')} (wasmtime {version('wasmtime')}, componentize-py "
+            f"{version('componentize-py')}, Python {platform.python_version()})")
+
+
+def _with_exit_codes(p: argparse.ArgumentParser, command: str) -> None:
+    """Append the contract's rows for `command` to a parser made elsewhere."""
+    p.formatter_class = argparse.RawDescriptionHelpFormatter  # keep the table's lines
+    p.epilog = f"{p.epilog}\n\n{exit_status_epilog(command)}" if p.epilog \
+        else exit_status_epilog(command)
+
+
+def _add_build(sub: Any) -> None:
+    b = add_build_command(sub)
+    # build.py's epilog ends with a one-line exit status: the contract's rows replace it.
+    b.epilog = (b.epilog or "").split("\n\nexit status:")[0] or None
+    _with_exit_codes(b, "build")
+    b.set_defaults(run=_run_build)
+
+
+def _run_build(args: argparse.Namespace) -> int:
+    """`wkhost build`, with an APP that cannot be read refused as bad usage (2), as any
+    command's unreadable input file is: build.py alone would call it a failed build."""
+    if Path(args.app).suffix == ".py":
+        try:
+            Path(args.app).open("rb").close()
+        except OSError as e:
+            raise CliError(f"cannot read {args.app}: {e.strerror}") from None
+    return run_build(args)
 
 
 # -- serve --------------------------------------------------------------------------------
@@ -287,15 +387,38 @@ def _exit_without_finalizing(rc: int) -> NoReturn:
 
 
 # -- talking to a running server ------------------------------------------------------------
+_CALL_EPILOG = """\
+examples:
+  wkhost call counter/c1 /count                    GET /count of actor c1 of class counter
+  wkhost call counter/c1 /incr -X POST             another method
+  wkhost call app/web /orders/o1 -d '{"qty": 1}'   POST a body (-d @FILE sends a file)
+  wkhost call orders/o1 /wk-workflow/v1/status -X POST
+                                                   a workflow's status, its CBOR decoded
+  wkhost call counter/c1 /count -o count.json      the answer's bytes into a file
+  wkhost call counter/c1 /count -i                 the status line too (HTTP 200)
+
+On a terminal, the answer is shown by its content type: text and JSON as they are, CBOR
+decoded (as JSON, bytes as h'..'), anything else as a note of its size and type. To a
+pipe or a file, or with --raw, the bytes come as they are."""
+
+
 def _add_call(sub: Any) -> None:
     c = sub.add_parser("call", help="send one request to an actor (as an operator)",
                        description="Send one request to CLASS/ID through the operator path "
-                                   "and print the answer.")
+                                   "and print the answer.",
+                       epilog=_CALL_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _with_exit_codes(c, "call")
     c.add_argument("target", metavar="CLASS/ID", help="the actor, e.g. counter/c1")
     c.add_argument("path", nargs="?", default="/", help="path inside the actor (default /)")
     c.add_argument("--method", "-X", default=None, help="default GET, or POST with --body")
     c.add_argument("--body", "-d", default=None, help="TEXT, or @FILE to send a file")
     c.add_argument("--include", "-i", action="store_true", help="print the status line too")
+    shown = c.add_mutually_exclusive_group()
+    shown.add_argument("--raw", action="store_true",
+                       help="write the answer's bytes as they are, even to a terminal")
+    shown.add_argument("--output", "-o", type=Path, metavar="FILE",
+                       help="write the answer's bytes to FILE (the status line, with -i, "
+                            "still goes to stdout)")
     add_server_args(c)
     c.set_defaults(run=run_call)
 
@@ -305,69 +428,171 @@ def run_call(args: argparse.Namespace) -> int:
 
     cls, sep, actor_id = args.target.partition("/")
     if not sep or not cls or not actor_id:
-        print("wkhost: error: the target is CLASS/ID, e.g. counter/c1", file=sys.stderr)
-        return 2
-    body = _read_body(args.body)
+        raise CliError("the target is CLASS/ID, e.g. counter/c1")
+    checked_target(cls, actor_id)
+    body = None if args.body is None else (
+        read_input_file(args.body[1:]) if args.body.startswith("@") else args.body.encode())
+    if args.output is not None and (args.output.is_dir() or not args.output.parent.is_dir()):
+        raise CliError(f"-o {args.output}: not a file in an existing directory")
     method = args.method or ("POST" if body is not None else "GET")
     path = args.path if args.path.startswith("/") else "/" + args.path
     url = f"{args.server.rstrip('/')}/{cls}/{quote(actor_id, safe='')}{path}"
-    status, data = http_request(method, url, operator_token(args), body)
+    answer = http_request(method, url, operator_token(args), body)
     if args.include:
-        print(f"HTTP {status}")
-    sys.stdout.buffer.write(data)
-    sys.stdout.flush()
-    return 0 if status < 400 else 1
+        print(f"HTTP {answer.status}")
+    _show(answer, args)
+    return Exit.OK if answer.status < 400 else Exit.FAILED
 
 
-def _read_body(spec: str | None) -> bytes | None:
-    if spec is None:
-        return None
-    if spec.startswith("@"):
+def _show(answer: Answer, args: argparse.Namespace) -> None:
+    """The answer's body: to -o FILE, raw to a pipe (or --raw), else readable."""
+    if args.output is not None:
         try:
-            return Path(spec[1:]).read_bytes()
+            args.output.write_bytes(answer.body)
         except OSError as e:
-            raise SystemExit(f"wkhost: error: cannot read {spec[1:]}: {e.strerror}") from None
-    return spec.encode()
+            raise CliError(f"cannot write {args.output}: {e.strerror}", Exit.FAILED) from None
+    elif args.raw or not sys.stdout.isatty():
+        sys.stdout.flush()  # the status line first
+        sys.stdout.buffer.write(answer.body)
+    elif answer.body:
+        text = readable_body(answer.body, answer.content_type)
+        print(text, end="" if text.endswith("\n") else "\n")
+
+
+def readable_body(data: bytes, content_type: str) -> str:
+    """How `wkhost call` shows an answer on a terminal: what it can decode, decoded;
+    anything else (or text with control characters, which could drive the terminal) as
+    a note of what it is."""
+    kind = content_type.split(";")[0].strip().lower()
+    if kind == "application/cbor" or kind.endswith("+cbor"):
+        shown = _cbor_text(data)
+        if shown is not None:
+            return shown
+    elif not kind or kind.startswith("text/") or kind == "application/json" \
+            or kind.endswith("+json"):
+        text = _printable(data, content_type)
+        if text is not None:
+            return text
+    return (f"<{len(data)} bytes of {kind or 'an unnamed type'}: not shown on a terminal; "
+            "--raw prints them, -o FILE saves them>")
+
+
+def _printable(data: bytes, content_type: str) -> str | None:
+    charset = content_type.partition("charset=")[2].split(";")[0].strip().strip('"')
+    try:
+        text = data.decode(charset or "utf-8")
+    except (UnicodeDecodeError, LookupError):
+        return None
+    return text if text.replace("\n", "").replace("\t", "").replace("\r", "").isprintable() \
+        else None
+
+
+def _cbor_text(data: bytes) -> str | None:
+    """One CBOR item and nothing after it, as indented JSON; None if it is not that."""
+    fp = io.BytesIO(data)
+    try:
+        doc = cbor2.CBORDecoder(fp).decode()
+    except Exception:  # whatever stops the decoder: then it is shown as bytes
+        return None
+    if fp.tell() != len(data):
+        return None
+    return json.dumps(_jsonish(doc), indent=2, ensure_ascii=False)
+
+
+def _jsonish(v: Any) -> Any:
+    """A decoded CBOR value in JSON's terms: bytes as h'hex' (CBOR's diagnostic notation),
+    a tag as {"tag N": value}, a key that is not text as its JSON."""
+    if isinstance(v, dict):
+        return {k if isinstance(k, str) else json.dumps(_jsonish(k)): _jsonish(x)
+                for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_jsonish(x) for x in v]
+    if isinstance(v, bytes | bytearray):
+        return f"h'{bytes(v).hex()}'"
+    if isinstance(v, cbor2.CBORTag):
+        return {f"tag {v.tag}": _jsonish(v.value)}
+    if v is None or isinstance(v, bool | int | float | str):
+        return v
+    return str(v)  # a date, a decimal, a simple value: its text
+
+
+class Answer(NamedTuple):
+    status: int
+    content_type: str
+    body: bytes
 
 
 def http_request(method: str, url: str, token: str, body: bytes | None = None,
-                 headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+                 headers: dict[str, str] | None = None) -> Answer:
+    """One request as the operator; any HTTP status is an answer. No answer at all (no
+    connection, a timeout, a broken reply) is CliError with exit 3."""
     req = urllib.request.Request(url, data=body, method=method)
     req.add_header("Authorization", f"Bearer {token}")
     for k, v in (headers or {}).items():
         req.add_header(k, v)
     try:
         with urllib.request.urlopen(req, timeout=60) as resp:
-            return resp.status, resp.read()
+            return Answer(resp.status, resp.headers.get("Content-Type", ""), resp.read())
     except urllib.error.HTTPError as e:
-        return e.code, e.read()
+        with e:
+            return Answer(e.code, e.headers.get("Content-Type", "") if e.headers else "",
+                          e.read())
     except urllib.error.URLError as e:
-        raise SystemExit(f"wkhost: error: cannot reach {url}: {e.reason}") from None
+        raise CliError(f"cannot reach {url}: {e.reason}", Exit.UNREACHABLE) from None
+    except (OSError, http.client.HTTPException) as e:
+        raise CliError(f"no answer from {url}: {e or type(e).__name__}",
+                       Exit.UNREACHABLE) from None
+
+
+_ACTORS_EPILOG = """\
+examples:
+  wkhost actors counter                    the ids of class counter's actors
+  wkhost actors counter --limit 100        the first 100
+  wkhost actors counter --after c42        the ids after c42 (the next page)
+  wkhost actors counter | wc -l            how many (up to --limit)
+
+Ids come one per line, in order. A full page ends with a line on stderr that says where
+the next one begins."""
+
+
+_MAX_LIMIT = 10_000  # the host's most ids a request (host/frontdoor.py)
 
 
 def _add_actors(sub: Any) -> None:
     a = sub.add_parser("actors", help="list the actors of a class",
-                       description="List the ids of a class's actors, as the host knows them.")
-    a.add_argument("cls", metavar="CLASS")
-    a.add_argument("--after", default="", help="list ids after this one (paging)")
-    a.add_argument("--limit", type=int, default=1000)
+                       description="List the ids of a class's actors, as the host knows them.",
+                       epilog=_ACTORS_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _with_exit_codes(a, "actors")
+    a.add_argument("cls", metavar="CLASS", help="the class, e.g. counter")
+    a.add_argument("--after", default="", metavar="ID",
+                   help="list the ids after this one (paging; default: from the first)")
+    a.add_argument("--limit", type=int, default=1000, metavar="N",
+                   help=f"list at most N ids, 1 to {_MAX_LIMIT} (default %(default)s)")
     add_server_args(a)
     a.set_defaults(run=run_actors)
 
 
+
 def run_actors(args: argparse.Namespace) -> int:
-    import json
     from urllib.parse import quote, urlencode
 
+    checked_target(args.cls)
+    if not 1 <= args.limit <= _MAX_LIMIT:
+        raise CliError(f"--limit takes 1 to {_MAX_LIMIT}")
     q = urlencode({"after": args.after, "limit": args.limit})
     url = f"{args.server.rstrip('/')}/_wk/actors/{quote(args.cls, safe='')}?{q}"
-    status, data = http_request("GET", url, operator_token(args))
-    if status != 200:
-        sys.stderr.write(data.decode(errors="replace"))
-        return 1
-    for actor_id in json.loads(data)["ids"]:
+    answer = http_request("GET", url, operator_token(args))
+    if answer.status != 200:
+        print(f"wkhost: {args.cls}: {answer.body.decode(errors='replace').strip()}",
+              file=sys.stderr)
+        return Exit.FAILED
+    ids = json.loads(answer.body)["ids"]
+    for actor_id in ids:
         print(actor_id)
-    return 0
+    if len(ids) == args.limit:
+        print(f"wkhost: --limit {args.limit} reached; more ids may follow: "
+              f"--after {shlex.quote(ids[-1])}", file=sys.stderr)
+    return Exit.OK
 
 
 if __name__ == "__main__":
