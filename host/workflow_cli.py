@@ -213,12 +213,21 @@ def _print_status(cls: str, actor_id: str, s: Status, as_json: bool,
 def _print_steps(steps: list[dict[str, Any]]) -> None:
     print(f"{'pos':>4}  {'kind':<6} {'name':<24} {'state':<10} {'tries':>5}  detail")
     for st in steps:
-        detail = st.get("error") or ""
-        for key in ("wake_at", "next_attempt_at"):
-            if st.get(key):
-                detail = f"{key.replace('_', ' ')} {_when(st[key])} {detail}".strip()
-        print(f"{st.get('pos', ''):>4}  {st.get('kind', ''):<6} {str(st.get('name', ''))[:24]:<24} "
-              f"{st.get('state', ''):<10} {st.get('attempts', 0):>5}  {detail}")
+        row = (f"{st.get('pos', ''):>4}  {st.get('kind', ''):<6} "
+               f"{str(st.get('name', ''))[:24]:<24} {st.get('state', ''):<10} "
+               f"{st.get('attempts', 0):>5}  {_detail(st)}")
+        print(row.rstrip())
+
+
+def _detail(st: dict[str, Any]) -> str:
+    """A position's times, then its error. A wait that got its event shows no time: its
+    wake_at was a deadline it did not need."""
+    parts = []
+    if st.get("wake_at") and (st.get("kind"), st.get("state")) != ("wait", "done"):
+        parts.append(f"wake at {_when(st['wake_at'])}")
+    if st.get("next_attempt_at"):
+        parts.append(f"next attempt at {_when(st['next_attempt_at'])}")
+    return " ".join([*parts, st.get("error") or ""]).strip()
 
 
 def _when(ms: int) -> str:

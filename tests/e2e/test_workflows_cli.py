@@ -77,6 +77,9 @@ def test_the_workflow_cli(shop_factory: ShopFactory) -> None:
     assert lines[0] == "orders/c1: completed, 5 positions"
     assert lines[1].startswith("  output: ")
     assert json.loads(lines[1].removeprefix("  output: ")) == expected_output("c1", by="cli")
+    table = ok(shop, "steps", "orders", "c1").splitlines()
+    assert table[3].split() == ["2", "wait", "approved", "done", "0"]  # its deadline unused
+    assert all(line == line.rstrip() for line in table), table
 
     assert ok(shop, "cancel", "orders", "c2") == "orders/c2: cancelled, 2 positions\n"
     assert shop.status("c2")["state"] == "cancelled"
