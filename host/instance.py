@@ -19,8 +19,10 @@ from typing import Any
 from wasmtime import Engine, Store, WasiConfig, WasmtimeError
 from wasmtime.component import Component, ExportIndex, Func, Linker
 
+from . import guest_output
 from .engine import pool_memory, ticks_for
 from .errors import BudgetExceeded, GuestFailed
+from .guest_output import OutputPipe
 
 log = logging.getLogger("wkhost.instance")
 
@@ -46,18 +48,30 @@ class ComponentExports:
             self.index[name] = index
 
 
+# Where a guest's stdout and stderr go: `output(data, full)`, after each call into it
+# (full: it wrote past the cap, where the pipe's writes fail), or, without the pipe (no libc
+# to hand wasmtime), `output(data)` at each write, whose answer may fail it (an errno).
+Output = Callable[..., int | None]
+
+
 class Instance:
     def __init__(self, engine: Engine, linker: Linker, exports: ComponentExports,
-                 memory_limit: int, output: Callable[[bytes], int | None]) -> None:
+                 memory_limit: int, output: Output, output_cap: int = 16 << 10) -> None:
         store = Store(engine)
         wasi = WasiConfig()  # no preopens, no environment, no argv, no sockets
         # The callbacks reach the output through this list, not through self: they live in
         # wasmtime-py's global table until the Store goes, so a reference to this object
         # there would keep it, and its Store, alive for good.
         self._output = [output]
-        sink = self._output
-        wasi.stdout_custom = lambda data: sink[0](data)
-        wasi.stderr_custom = lambda data: sink[0](data)
+        self._pipe: OutputPipe | None = None
+        self._output_cap = output_cap
+        if guest_output.available():
+            self._pipe = OutputPipe(output_cap)
+            self._pipe.attach(wasi)
+        else:
+            sink = self._output
+            wasi.stdout_custom = lambda data: sink[0](data)
+            wasi.stderr_custom = lambda data: sink[0](data)
         store.set_wasi(wasi)  # without it the first WASI call aborts the process
         store.set_limits(memory_size=memory_limit)
         store.set_fuel(50_000_000)  # instantiation burns ~6k; the first call ~120k
@@ -77,7 +91,7 @@ class Instance:
             assert func is not None, name
             self.funcs[name] = func
 
-    def set_output(self, output: Callable[[bytes], int | None]) -> None:
+    def set_output(self, output: Output) -> None:
         """Send the guest's stdout and stderr to `output` from now on (a reused instance
         writes to its new actor's log)."""
         self._output[0] = output
@@ -100,6 +114,15 @@ class Instance:
             self.funcs = {}
             del self.store
             raise classify_trap(e) from None
+        finally:
+            self._drain_output()
+
+    def _drain_output(self) -> None:
+        pipe = self._pipe
+        if pipe is not None:
+            data = pipe.drain()
+            if data:  # past the cap: kept up to it, and the writes past the pipe failed
+                self._output[0](data, len(data) >= self._output_cap)
 
     def fuel_used(self, budget: int) -> int:
         return budget - self.store.get_fuel()

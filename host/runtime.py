@@ -49,7 +49,7 @@ from .errors import (
 from .event import CallGraph, Chain, Event, RunGate
 from .executor import EventExecutor
 from .index import Index, prepare_layout
-from .instance import ComponentExports, Instance
+from .instance import ComponentExports, Instance, Output
 from .linker import make_linker
 from .peers import Peers
 from .scheduler import Scheduler
@@ -447,8 +447,8 @@ class Host:
             self._make_room()  # now, not at the next sweep: a burst must not pile up
         cap = self.config.max_guest_output_bytes
 
-        def output(data: bytes) -> int | None:
-            return slot.output.write(data, cap)
+        def output(data: bytes, past_cap: bool = False) -> int | None:
+            return slot.output.write(data, cap, past_cap)
 
         inst = None
         if creating and self.classes[slot.ref.cls].reuse_instances:
@@ -462,11 +462,12 @@ class Host:
         inst.actors_served += 1
         return inst
 
-    def _instantiate(self, cls: ActorClass, output: Callable[[bytes], int | None]) -> Instance:
+    def _instantiate(self, cls: ActorClass, output: Output) -> Instance:
         for evicted in (False, True):
             try:
                 return Instance(self.engine, cls.linker, cls.exports,
-                                self.config.memory_limit_bytes, output)
+                                self.config.memory_limit_bytes, output,
+                                self.config.max_guest_output_bytes)
             except WasmtimeError as e:
                 if not pool_exhausted(e):
                     raise
@@ -528,9 +529,9 @@ class Host:
         except GuestFailed as e:
             slot.instance = None  # a trap poisons the instance and its Store
             if slot.output.flooded:  # what the trap itself says is only its last step
-                e = GuestFailed(f"the guest's output flooded: past the "
-                                f"{self.config.max_guest_output_bytes}-byte cap, its "
-                                f"writes failed, and it stopped ({e})")
+                e = GuestFailed(f"the guest's output flooded: it wrote past the "
+                                f"{self.config.max_guest_output_bytes}-byte cap, where "
+                                f"writes fail, and then trapped ({e})")
             ev.trapped = str(e)
             raise e from None
 
@@ -794,4 +795,4 @@ class Host:
         if dropped:
             guest_log.warning("[%s] %d more bytes of output dropped (cap %d per event)%s",
                               slot.ref, dropped, self.config.max_guest_output_bytes,
-                              "; later writes failed (EIO): a flood" if flooded else "")
+                              "; writes past it fail" if flooded else "")

@@ -13,22 +13,17 @@ from .instance import Instance
 from .sqlite import ActorDb
 from .types import ActorRef
 
-# Writes past the cap that are dropped quietly, before the next ones fail with EIO.
-#
-# Why fail at all: every write costs the host a call from wasmtime's thread, while the
-# guest waits for it without burning fuel, so a guest writing a line at a time ran for
-# seconds against a CPU budget of milliseconds, and held its run slot meanwhile. A
-# write that fails costs the guest its own handling of the error (an exception in
-# Python), which its CPU budget pays for: a flood ends at that budget, or at once if
-# the error goes unhandled. A guest that logs a little past the cap loses only lines.
+# Without the output pipe (host/guest_output.py), every write is a call into the host:
+# writes past the cap are dropped quietly this many times, then fail with EIO, so that
+# a flood costs the guest its own handling of the error, as past the pipe it does.
 DROPPED_WRITES_BEFORE_EIO = 256
 
 
 class GuestOutput:
     """The guest's stdout and stderr of the current event, capped.
 
-    wasmtime calls the output callback from one of its own threads, not the guest's,
-    so this is bound to the actor, not looked up from the thread."""
+    Bound to the actor, not looked up from the thread: without the pipe, wasmtime calls
+    the output callback from one of its own threads."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -36,15 +31,19 @@ class GuestOutput:
         self.size = 0
         self.dropped = 0
         self.dropped_writes = 0
+        self.past_cap = False
 
-    def write(self, data: bytes, cap: int) -> int | None:
+    def write(self, data: bytes, cap: int, past_cap: bool = False) -> int | None:
         """Keep what fits under `cap`. None: the write succeeded, for the guest; a
-        negative errno: it failed (past DROPPED_WRITES_BEFORE_EIO dropped writes)."""
+        negative errno: it failed (past DROPPED_WRITES_BEFORE_EIO dropped writes).
+        `past_cap`: what the pipe held after a call, in which the guest wrote past the
+        cap, where its writes fail."""
         if sys.is_finalizing():
             return None
         with self._lock:
             room = max(0, cap - self.size)
-            if room < len(data):
+            self.past_cap = self.past_cap or past_cap
+            if room < len(data) and not past_cap:
                 self.dropped_writes += 1
                 if self.dropped_writes > DROPPED_WRITES_BEFORE_EIO:
                     self.dropped += len(data)
@@ -56,7 +55,8 @@ class GuestOutput:
 
     @property
     def flooded(self) -> bool:
-        return self.dropped_writes > DROPPED_WRITES_BEFORE_EIO
+        """Its writes went past the point where they fail."""
+        return self.past_cap or self.dropped_writes > DROPPED_WRITES_BEFORE_EIO
 
     def take(self) -> tuple[str, int, bool]:
         """The event's output, the bytes dropped, and whether writes failed."""
@@ -64,6 +64,7 @@ class GuestOutput:
             text = b"".join(self.chunks).decode("utf-8", "replace")
             dropped, flooded = self.dropped, self.flooded
             self.chunks, self.size, self.dropped, self.dropped_writes = [], 0, 0, 0
+            self.past_cap = False
         return text, dropped, flooded
 
 
