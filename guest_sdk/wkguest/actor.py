@@ -20,6 +20,7 @@ What happens to exceptions (the contract of `handler` in wit/world.wit):
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import sys
 import traceback
@@ -36,6 +37,34 @@ from wkguest.errors import InitError
 from wkguest.types import PUBLIC, ActorRef, Request, Response, Sender
 
 __all__ = ["Actor", "export"]
+
+
+class _DroppingStream:
+    """sys.stdout or sys.stderr, whose writes past the host's output cap fail (the host
+    makes them fail, so that a flood costs the guest its CPU budget): here a failed write
+    is dropped instead, so that `print` never raises in user code. What is dropped still
+    costs the guest its handling, which its CPU budget pays for."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self._stream.write(text))
+        except OSError:
+            return len(text)
+
+    def flush(self) -> None:
+        with contextlib.suppress(OSError):
+            self._stream.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+if sys.platform == "wasi" and not isinstance(sys.stdout, _DroppingStream):  # in a guest
+    sys.stdout = _DroppingStream(sys.stdout)  # type: ignore[assignment]
+    sys.stderr = _DroppingStream(sys.stderr)  # type: ignore[assignment]
 
 _BODY_TYPES = (bytes, bytearray, memoryview)  # a tuple made once: `a | b` is built per call
 
