@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import platform
+import re
 import shlex
 import sys
 import urllib.error
@@ -473,7 +474,8 @@ def readable_body(data: bytes, content_type: str) -> str:
         text = _printable(data, content_type)
         if text is not None:
             return text
-    return (f"<{len(data)} bytes of {kind or 'an unnamed type'}: not shown on a terminal; "
+    size = f"{len(data)} byte" + ("" if len(data) == 1 else "s")
+    return (f"<{size} of {kind or 'an unnamed type'}: not shown on a terminal; "
             "--raw prints them, -o FILE saves them>")
 
 
@@ -483,8 +485,12 @@ def _printable(data: bytes, content_type: str) -> str | None:
         text = data.decode(charset or "utf-8")
     except (UnicodeDecodeError, LookupError):
         return None
-    return text if text.replace("\n", "").replace("\t", "").replace("\r", "").isprintable() \
-        else None
+    return None if _CONTROL.search(text) else text
+
+
+# C0 and C1 control characters but tab and the line ends: an escape sequence, say, that
+# would drive the terminal rather than be read.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 def _cbor_text(data: bytes) -> str | None:
