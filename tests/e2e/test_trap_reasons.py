@@ -55,3 +55,22 @@ def test_the_cut_is_in_the_status_the_failure_and_the_log(
         assert any("level=warning" in line and "logger=wkhost.guest.cut" in line
                    and "Abort: wf_traps: abort requested" in line
                    for line in server.log), server.log[-20:]
+
+
+@pytest.mark.parametrize("mistake, named", [
+    ("option", "wf.step('work'): unknown step option(s) 'timeout_ms'"),
+    ("type", "wf.step('work'): step option 'backoff_ms' must be a whole number"),
+    ("sleep", "wf.sleep('nap') must be 0 or more milliseconds, not -5000"),
+])
+def test_a_mistake_in_the_code_fails_at_once_naming_it(
+        make_server: MakeServer, traps_wasm: Path, mistake: str, named: str) -> None:
+    """Not retried as a transient failure: failed in its first run, with no attempt of
+    the step made (Hardening II, item 3)."""
+    server = make_server({"cut": traps_wasm}, access={})
+    admin = WorkflowAdmin(server.url, server.token)
+    admin.start("cut", "m1", {"mistake": mistake})
+    server.advance(0)
+    status = admin.status("cut", "m1")
+    assert status.state == "failed", status
+    assert named in (status.error or ""), status.error
+    assert admin.steps("cut", "m1") == []

@@ -5,6 +5,8 @@ tests: its input says how.
     {"exit": N}       the step calls sys.exit(N)
     {"abort": true}   the step raises a BaseException the runner lets through: the guest
                       prints its traceback, then traps
+    {"mistake": K}    a mistake in the code: K is "option" (an unknown step option),
+                      "type" (backoff_ms="10s") or "sleep" (a negative sleep)
     anything else     the step returns "ok"
 """
 
@@ -36,6 +38,13 @@ def _run(inp: Any) -> str:
 
 
 def cut(wf: workflow.Run, inp: Any) -> Any:
+    mistake = inp.get("mistake")
+    if mistake == "option":
+        return wf.step("work", lambda: _run(inp), timeout_ms=10)  # type: ignore[call-arg]
+    if mistake == "type":
+        return wf.step("work", lambda: _run(inp), backoff_ms="10s")  # type: ignore[typeddict-item]
+    if mistake == "sleep":
+        wf.sleep("nap", -5000)
     return wf.step("work", lambda: _run(inp), attempts=2, backoff_ms=1000)
 
 
