@@ -21,7 +21,7 @@ from pathlib import Path
 from wasmtime import Config, Engine, WasmtimeError
 from wasmtime.component import Component
 
-from . import fastconv
+from . import component_file, fastconv
 from .errors import HostError
 
 log = logging.getLogger("wkhost.engine")
@@ -291,6 +291,13 @@ def _remember_key(memo: Path, key: str) -> None:
     tmp = memo.with_suffix(f".tmp{os.getpid()}.{threading.get_ident()}")
     tmp.write_text(key)
     os.replace(tmp, memo)
+
+
+def component_protocols(wasm: Path) -> frozenset[str]:
+    """The protocols the component at `wasm` declares in its `wk-protocols` custom
+    section (none without one), read from the file's top-level section headers: no guest
+    code runs and nothing is compiled. Raises HostError if `wasm` is not a component."""
+    return component_file.component_protocols(wasm)
 
 
 def load_served_component(engine: Engine, wasm: Path, cache_dir: Path) -> Component:
