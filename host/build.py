@@ -5,8 +5,14 @@
 
 componentize-py runs in a subprocess with `-p <app dir> -p <staged SDK> -p <extra>...`.
 The cache key hashes the inputs, never the output (builds are not byte-reproducible):
-the app directory's .py files, the extra paths' .py files, the whole guest SDK, the WIT
-files, the app's module name and the componentize-py version.
+the files the app imports from its directory and the extra paths, followed from its
+source (host/guest_sources.py; a neighbouring guest's files are not among them), the
+whole guest SDK, the WIT files, the app's module name, the protocols it declares and
+the componentize-py version.
+
+The component declares the protocols its class answers in a custom section
+(`wk-protocols`, host/component_file.py), appended after componentize-py: a class made
+by a module-level `wkguest.workflow.serve(...)` answers wk-workflow/v1.
 
 Things componentize-py does that matter here:
 - It imports the app at build time and snapshots the interpreter. A module first imported
@@ -15,6 +21,9 @@ Things componentize-py does that matter here:
   syntax error when the host Python is at least that new (see `_check_syntax`).
 - It also puts the site-packages of the Python it finds on the guest's path, which this
   cache key does not cover: guests should depend only on the SDK and their own files.
+- Its guest Python writes bytecode beside the modules it imports, into the user's
+  directories, and takes no environment from ours (PYTHONDONTWRITEBYTECODE does not reach
+  it): the staged SDK carries a sitecustomize that turns bytecode off at its start.
 """
 
 from __future__ import annotations
@@ -37,7 +46,9 @@ from pathlib import Path
 
 import wkguest
 
+from .component_file import protocols_section
 from .errors import HostError  # relative: mypy cannot see the editable `wkhost` mapping
+from .guest_sources import Sources, app_sources
 
 Progress = Callable[[str], None]
 
@@ -90,17 +101,38 @@ def _hash_tree(h: hashlib._Hash, label: str, root: Path, suffix: str) -> None:
         h.update(data)
 
 
-def cache_key(app: Path, extra_paths: Sequence[Path] = ()) -> str:
-    """sha256 (hex) over everything that goes into a build of `app`. Raises OSError if a
-    file cannot be read, BuildError if componentize-py is not installed."""
+def cache_key(app: Path, extra_paths: Sequence[Path] = (),
+              sources: Sources | None = None) -> str:
+    """sha256 (hex) over everything that goes into a build of `app` (see the module's
+    doc); `sources`: `app_sources(app, extra_paths)`, if already found. Raises OSError if
+    a file cannot be read, BuildError if componentize-py is not installed."""
     app = Path(app).resolve()
-    h = hashlib.sha256(f"wkhost-build-1\0{componentize_version()}\0{app.stem}".encode())
-    _hash_tree(h, "app", app.parent, ".py")
-    for i, p in enumerate(extra_paths):  # order matters: earlier paths shadow later ones
-        _hash_tree(h, f"extra{i}", Path(p).resolve(), ".py")
+    src = sources or app_sources(app, extra_paths)
+    h = hashlib.sha256(f"wkhost-build-2\0{componentize_version()}\0{app.stem}".encode())
+    h.update(f"\0protocols {' '.join(sorted(src.protocols))}\0".encode())
+    _hash_modules(h, src)
+    if src.whole:  # an import the walk could not follow: every file may be read
+        for label, root in src.roots:
+            if label != "sdk":
+                _hash_tree(h, label, root, ".py")
     _hash_tree(h, "sdk", SDK_DIR, "")  # every file: the SDK is ours, small, and shipped
     _hash_tree(h, "wit", WIT_DIR, ".wit")
     return h.hexdigest()
+
+
+def _hash_modules(h: hashlib._Hash, src: Sources) -> None:
+    """Each module name looked for, with where it was found (or not), and each file."""
+    roots = dict(src.roots)
+    for name, found in sorted(src.modules.items()):
+        where = "absent" if found is None else "sdk" if found.sdk else " ".join(
+            f"{label}:{path.relative_to(roots[label]).as_posix()}"
+            for label, path in ([found.file] if found.file else list(found.search)))
+        h.update(f"\0module {name} {where}".encode())
+    for label, path in src.files:
+        data = path.read_bytes()
+        h.update(f"\0file {label}:{path.relative_to(roots[label]).as_posix()}\0"
+                 f"{len(data)}\0".encode())
+        h.update(data)
 
 
 # ---- checks before building ------------------------------------------------------------
@@ -161,12 +193,18 @@ def componentize_command() -> list[str]:
     return [found]
 
 
+# Imported by the guest Python's `site` at its start, before the app: found on the path
+# in the staged SDK's directory (a sitecustomize of the app's own directory would win).
+_NO_BYTECODE = "import sys\n\nsys.dont_write_bytecode = True\n"
+
+
 def _stage_sdk(tmp: Path) -> Path:
     # A copy, so that an installed SDK does not drag its whole site-packages into the
     # component, and without wit/ (the build reads WIT from -d).
     dest = tmp / "sdk"
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "wit")
     shutil.copytree(SDK_DIR, dest / "wkguest", ignore=ignore)
+    (dest / "sitecustomize.py").write_text(_NO_BYTECODE)
     return dest
 
 
@@ -230,6 +268,11 @@ def _say(progress: Progress | None, line: str) -> None:
         progress(line)
 
 
+def _say_protocols(progress: Progress | None, app: Path, protocols: frozenset[str]) -> None:
+    if protocols:
+        _say(progress, f"{app.name} declares {', '.join(sorted(protocols))}")
+
+
 def build_component(
     app: Path,
     out: Path,
@@ -239,20 +282,26 @@ def build_component(
     """Build `app` (a .py file defining `Handler`) into the component `out`; return `out`.
 
     `out` appears atomically (written beside it, then renamed), so a reader never sees a
-    half-written file. Raises BuildError: app missing, syntax error (file:line), a module
+    half-written file; it declares the protocols the app's class answers (see the
+    module's doc). Raises BuildError: app missing, syntax error (file:line), a module
     not found (use extra_paths), no `Handler`, or any other componentize-py failure.
     """
     app, out = Path(app).resolve(), Path(out).resolve()
     extras = [Path(p).resolve() for p in extra_paths]
     _check_app(app, extras)
+    protocols = app_sources(app, extras).protocols
     out.parent.mkdir(parents=True, exist_ok=True)
     _say(progress, f"building {app.name} → {out.name} …")
+    _say_protocols(progress, app, protocols)
     started = time.monotonic()
     tmp_out = out.with_name(f".{out.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
     try:
         with tempfile.TemporaryDirectory(prefix="wkhost-build-") as tmp:
             paths = [app.parent, _stage_sdk(Path(tmp)), *extras]
             _run_componentize(app, paths, tmp_out, Path(tmp))
+        if protocols:
+            with open(tmp_out, "ab") as f:  # a component's sections run to its end
+                f.write(protocols_section(protocols))
         os.replace(tmp_out, out)
     finally:
         tmp_out.unlink(missing_ok=True)
@@ -287,7 +336,8 @@ def cached_build(
     app = Path(app).resolve()
     if not app.is_file():
         raise BuildError(f"app file not found: {app}")
-    key = cache_key(app, extra_paths)
+    sources = app_sources(app, extra_paths)
+    key = cache_key(app, extra_paths, sources)
     cache_dir = Path(cache_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
     label = app.parent.name if app.stem == "app" else app.stem  # examples/x/app.py -> x
@@ -299,6 +349,7 @@ def cached_build(
                 _prune(cache_dir, label)
                 return out
     _say(progress, f"using cached {out.name} for {app.name}")
+    _say_protocols(progress, app, sources.protocols)
     return out
 
 
@@ -334,9 +385,11 @@ _DESCRIPTION = """\
 Build a Python actor (a module that defines `Handler = export(MyActor)`) into a
 WebAssembly component with componentize-py (about 5 s; ~18 MB output).
 
-Builds are cached by the content of their inputs (the app's directory, --path
-directories, the guest SDK, the WIT and the componentize-py version), so building
-unchanged sources again is instant."""
+Builds are cached by the content of their inputs (the files the app imports from its
+directory and --path directories, the guest SDK, the WIT and the componentize-py
+version), so building unchanged sources again is instant, and editing one app does not
+rebuild the others beside it. A class made by `workflow.serve(...)` at module level is
+declared in the component as answering wk-workflow/v1."""
 
 _EPILOG = """\
 examples:

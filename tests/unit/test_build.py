@@ -6,14 +6,18 @@ thing under test there.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from wkguest.workflow.serve import PROTOCOL
 from wkhost import build
 from wkhost.build import BuildError, build_component, cache_key, cached_build, main
+from wkhost.engine import component_protocols
 from wkhost.errors import HostError
 
 GOOD_APP = """\
@@ -43,17 +47,19 @@ def test_key_is_stable_when_nothing_changes(app: Path) -> None:
     assert cache_key(app) == cache_key(Path(str(app)))
 
 
-def test_key_changes_with_any_python_source(app: Path) -> None:
+def test_key_changes_with_the_python_the_app_imports(app: Path) -> None:
     before = cache_key(app)
     app.write_text(GOOD_APP + "\n# edited\n")
     edited = cache_key(app)
     assert edited != before
-    (app.parent / "helper.py").write_text("X = 1\n")  # a module the app may import
-    assert cache_key(app) != edited
+    (app.parent / "helper.py").write_text("X = 1\n")  # beside it, not imported
+    assert cache_key(app) == edited
+    app.write_text("import helper\nimport pkg\n" + GOOD_APP)
+    importing = cache_key(app)
     pkg = app.parent / "pkg"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
-    assert cache_key(app) != edited
+    assert cache_key(app) != importing  # tests/unit/test_build_keys.py has the rest
 
 
 def test_key_ignores_non_python_files_and_caches(app: Path) -> None:
@@ -71,8 +77,9 @@ def test_key_covers_module_name_and_extra_paths(app: Path, tmp_path: Path) -> No
     lib = tmp_path / "lib"
     lib.mkdir()
     (lib / "util.py").write_text("Y = 1\n")
+    app.write_text("import util\n" + GOOD_APP)
     with_lib = cache_key(app, [lib])
-    assert with_lib != cache_key(app)
+    assert with_lib != cache_key(app)  # util found in lib, against not found at all
     (lib / "util.py").write_text("Y = 2\n")
     assert cache_key(app, [lib]) != with_lib
 
@@ -227,6 +234,27 @@ def test_app_without_handler(app: Path, tmp_path: Path) -> None:
     app.write_text("X = 1\n")
     with pytest.raises(BuildError, match="does not define Handler"):
         build_component(app, tmp_path / "x.wasm")
+
+
+@pytest.mark.slow
+def test_a_build_leaves_no_bytecode_beside_the_sources_and_declares_its_protocol(
+        tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    (src / "pkg").mkdir(parents=True)
+    (src / "pkg" / "__init__.py").write_text("STEPS = 1\n")
+    (src / "app.py").write_text(
+        "from wkguest import workflow\n\nimport pkg\n\n\n"
+        "def flow(wf: workflow.Run, input: object) -> object:\n    return pkg.STEPS\n\n\n"
+        "Handler = workflow.serve(flow)\n")
+    out = tmp_path / "flow.wasm"
+    done = subprocess.run([sys.executable, "-m", "wkhost.cli", "build", str(src / "app.py"),
+                           "-o", str(out), "--cache-dir", str(tmp_path / "cache")],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    assert f"app.py declares {PROTOCOL}" in done.stderr
+    assert component_protocols(out) == {PROTOCOL}
+    assert sorted(p.relative_to(src).as_posix() for p in src.rglob("*")) == [
+        "app.py", "pkg", "pkg/__init__.py"]
 
 
 @pytest.mark.slow

@@ -1,11 +1,13 @@
 """host/component_file.py: what a component file is and which protocols it declares,
 read from its top-level sections alone (nothing compiled, no guest code run).
 
-Small components are made from WAT by wasmtime's own `wat2wasm`.
+Small components are made from WAT by wasmtime's own `wat2wasm`; the real ones are the
+guests the suite builds (cached).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,9 +22,10 @@ from wkhost.component_file import (
     protocols_section,
     read_component,
 )
-from wkhost.engine import component_protocols, make_engine
+from wkhost.engine import component_protocols, load_component, make_engine
 from wkhost.errors import HostError
 
+REPO = Path(__file__).resolve().parents[2]
 # What the real guests import and export, in the shape componentize-py writes them.
 FOR_THIS_HOST = """(component
   (import "wasi:cli/stdout@0.2.9" (instance))
@@ -123,3 +126,16 @@ def test_a_missing_file_and_a_directory(tmp_path: Path) -> None:
         read_component(tmp_path / "nope.wasm")
     with pytest.raises(HostError, match="is not a component, it is a directory"):
         read_component(tmp_path)
+
+
+@pytest.mark.slow
+def test_real_guests_declare_what_their_classes_answer(
+        build_guest: Callable[[str], Path]) -> None:
+    orders = build_guest("examples/workflows/orders/app.py")
+    counter = build_guest("counter")
+    assert component_protocols(orders) == {PROTOCOL}
+    assert component_protocols(counter) == frozenset()
+    for wasm in (orders, counter):
+        check_component(wasm, world())
+    # The suite's compile cache: compiled once for the e2e servers, loaded here.
+    load_component(make_engine(None), orders, REPO / ".cache" / "compiled")

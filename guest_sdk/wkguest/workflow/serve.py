@@ -20,6 +20,11 @@ from .config import Config
 from .protocol import HOLD_STATE, Protocol
 from .runner import Runner, Workflow
 
+# What a class made by `serve` answers. `wkhost build` finds a module-level `serve(...)`
+# in the app and declares this in the component (host/build.py), so that the host knows a
+# workflow class without running any of its code.
+PROTOCOL = "wk-workflow/v1"
+
 
 def serve(fn: Workflow, config: Config | None = None) -> type[Any]:
     """Build the actor class that runs `fn` and export it for componentize-py.
