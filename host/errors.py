@@ -4,6 +4,7 @@
     ├── BadRequest                 malformed input: a bad id, class or header (HTTP 400)
     ├── UnknownClass               no actor class of that name is served (404)
     ├── Forbidden                  an internal class asked by the public (403)
+    ├── NotThatProtocol            a request in a protocol its class does not declare (404)
     ├── TooLarge                   a body or result over its cap (413)
     ├── frontdoor.SlowClient       a request body that did not arrive in time (408)
     ├── Overloaded                 backpressure: too many events waiting (503 + Retry-After)
@@ -46,6 +47,13 @@ class UnknownClass(HostError):
 
 class Forbidden(HostError):
     http_status = 403
+
+
+class NotThatProtocol(HostError):
+    """The request says it speaks a protocol (its `wk-protocol` header) that its class's
+    component does not declare: nothing of the class runs."""
+
+    http_status = 404
 
 
 class TooLarge(HostError):

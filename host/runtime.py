@@ -31,6 +31,7 @@ from .clock import Clock, SystemClock
 from .config import HostConfig
 from .engine import (
     EpochTicker,
+    component_protocols,
     load_served_component,
     make_engine,
     pool_exhausted,
@@ -41,6 +42,7 @@ from .errors import (
     GuestFailed,
     HostError,
     NotServedHere,
+    NotThatProtocol,
     Overloaded,
     StorageFailed,
     TooLarge,
@@ -107,6 +109,9 @@ class ActorClass:
     # schema images); learning stops for good once an on-init did not match its image.
     schema_image: SchemaImage | None = None
     schema_learning: bool = True
+    # What the component declares it answers (its `wk-protocols` section, host/engine.py):
+    # a request that names another protocol in its `wk-protocol` header reaches no guest.
+    protocols: frozenset[str] = frozenset()
 
 
 class Host:
@@ -154,7 +159,8 @@ class Host:
         paths.check_class(name)
         component = load_served_component(self.engine, wasm, self.config.compile_cache())
         cls = ActorClass(name, wasm, ComponentExports(component),
-                         make_linker(self.engine, self), access, reuse_instances)
+                         make_linker(self.engine, self), access, reuse_instances,
+                         protocols=component_protocols(wasm))
         self.classes[name] = cls
         return cls
 
@@ -242,6 +248,7 @@ class Host:
         `hold` set, for the caller to wait on and then deliver the request `again`."""
         if sender.kind == "public" and self.classes[ref.cls].access == "internal":
             raise Forbidden(f"class {ref.cls!r} is internal: only actors and operators call it")
+        self._check_protocol(ref.cls, req.headers)
         if len(req.body) > self.config.max_body_bytes:
             raise TooLarge(f"the body is over the {self.config.max_body_bytes}-byte cap")
         record = request_record(req)
@@ -321,6 +328,7 @@ class Host:
                   deadline: float) -> Any:
         """An actor's call to an actor of this process: from `call_from_actor`, or from
         another process (host/peers.py), with the chain of calls it came through."""
+        self._check_protocol(ref.cls, record.headers)
         cap = self.config.max_body_bytes
         out = self._run_event(ref, "request", chain, deadline,
                               lambda slot, ev: self._handle(slot, ev, record, sender))
@@ -328,6 +336,21 @@ class Host:
             raise TooLarge(f"{ref}'s response body ({len(out.body)} bytes) is over the "
                            f"{cap}-byte cap")
         return out
+
+    def _check_protocol(self, cls: str, headers: list[tuple[str, str]]) -> None:
+        """A request that names its protocol (`wk-protocol: NAME`, lower-case headers)
+        reaches only a class whose component declares NAME. The host knows nothing of
+        what a protocol means: this only keeps a client of one (say, `wkhost workflow`)
+        from running another class's code with its request."""
+        for k, v in headers:
+            if k.lower() == "wk-protocol":
+                declared = self.classes[cls].protocols
+                if v.strip() not in declared:
+                    raise NotThatProtocol(
+                        f"class {cls!r} does not declare the protocol {v.strip()!r} "
+                        f"(it declares {', '.join(sorted(declared)) or 'none'}); "
+                        "nothing was run")
+                return
 
     def list_actors(self, cls: str, after: str = "", limit: int = 1000) -> list[str]:
         if cls not in self.classes:
