@@ -35,9 +35,10 @@ from .cli_options import (
     read_input_file,
 )
 from .config import HostConfig
+from .engine import default_cache_dir
 from .http_fetch import FetchPolicy
 from .partition import Partition
-from .serve import ServeOptions, lock_data_dir, serve
+from .serve import ServeOptions, UsageError, preflight, serve, served_classes
 from .supervisor import MAX_PROCESSES, die_with, inherited_socket, pin_to_cores, supervise
 from .workflow_cli import add_workflow_command
 
@@ -173,9 +174,11 @@ def _add_serve(sub: Any) -> None:
                         "state on the object or in SQLite. A trapped instance is never reused "
                         "(default: none; every instance serves one actor)")
     s.add_argument("--data", type=Path, default=Path("wkdata"),
-                   help="data directory: actor databases, index, cache (default ./wkdata)")
-    s.add_argument("--cache-dir", type=Path, default=None,
-                   help="compiled components (default DATA/_host/cache)")
+                   help="data directory: actor databases and the index (default ./wkdata)")
+    s.add_argument("--cache-dir", type=Path, default=None, metavar="DIR",
+                   help="compiled components, shared by every server and data directory "
+                        "(default $XDG_CACHE_HOME/wkhost/compiled or "
+                        "~/.cache/wkhost/compiled)")
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default %(default)s)")
     s.add_argument("--port", type=int, default=8080, help="port (default %(default)s; 0: any)")
     s.add_argument("--cpu-budget-ms", type=int, default=50,
@@ -291,28 +294,17 @@ def _pairs(items: list[str], what: str) -> list[tuple[str, str]]:
 
 def run_serve(args: argparse.Namespace) -> int:  # returns only for bad usage
     logs.setup(args.log_level)
-    actors = [(n, Path(f)) for n, f in _pairs(args.actor, "--actor")]
-    access: dict[str, Any] = {}
-    for name, value in _pairs(args.access, "--access"):
-        if value not in ("internal", "public"):
-            print(f"wkhost: error: --access {name}= takes internal or public", file=sys.stderr)
-            return 2
-        access[name] = value
-    served = {n for n, _ in actors}
-    reuse = set(args.reuse_instances)
-    for flag, names in (("--access", set(access)), ("--reuse-instances", reuse)):
-        if names - served:
-            print(f"wkhost: error: {flag} names no served class: {sorted(names - served)}",
-                  file=sys.stderr)
-            return 2
     try:
+        actors, access = served_classes(_pairs(args.actor, "--actor"),
+                                        _pairs(args.access, "--access"), args.reuse_instances)
         policy = FetchPolicy.parse(args.allow_http)
-    except ValueError as e:
+    except (UsageError, ValueError) as e:
         print(f"wkhost: error: {e}", file=sys.stderr)
         return 2
     config = HostConfig(
-        data_dir=args.data, cache_dir=args.cache_dir, cpu_budget_ms=args.cpu_budget_ms,
-        wall_budget_ms=args.wall_budget_ms, memory_limit_bytes=args.memory_mb << 20,
+        data_dir=args.data, cache_dir=args.cache_dir or default_cache_dir(),
+        cpu_budget_ms=args.cpu_budget_ms, wall_budget_ms=args.wall_budget_ms,
+        memory_limit_bytes=args.memory_mb << 20,
         db_max_bytes=args.db_max_mb << 20, max_body_bytes=args.max_body_kb << 10,
         db_max_value_bytes=args.db_max_value_mb << 20, sql_memory_bytes=args.sql_memory_mb << 20,
         max_actors=args.max_actors, min_free_disk_bytes=args.min_free_disk_mb << 20,
@@ -328,7 +320,7 @@ def run_serve(args: argparse.Namespace) -> int:  # returns only for bad usage
         keepalive_timeout_s=args.keepalive_timeout_s,
     )
     opts = ServeOptions(actors, access, args.host, args.port, args.admin_token_file,
-                        args.fake_clock, reuse_instances=frozenset(reuse),
+                        args.fake_clock, reuse_instances=frozenset(args.reuse_instances),
                         fake_clock_start_ms=args.fake_clock_start)
     wrong = _out_of_range(args)
     if wrong:
@@ -338,8 +330,10 @@ def run_serve(args: argparse.Namespace) -> int:  # returns only for bad usage
 
     rc = 0
     try:
-        # First, before anything is compiled or written: one server per data directory.
-        lock_fd = lock_data_dir(config.data_dir, args.lock_fd)
+        # Whatever can be checked without compiling, before the first compile (6-25 s).
+        lock_fd, bound = preflight(config, opts, args.lock_fd, "--cache-dir" if args.cache_dir
+                                   else "the compile cache (--cache-dir)",
+                                   bind=args.process is None)
         if args.process is not None:  # one of --processes N, started by the supervisor
             me, count = (int(x) for x in args.process.split("/"))
             if args.cores:  # first: the host's threads take this process's affinity
@@ -349,11 +343,15 @@ def run_serve(args: argparse.Namespace) -> int:  # returns only for bad usage
             asyncio.run(serve(config, opts, inherited_socket(args.listen_fd)))
         elif args.processes > 1:
             rc = supervise(config, opts, args.processes, args.argv, lock_fd,
-                           pin_cores=args.cpu_affinity == "auto")
+                           pin_cores=args.cpu_affinity == "auto", bound=bound)
         else:
-            asyncio.run(serve(config, opts))
-    except (HostError, OSError) as e:
+            asyncio.run(serve(config, opts, bound=bound))
+    except HostError as e:
         print(f"wkhost: error: {e}", file=sys.stderr)
+        rc = 1
+    except OSError as e:  # not "[Errno 13] Permission denied: 'x'": the file, then why
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"wkhost: error: {where}{e.strerror or e}", file=sys.stderr)
         rc = 1
     _exit_without_finalizing(rc)
 

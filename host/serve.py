@@ -8,6 +8,10 @@
   (`ClientConnection`); the body's timeout is the front door's (host/frontdoor.py).
 - A client's faults (a malformed request, a connection lost mid-request) are one line
   at info in the log, never an error with a traceback (host/logs.py, `ClientFaults`).
+- Whatever can be checked without compiling is checked before the first compile (6-25 s
+  each): the data and cache directories can be written (`check_writable`), each file is a
+  component built for this host's world (`check_components`), and the port is free
+  (`reserve_address` binds it, and the server listens on it once the classes are loaded).
 """
 
 from __future__ import annotations
@@ -25,11 +29,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+import wkguest
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
+from . import paths
 from .clock import FakeClock, SystemClock
+from .component_file import World, check_component
 from .config import HostConfig
+from .engine import compile_classes
 from .errors import HostError
 from .frontdoor import make_app
 from .logs import ClientFaults
@@ -79,6 +87,7 @@ def admin_token(config: HostConfig, path: Path | None) -> tuple[str, Path]:
 def build_host(config: HostConfig, opts: ServeOptions) -> Host:
     clock = FakeClock(opts.fake_clock_start_ms) if opts.fake_clock else SystemClock()
     host = Host(config, clock)
+    compile_classes(host.engine, opts.actors, config.compile_cache())
     for name, wasm in opts.actors:
         log.info("loading class %s from %s", name, wasm)
         host.add_class(name, wasm, opts.access.get(name, "public"),
@@ -87,19 +96,25 @@ def build_host(config: HostConfig, opts: ServeOptions) -> Host:
 
 
 async def serve(config: HostConfig, opts: ServeOptions,
-                listen: socket.socket | None = None) -> None:
+                listen: socket.socket | None = None,
+                bound: list[socket.socket] | None = None) -> None:
     """Serve until SIGINT or SIGTERM. `listen`: with `--processes N`, the socket that the
     supervisor made and every process accepts on (host/supervisor.py); this process then
-    also serves the others on its Unix socket (host/peers.py)."""
+    also serves the others on its Unix socket (host/peers.py). Else `bound`: the sockets
+    `reserve_address` bound, listened on once the classes are loaded (default: bound
+    then)."""
+    token, token_path = admin_token(config, opts.admin_token_file)  # before any compile
     host = build_host(config, opts)
-    token, token_path = admin_token(config, opts.admin_token_file)
     host.start()
     partition = config.partition
     peers = PeerClients(config.data_dir, partition) if partition.count > 1 else None
     runner = web.AppRunner(make_app(host, token, peers), access_log=None,
                            shutdown_timeout=opts.shutdown_timeout_s)
     await runner.setup()
-    clients = await listen_for_clients(runner, config, opts, listen)
+    if listen is not None:
+        bound = [listen]
+    clients = await listen_for_clients(runner, config,
+                                       bound or reserve_address(opts.host, opts.port))
     peer_runner = None
     if peers is not None:
         path = partition.socket_of(config.data_dir, partition.me)
@@ -115,11 +130,10 @@ async def serve(config: HostConfig, opts: ServeOptions,
     if listen is not None:
         print(f"wkhost: process {partition.me} of {partition.count} ready", flush=True)
     else:
-        bound = clients.sockets[0].getsockname() if clients.sockets else (opts.host,
-                                                                           opts.port)
+        address = clients[0].sockets[0].getsockname()
         log.info("serving %s on http://%s:%s (admin token in %s)",
-                 ", ".join(sorted(host.classes)), bound[0], bound[1], token_path)
-        print(f"wkhost: listening on http://{bound[0]}:{bound[1]}", flush=True)
+                 ", ".join(sorted(host.classes)), address[0], address[1], token_path)
+        print(f"wkhost: listening on http://{address[0]}:{address[1]}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -127,7 +141,8 @@ async def serve(config: HostConfig, opts: ServeOptions,
     await stop.wait()
     log.info("stopping: no new requests; letting running events finish")
     host.holds.close()  # held requests get their held answers now, not at their deadline
-    clients.close()  # no new connections; the runner lets the open ones finish
+    for each in clients:
+        each.close()  # no new connections; the runner lets the open ones finish
     await runner.cleanup()
     if peer_runner is not None:
         await peer_runner.cleanup()
@@ -212,10 +227,10 @@ def client_faults_logger() -> logging.Logger:
     return cast(logging.Logger, ClientFaults(http_log, CLIENT_FAULTS))
 
 
-async def listen_for_clients(runner: web.AppRunner, config: HostConfig, opts: ServeOptions,
-                             sock: socket.socket | None) -> asyncio.Server:
-    """Accept clients on `sock` (or on opts.host:port), each connection handled by a
-    ClientConnection of the runner's app."""
+async def listen_for_clients(runner: web.AppRunner, config: HostConfig,
+                             socks: list[socket.socket]) -> list[asyncio.Server]:
+    """Accept clients on `socks`, each connection handled by a ClientConnection of the
+    runner's app."""
     loop = asyncio.get_running_loop()
     manager = runner.server
     assert manager is not None
@@ -226,9 +241,132 @@ async def listen_for_clients(runner: web.AppRunner, config: HostConfig, opts: Se
                                 keepalive_timeout=config.keepalive_timeout_s,
                                 access_log=None, logger=logger)
 
-    if sock is not None:
-        return await loop.create_server(connection, sock=sock, backlog=_BACKLOG)
-    return await loop.create_server(connection, opts.host, opts.port, backlog=_BACKLOG)
+    return [await loop.create_server(connection, sock=sock, backlog=_BACKLOG)
+            for sock in socks]
+
+
+# -- checks before anything is compiled ------------------------------------------------------
+def reserve_address(host: str, port: int) -> list[socket.socket]:
+    """A socket bound, not yet listening, on each address `host` resolves to (as asyncio's
+    `create_server` would bind them): a port in use is found before any class is
+    compiled, and a client that comes meanwhile is refused rather than kept waiting.
+    Raises HostError naming --host or --port."""
+    try:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
+                                   flags=socket.AI_PASSIVE)
+    except socket.gaierror as e:
+        raise HostError(f"--host {host}: {e.strerror}") from None
+    socks: list[socket.socket] = []
+    try:
+        for family, kind, proto, _, address in dict.fromkeys(infos):
+            socks.append(_bound(family, kind, proto, address))
+    except OSError as e:
+        for each in socks:
+            each.close()
+        raise HostError(f"--port {port}: cannot listen on {host}:{port}: "
+                        f"{_reason(e)}") from None
+    return socks
+
+
+def _bound(family: int, kind: int, proto: int, address: Any) -> socket.socket:
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:  # as asyncio: each family on its own socket
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind(address)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def check_writable(d: Path, flag: str) -> None:
+    """Make `d` if it is missing, and write a file in it and remove it: a directory the
+    server cannot write is found before any class is compiled. Raises HostError that
+    names `flag` (the option, or what the directory is) and the reason."""
+    if d.exists() and not d.is_dir():
+        raise HostError(f"{flag} {d}: not a directory")
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=d, prefix=".wk-write-check-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        where = "" if e.filename in (None, str(d)) else f" ({e.filename})"
+        raise HostError(f"{flag} {d}: {_reason(e)}{where}") from None
+
+
+def _reason(e: OSError) -> str:
+    text = e.strerror or str(e)
+    return text[:1].lower() + text[1:]
+
+
+class UsageError(HostError):
+    """A mistake in the command line's options (exit code 2)."""
+
+
+def served_classes(actors: list[tuple[str, str]], access: list[tuple[str, str]],
+                   reuse: list[str]) -> tuple[list[tuple[str, Path]], dict[str, Access]]:
+    """The classes of `--actor NAME=FILE` and their `--access NAME=LEVEL`, checked: a
+    bad or repeated name, a level other than internal or public, or an option about a
+    class not served is UsageError, which names the option."""
+    files: dict[str, str] = {}
+    for name, file in actors:
+        try:
+            paths.check_class(name)
+        except HostError as e:
+            raise UsageError(f"--actor {name}={file}: {e}") from None
+        if name in files:
+            raise UsageError(f"--actor {name} is given twice ({name}={files[name]} and "
+                             f"{name}={file}): each class is served from one file")
+        files[name] = file
+    levels: dict[str, Access] = {}
+    for name, level in access:
+        levels[name] = _access_level(name, level, files, levels.get(name))
+    for name in reuse:
+        _must_be_served("--reuse-instances", name, name, files)
+    return [(n, Path(f)) for n, f in files.items()], levels
+
+
+def _access_level(name: str, level: str, files: dict[str, str],
+                  before: Access | None) -> Access:
+    if level not in ("internal", "public"):
+        raise UsageError(f"--access {name}={level}: class {name}'s access is internal or "
+                         f"public, not {level!r}")
+    _must_be_served("--access", name, f"{name}={level}", files)
+    if before is not None and before != level:
+        raise UsageError(f"--access {name} is given twice, as {before} and {level}")
+    return cast(Access, level)
+
+
+def _must_be_served(flag: str, name: str, given: str, files: dict[str, str]) -> None:
+    if name not in files:
+        served = ", ".join(files) or "none"
+        raise UsageError(f"{flag} {given}: no class {name} is served (served: {served}; "
+                         f"add --actor {name}=FILE.wasm)")
+
+
+def preflight(config: HostConfig, opts: ServeOptions, handed_lock_fd: int | None,
+              cache_flag: str, bind: bool) -> tuple[int, list[socket.socket]]:
+    """Everything checked before any class is compiled, in order: the data directory
+    can be written, no other server holds it (`lock_data_dir`, whose descriptor this
+    returns), each file is a component for this world, the compile cache can be
+    written, and (`bind`) the address is free (the sockets `reserve_address` bound)."""
+    check_writable(config.data_dir, "--data")
+    check_writable(config.data_dir / "_host", "--data")
+    lock_fd = lock_data_dir(config.data_dir, handed_lock_fd)
+    check_components(opts.actors)
+    check_writable(config.compile_cache(), cache_flag)
+    return lock_fd, reserve_address(opts.host, opts.port) if bind else []
+
+
+def check_components(actors: list[tuple[str, Path]]) -> None:
+    """Each file is a component built for this host's world, read from its bytes alone
+    (host/component_file.py). Raises HostError naming the file and what it is."""
+    world = World.from_wit(wkguest.WIT_DIR)
+    for _, wasm in actors:
+        check_component(wasm, world)
 
 
 # -- one server per data directory -----------------------------------------------------------

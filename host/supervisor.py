@@ -37,14 +37,15 @@ import time
 
 from . import paths
 from .config import HostConfig
-from .engine import load_served_component, make_engine
+from .engine import compile_classes, make_engine
 from .index import prepare_layout
-from .serve import ServeOptions, admin_token
+from .serve import ServeOptions, admin_token, reserve_address
 from .sqlite import make_dirs
 
 log = logging.getLogger("wkhost.supervisor")
 
 MAX_PROCESSES = 64
+_BACKLOG = 1024
 # A process compiles nothing (the supervisor has), but a loaded machine may be slow to
 # import and load.
 _READY_TIMEOUT_S = 300.0
@@ -74,12 +75,16 @@ def pin_to_cores(cores: list[int]) -> None:
 
 
 def supervise(config: HostConfig, opts: ServeOptions, processes: int, argv: list[str],
-              lock_fd: int, pin_cores: bool = True) -> int:
+              lock_fd: int, pin_cores: bool = True,
+              bound: list[socket.socket] | None = None) -> int:
     """Run `processes` copies of `wkhost serve argv...` until a signal. Returns the exit
     code: 0 after a clean stop. `lock_fd`: the data directory's lock, which this process
     holds (host/serve.py, `lock_data_dir`); each process is handed it, and so holds it
     too, as long as it runs. With `pin_cores`, each runs on its own share of the cores
-    this process may use, if there are enough of them (`core_shares`)."""
+    this process may use, if there are enough of them (`core_shares`). `bound`: the
+    sockets `reserve_address` bound for opts.host:port (default: bound here); the
+    processes share the first."""
+    listen = _listening_socket(bound or reserve_address(opts.host, opts.port))
     prepare_layout(config.data_dir, processes)
     admin_token(config, opts.admin_token_file)  # made once, before any process reads it
     for name, _ in opts.actors:
@@ -87,9 +92,9 @@ def supervise(config: HostConfig, opts: ServeOptions, processes: int, argv: list
         # and its entry synced, before any process could find it half made.
         make_dirs(paths.class_dir(config.data_dir, name))
     _compile_once(config, opts)
-    listen = socket.create_server((opts.host, opts.port), backlog=1024)
+    listen.listen(_BACKLOG)
     listen.set_inheritable(True)
-    bound = listen.getsockname()
+    address = listen.getsockname()
     clock_start = time.time_ns() // 1_000_000 if opts.fake_clock else None
     shares = None
     if pin_cores and hasattr(os, "sched_setaffinity"):  # Linux
@@ -116,7 +121,7 @@ def supervise(config: HostConfig, opts: ServeOptions, processes: int, argv: list
         if not stopping.is_set():
             log.info("%d processes serve %s", processes,
                      ", ".join(n for n, _ in opts.actors))
-            print(f"wkhost: listening on http://{bound[0]}:{bound[1]}", flush=True)
+            print(f"wkhost: listening on http://{address[0]}:{address[1]}", flush=True)
         while not stopping.wait(0.2):
             for p in procs:
                 p.restart_if_dead()
@@ -133,13 +138,19 @@ def supervise(config: HostConfig, opts: ServeOptions, processes: int, argv: list
         listen.close()
 
 
+def _listening_socket(socks: list[socket.socket]) -> socket.socket:
+    """The one socket every process accepts on: the first address's."""
+    for other in socks[1:]:
+        log.warning("--processes N listen on %s only, not on %s", socks[0].getsockname(),
+                    other.getsockname())
+        other.close()
+    return socks[0]
+
+
 def _compile_once(config: HostConfig, opts: ServeOptions) -> None:
     """Fill the compiled-component cache here, so that N processes do not each compile
     (and a file that is not a component is refused before any starts)."""
-    engine = make_engine(None)
-    for name, wasm in opts.actors:
-        log.info("loading class %s from %s", name, wasm)
-        load_served_component(engine, wasm, config.compile_cache())
+    compile_classes(make_engine(None), opts.actors, config.compile_cache())
 
 
 class _Process:

@@ -17,12 +17,14 @@ def serve(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.parametrize("args, code, message", [
     (["--actor", "x=missing.wasm"], 1, "no component at missing.wasm"),
-    (["--actor", "X=any.wasm"], 1, "bad class name 'X'"),
+    (["--actor", "X=any.wasm"], 2, "--actor X=any.wasm: bad class name 'X'"),
     (["--actor", "x"], 2, "--actor takes NAME=VALUE"),
-    (["--actor", "x=a.wasm", "--access", "y=internal"], 2, "--access names no served class"),
-    (["--actor", "x=a.wasm", "--access", "x=secret"], 2, "takes internal or public"),
+    (["--actor", "x=a.wasm", "--access", "y=internal"], 2,
+     "--access y=internal: no class y is served"),
+    (["--actor", "x=a.wasm", "--access", "x=secret"], 2,
+     "--access x=secret: class x's access is internal or public, not 'secret'"),
     (["--actor", "x=a.wasm", "--reuse-instances", "y"], 2,
-     "--reuse-instances names no served class: ['y']"),
+     "--reuse-instances y: no class y is served"),
     (["--actor", "x=a.wasm", "--allow-http", "http://x/"], 2, "--allow-http"),
 ])
 def test_bad_arguments_get_one_clear_line(tmp_path: Path, args: list[str], code: int,
@@ -37,5 +39,6 @@ def test_a_file_that_is_not_a_component_is_refused_clearly(tmp_path: Path) -> No
     bad.write_text("not wasm\n")
     done = serve(tmp_path, "--actor", f"x={bad}")
     assert done.returncode == 1
-    assert "is not a component this host can load" in done.stderr
+    assert f"{bad} is not a component, nor any WebAssembly (it starts with b'not wasm" \
+        in done.stderr
     assert "Traceback" not in done.stderr
