@@ -38,7 +38,8 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 import cbor2
-from wkguest.workflow.errors import WorkflowError
+from wkguest.workflow.errors import NOT_DECLARED, WorkflowError
+from wkguest.workflow.serve import PROTOCOL
 from wkguest.workflow.status import CONTENT_TYPE, PREFIX, Status, check_answer
 
 from .hold import MAX_HOLD_MS
@@ -150,8 +151,14 @@ class WorkflowAdmin:
               wait: float = 0) -> Any:
         req = urllib.request.Request(
             self.url(cls, id, route), data=cbor2.dumps(msg, canonical=True), method="POST",
-            headers={**self._auth(), "Content-Type": CONTENT_TYPE})
+            headers={**self._auth(), "Content-Type": CONTENT_TYPE,
+                     # The host delivers it only to a class that declares the protocol:
+                     # another class runs none of its code for it.
+                     "wk-protocol": PROTOCOL})
         status, body, ctype = self._send(req, self.timeout + wait)
+        if status == 404 and NOT_DECLARED in _text(body):
+            raise WorkflowError("not-a-workflow", f"class {cls!r} is not a workflow class; "
+                                f"nothing of it was run ({_text(body)})", status)
         doc = _decode(body) if ctype in ("", CONTENT_TYPE) else None
         if doc is None and status >= 500:  # the host's own failure, before any answer
             raise WorkflowError("call", _text(body) or f"status {status}", status)

@@ -23,7 +23,8 @@ from collections.abc import Callable
 from typing import Any
 
 from . import cbor
-from .errors import CborError, WorkflowError
+from .errors import NOT_DECLARED, CborError, WorkflowError
+from .serve import PROTOCOL
 from .status import CONTENT_TYPE, PREFIX, Status, check_answer
 
 try:  # inside a component build; on plain CPython the bindings do not exist
@@ -77,12 +78,17 @@ def _actor_transport(cls: str) -> Transport:
     if _actors is None:
         raise RuntimeError("workflow.Client needs the actors binding (inside a component), "
                            "or a transport")
-    headers = [("content-type", CONTENT_TYPE)]
+    # wk-protocol: the host delivers the call only to a class that declares it, so a
+    # client pointed at a class that is not a workflow class runs none of its code.
+    headers = [("content-type", CONTENT_TYPE), ("wk-protocol", PROTOCOL)]
 
     def send(id: str, method: str, path: str, body: bytes) -> tuple[int, bytes]:
         try:
             r = _actors.call(cls, id, method, path, body, headers)
         except _CallError as e:
+            if NOT_DECLARED in e.reason:
+                raise WorkflowError("not-a-workflow", f"class {cls!r} is not a workflow "
+                                    f"class; nothing of it was run ({e.reason})") from None
             raise WorkflowError("call", e.reason) from None
         return r.status, r.body
 

@@ -15,7 +15,8 @@
         ├── NonRetryable      raise it from a step's function: no more attempts
         │   └── Fail          raise it (or call `wf.fail`) to fail the workflow on purpose
         ├── StepFailed        `wf.step` ran out of attempts; catch it to handle the error
-        ├── WorkflowError     the client's error: kind unknown | finished | call | refused
+        ├── WorkflowError     the client's error: kind unknown | finished | call |
+        │                     not-a-workflow | refused
         └── ValueError
             ├── UnsupportedValue  a value outside the documented types (`values.py`)
             ├── ValueTooLarge     an encoded value over `Config.max_value_bytes`
@@ -29,7 +30,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-ErrorKind = Literal["unknown", "finished", "call", "refused"]
+ErrorKind = Literal["unknown", "finished", "call", "refused", "not-a-workflow"]
+
+# What the host says when a class does not declare the workflow protocol (wkhost's
+# NotThatProtocol): a client seeing it knows the class is not a workflow class.
+NOT_DECLARED = "does not declare the protocol"
 
 
 class WorkflowSignal(BaseException):
@@ -89,7 +94,9 @@ class WorkflowError(Exception):
 
     kind: "unknown" (no such instance: never started, or past its retention),
     "finished" (an event to a finished instance), "call" (the call itself failed: the
-    instance may or may not have recorded it), "refused" (any other answer; see `status`).
+    instance may or may not have recorded it), "not-a-workflow" (the class is not a
+    workflow class: the host ran none of its code), "refused" (any other answer; see
+    `status`).
     """
 
     def __init__(self, kind: ErrorKind, message: str, status: int | None = None) -> None:
