@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .engine import InstancePool
+from .engine import InstancePool, default_cache_dir
 from .http_fetch import FetchPolicy
 from .partition import Partition
 
@@ -22,8 +22,10 @@ def usable_cores() -> int:
 @dataclass
 class HostConfig:
     data_dir: Path = Path("wkdata")
-    # Compiled components, keyed by content; default DATA/_host/cache. Shareable between
-    # hosts (tests point every host at one), since entries are written atomically.
+    # Compiled components, keyed by content; default the user's shared cache
+    # (engine.default_cache_dir: $XDG_CACHE_HOME/wkhost/compiled), so a new data directory
+    # compiles nothing compiled before. Shareable between hosts: entries are written
+    # atomically.
     cache_dir: Path | None = None
     # Budgets per event.
     cpu_budget_ms: int = 50
@@ -124,7 +126,7 @@ class HostConfig:
                             warm_slots=self.pool_warm_slots)
 
     def compile_cache(self) -> Path:
-        return self.cache_dir or self.data_dir / "_host" / "cache"
+        return self.cache_dir or default_cache_dir()
 
     def fuel_per_event(self) -> int:
         from .engine import FUEL_PER_MS
