@@ -261,7 +261,9 @@ def wait_until(cond: Callable[[], bool], timeout: float = TIMEOUT, what: str = "
 # -- what the example should come to ------------------------------------------------------
 
 NOTIFY_DOWN = 'RuntimeError: ledger /notify answered 500: {"error":"the mail service is down"}'
-CUT_1 = "attempt 1 ended without a result (the instance trapped, or the event was cut)"
+# A trapped attempt, as the runner records it once the host has told it why the event was
+# cut (lifecycle.last-trap): the example's pack raises SystemExit, and the guest exits.
+CUT_1 = "attempt 1 was cut: guest trapped: Exited with i32 exit status 1"
 NOT_APPROVED = "not approved in time: the reservation was released"
 _LEDGER_OP = {"reserve": "reserve", "pack": "attempt", "charge": "charge", "release": "release"}
 
