@@ -87,16 +87,6 @@ def test_an_unwritable_data_directory_names_the_flag_before_any_compile(
     compiled_nothing(cache)
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes a read-only directory anyway")
-def test_a_read_only_data_directory_is_permission_denied(
-        tmp_path: Path, probe_wasm: Path) -> None:
-    read_only = tmp_path / "ro"
-    read_only.mkdir(mode=0o555)
-    refused(serve(tmp_path, "--actor", f"p={probe_wasm}", data=read_only / "data"), 1,
-            f"--data {read_only / 'data'}: permission denied")
-    compiled_nothing(tmp_path / "cache")
-
-
 @pytest.fixture
 def port_in_use() -> Iterator[int]:
     with socket.create_server(("127.0.0.1", 0)) as taken:
