@@ -51,6 +51,8 @@ class Event:
     # Called on the thread of a guest statement as it starts: what the statement lends if
     # it runs long (host/sql_watch.py), or None.
     statement_loan: Callable[[], Loan | None] = lambda: None
+    _loan: Loan | None = field(default=None, repr=False)  # `loan()`'s, once made
+    _loan_made: bool = field(default=False, repr=False)
     delete_requested: bool = False
     alarm_touched: bool = False   # the guest set or cleared its alarm in this event
     trapped: str | None = None    # why the guest's call trapped or was cut, if it was
@@ -59,6 +61,14 @@ class Event:
     # event has ended, the future that the actor's next event completes.
     hold_ms: int = 0
     hold: Future[None] | None = None
+
+    def loan(self) -> Loan | None:
+        """`statement_loan()`, made at the event's first guest statement and kept: every
+        guest statement of the event runs on its thread, holding the same run slot and
+        place, so one loan serves them all (a statement costs no closures)."""
+        if not self._loan_made:
+            self._loan, self._loan_made = self.statement_loan(), True
+        return self._loan
 
     def remaining_s(self) -> float:
         return self.deadline - time.monotonic()

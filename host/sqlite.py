@@ -621,7 +621,7 @@ def _guest_exec(sql: str, params: list[Variant], durable: bool
     ev = event.current()
     db = ev.slot.require_db()
     columns, rows = db.guest_exec(sql, params_from_wit(params), durable, ev.deadline,
-                                  io_wait=ev.gate.waiting, loan=ev.statement_loan())
+                                  io_wait=ev.gate.waiting, loan=ev.loan())
     return db, columns, rows
 
 
