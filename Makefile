@@ -40,7 +40,7 @@ soak: $(STAMP)
 	$(PY) -m bench.soak --workflows 1000 --minutes 5
 
 demo: $(STAMP)
-	$(PY) -m wkhost.demo
+	$(PY) examples/demo.py
 
 clean:
 	rm -rf $(VENV) .cache

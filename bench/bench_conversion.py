@@ -66,7 +66,7 @@ class Handler(exports.Handler):
 
 
 def build_guest() -> Path:
-    from wkhost.build import cached_build
+    from wkhost.engine.build import cached_build
 
     app = WORK / "fcbench" / "app.py"
     app.parent.mkdir(parents=True, exist_ok=True)
@@ -79,11 +79,11 @@ def child(mode: str, wasm: Path, repeats: int, calls: int, per_event: int) -> di
     if mode == "stock":
         os.environ["WKHOST_FASTCONV"] = "0"
     else:
-        from wkhost import fastconv
+        from wkhost.engine import fastconv
 
         assert fastconv.install()
-    from wkhost.config import HostConfig
-    from wkhost.runtime import Host
+    from wkhost.core.config import HostConfig
+    from wkhost.core.host import Host
     from wkhost.types import Request, Sender
 
     sender = Sender.public()

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from wasmtime.component import Component
-from wkhost.config import HostConfig
-from wkhost.engine import load_component, make_engine
-from wkhost.instance import ComponentExports, Instance
-from wkhost.runtime import Host
+from wkhost.core.config import HostConfig
+from wkhost.core.host import Host
+from wkhost.core.instance import ComponentExports, Instance
+from wkhost.engine.components import load_component, make_engine
 from wkhost.types import Request, Sender
 
 from bench.common import (

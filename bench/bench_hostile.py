@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from wkhost.engine import load_component, make_engine
+from wkhost.engine.components import load_component, make_engine
 
 from bench.common import (
     COMPILED,

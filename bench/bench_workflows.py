@@ -128,8 +128,8 @@ def _probed_linker() -> Iterator[None]:
     the WAL fsyncs: both are read by ProbeHost. Patches only while a class is added (each
     class's Linker is built then), except the fsync counter, which stays (it costs
     nanoseconds)."""
-    from wkhost import linker
-    from wkhost.sqlite import ActorDb
+    from wkhost.interfaces import linker
+    from wkhost.storage.actordb import ActorDb
 
     if not getattr(ActorDb, "_bench_counted", False):
         for name in ("fsync", "fdatasync"):
@@ -144,8 +144,8 @@ def _probed_linker() -> Iterator[None]:
 
 
 def make_host(data: Path, **config: Any) -> Any:
-    from wkhost.config import HostConfig
-    from wkhost.runtime import Host
+    from wkhost.core.config import HostConfig
+    from wkhost.core.host import Host
 
     class ProbeHost(Host):
         """A Host that records, for each guest call, its wall time, the time spent in host
@@ -233,7 +233,7 @@ def alarm_event(host: Any, ref: Any) -> dict[str, float]:
     """One on_alarm event of `ref`, run now on this thread through the host's event path
     (slot, lock, instance, the guest's on-alarm, the alarm sync after it). It skips only
     the host's check that the alarm is due (the instance is parked on a far sleep)."""
-    from wkhost.event import Chain
+    from wkhost.core.event import Chain
 
     def body(slot: Any, ev: Any) -> Any:
         return host._call(slot, ev, "on-alarm", ())
@@ -365,7 +365,7 @@ def _same_shard_as(actor_id: str) -> str:
     """An id whose database goes in the same directory as `actor_id`'s: in a host that
     has served a while, every one of the 256 directories exists, and a new one's own
     sync (once per directory) is not what a workflow costs."""
-    from wkhost.paths import db_path
+    from wkhost.core.paths import db_path
 
     want = db_path(Path("."), WF, actor_id).parent
     return next(f"sync-count-{i}" for i in range(100_000)
@@ -536,7 +536,7 @@ def _rss_kib() -> int:
     """This process's RSS, once freed C heap is given back: a component compiled just
     before (no cached artifact yet) leaves hundreds of MiB free but resident, which made
     the idle host look bigger than the sleeping one."""
-    from wkhost.runtime import _malloc_trim
+    from wkhost.core.host import _malloc_trim
 
     gc.collect()
     if _malloc_trim is not None:

@@ -15,10 +15,10 @@ import statistics
 import time
 from typing import Any
 
-from wkhost.config import HostConfig
-from wkhost.engine import FUEL_PER_MS
+from wkhost.core.config import HostConfig
+from wkhost.core.host import Host
+from wkhost.engine.components import FUEL_PER_MS
 from wkhost.errors import BudgetExceeded
-from wkhost.runtime import Host
 from wkhost.types import Request, Sender
 
 from bench.common import COMPILED, probe_wasm, save, scratch_dir

@@ -48,14 +48,14 @@ atexit.register(remove_scratch)
 
 
 def probe_wasm() -> Path:
-    from wkhost.build import cached_build
+    from wkhost.engine.build import cached_build
 
     return cached_build(REPO / "tests" / "guests" / "probe.py", REPO / ".cache" / "components",
                         progress=lambda line: print(f"  [build] {line}", flush=True))
 
 
 def example_wasm(name: str) -> Path:
-    from wkhost.build import cached_build
+    from wkhost.engine.build import cached_build
 
     return cached_build(REPO / "examples" / name / "app.py", REPO / ".cache" / "components",
                         progress=lambda line: print(f"  [build] {line}", flush=True))

@@ -26,8 +26,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from wasmtime import Engine
-from wkhost.build import cached_build
-from wkhost.engine import load_component, make_engine
+from wkhost.engine.build import cached_build
+from wkhost.engine.components import load_component, make_engine
 
 REPO = Path(__file__).resolve().parent.parent
 GUESTS = ("examples/workflows/orders/app.py", "examples/workflows/ledger/app.py",

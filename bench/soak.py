@@ -58,7 +58,7 @@ FINISHED = ("completed", "failed", "cancelled")
 
 
 def build() -> dict[str, Path]:
-    from wkhost.build import cached_build
+    from wkhost.engine.build import cached_build
 
     return {name: cached_build(REPO / src, REPO / ".cache" / "components")
             for name, src in SOURCES.items()}

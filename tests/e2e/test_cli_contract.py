@@ -17,7 +17,7 @@ from pathlib import Path
 
 import cbor2
 import pytest
-from wkhost.cli_options import EVERY, contract_markdown, exit_status_epilog
+from wkhost.cli.options import EVERY, contract_markdown, exit_status_epilog
 
 from . import workflow_support
 from .conftest import MakeServer

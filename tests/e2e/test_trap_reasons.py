@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from wkhost.workflow_client import WorkflowAdmin
+from wkhost.cli.client import WorkflowAdmin
 
 from .conftest import MakeServer
 

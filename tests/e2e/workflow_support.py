@@ -25,7 +25,7 @@ from urllib.parse import quote
 
 import cbor2
 import pytest
-from wkhost.workflow_client import WorkflowAdmin
+from wkhost.cli.client import WorkflowAdmin
 
 from .conftest import MakeServer
 from .server import Server

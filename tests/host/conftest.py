@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from wkhost.clock import FakeClock
-from wkhost.config import HostConfig
-from wkhost.runtime import Host
+from wkhost.core.clock import FakeClock
+from wkhost.core.config import HostConfig
+from wkhost.core.host import Host
 
 from .support import COMPILED, START_MS, MakeProbe, Probe
 

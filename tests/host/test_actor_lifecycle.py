@@ -26,7 +26,7 @@ def test_each_class_has_a_linker_of_its_own_whose_functions_are_pinned(probe: Pr
     """fastconv trusts a pinned host function's first signature: that holds only while
     its Linker instantiates one component, so two classes never share one."""
     from wasmtime.component import _linker as wt_linker
-    from wkhost import fastconv
+    from wkhost.engine import fastconv
 
     classes = probe.host.classes
     assert classes["probe"].linker is not classes["inner"].linker
@@ -216,7 +216,7 @@ def test_idle_pooled_slots_give_their_pages_back_only_while_no_instance_lives(
         make_probe) -> None:  # type: ignore[no-untyped-def]
     import json
 
-    from wkhost.instance import Instance
+    from wkhost.core.instance import Instance
 
     p = make_probe(max_live_instances=8, idle_instance_s=3600, instance_pool=True)
     pool = p.host.pool_memory
@@ -260,7 +260,7 @@ def test_releases_racing_instances_never_touch_a_live_one(make_probe, monkeypatc
     import threading
     import time
 
-    from wkhost import engine
+    from wkhost.engine import components as engine
 
     p = make_probe(idle_instance_s=3600, instance_pool=True)
     pool = p.host.pool_memory
@@ -316,8 +316,8 @@ def test_without_the_pool_instances_come_and_go_the_same(make_probe) -> None:  #
 def test_when_every_pooled_slot_is_taken_idle_actors_make_room_else_a_clear_refusal(
         make_probe) -> None:  # type: ignore[no-untyped-def]
     import pytest
+    from wkhost.core.instance import Instance
     from wkhost.errors import Overloaded
-    from wkhost.instance import Instance
 
     p = make_probe(max_live_instances=4, workers=1, idle_instance_s=3600, instance_pool=True)
     host = p.host
@@ -380,7 +380,7 @@ def test_the_host_wide_queue_is_bounded_with_a_clear_refusal(make_probe) -> None
 
 def test_the_janitor_gives_freed_heap_back_after_dropping_many_instances(
         make_probe, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from wkhost import runtime
+    from wkhost.core import host as runtime
 
     from .support import wait_until
 

@@ -7,7 +7,7 @@ from typing import Any
 from unittest import mock
 
 import pytest
-from wkhost.sqlite import ActorDb
+from wkhost.storage.actordb import ActorDb
 
 from .support import MakeProbe, Probe, wait_until
 
@@ -146,7 +146,7 @@ def test_an_alarm_of_a_deleted_actor_does_not_bring_it_back(probe: Probe) -> Non
     slot = probe.host._slots[ref]
     with slot.lock:
         slot.close()
-        from wkhost.sqlite import delete_db_files
+        from wkhost.storage.actordb import delete_db_files
         delete_db_files(slot.path)
     probe.clock.jump(1000)
     assert wait_until(lambda: probe.host.index.alarms() == [])
@@ -204,9 +204,9 @@ def test_with_room_to_spare_a_sleeping_actor_stays_warm(probe: Probe) -> None:
 def test_a_damaged_database_fails_its_actor_clearly_and_no_one_else(probe: Probe) -> None:
     # The database is opened before the event takes its run slot: a failure there must
     # still let go of the actor and its event, request after request.
-    from wkhost import event
+    from wkhost.core import event
+    from wkhost.core.paths import db_path
     from wkhost.errors import StorageFailed
-    from wkhost.paths import db_path
 
     path = db_path(probe.host.config.data_dir, "probe", "damaged")
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -12,8 +12,7 @@ from typing import Any
 
 import apsw
 import pytest
-from wkhost.sql_watch import StatementWatch
-from wkhost.sqlite import (
+from wkhost.storage.actordb import (
     ActorDb,
     SqlError,
     _template_bytes,
@@ -21,6 +20,7 @@ from wkhost.sqlite import (
     pack_rows,
     sync_new_file,
 )
+from wkhost.storage.watch import StatementWatch
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""wkhost.build: the cache key, the cache under concurrency, and the build errors.
+"""wkhost.engine.build: the cache key, the cache under concurrency, and the build errors.
 
 The tests marked slow run componentize-py for real (~5 s each): its error output is the
 thing under test there.
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 from wkguest.workflow.serve import PROTOCOL
-from wkhost import build
-from wkhost.build import BuildError, build_component, cache_key, cached_build, main
-from wkhost.engine import component_protocols
+from wkhost.engine import build
+from wkhost.engine.build import BuildError, build_component, cache_key, cached_build, main
+from wkhost.engine.components import component_protocols
 from wkhost.errors import HostError
 
 GOOD_APP = """\

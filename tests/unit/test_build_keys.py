@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from wkguest.workflow.serve import PROTOCOL
-from wkhost.build import cache_key
-from wkhost.guest_sources import app_sources
+from wkhost.engine.build import cache_key
+from wkhost.engine.guest_sources import app_sources
 
 PLAIN = "from wkguest import Actor, export\n\nclass A(Actor):\n    pass\n\nHandler = export(A)\n"
 

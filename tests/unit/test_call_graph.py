@@ -7,9 +7,9 @@ import time
 from pathlib import Path
 
 import pytest
+from wkhost.core.event import CallGraph, Chain
+from wkhost.core.slot import ActorSlot
 from wkhost.errors import CallRefused, DeadlineExceeded
-from wkhost.event import CallGraph, Chain
-from wkhost.slot import ActorSlot
 from wkhost.types import ActorRef
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 import wasmtime
-from wkhost import engine
-from wkhost.engine import compile_classes, load_component, make_engine
+from wkhost.engine import components as engine
+from wkhost.engine.components import compile_classes, load_component, make_engine
 
 
 def tiny(tmp_path: Path, n: int) -> Path:

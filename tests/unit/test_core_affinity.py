@@ -10,8 +10,8 @@ import subprocess
 import sys
 
 import pytest
-from wkhost.config import HostConfig, usable_cores
-from wkhost.supervisor import core_shares, pin_to_cores
+from wkhost.core.config import HostConfig, usable_cores
+from wkhost.net.supervisor import core_shares, pin_to_cores
 
 
 @pytest.mark.parametrize(("cores", "processes", "shares"), [
@@ -47,8 +47,8 @@ def test_a_pinned_process_and_its_later_threads_run_on_its_cores_alone() -> None
     first = min(os.sched_getaffinity(0))
     code = f"""
 import json, os, threading
-from wkhost.config import HostConfig, usable_cores
-from wkhost.supervisor import pin_to_cores
+from wkhost.core.config import HostConfig, usable_cores
+from wkhost.net.supervisor import pin_to_cores
 pin_to_cores([{first}])
 seen = []
 t = threading.Thread(target=lambda: seen.append(sorted(os.sched_getaffinity(0))))

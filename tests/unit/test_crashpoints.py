@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from wkhost import crashpoints
+from wkhost.testing import crashpoints
 
 
 def test_tags_are_read_from_a_leading_comment_only() -> None:
@@ -20,7 +20,7 @@ def test_nothing_is_armed_without_the_switch() -> None:
 
 
 def run_points(env_point: str, skip: str, hits: list[str]) -> int:
-    code = ("from wkhost import crashpoints\n"
+    code = ("from wkhost.testing import crashpoints\n"
             f"for p in {hits!r}:\n    crashpoints.hit(p)\n")
     env = {"WKHOST_CRASH_AT": env_point, "WKHOST_CRASH_SKIP": skip, "PATH": "/usr/bin:/bin"}
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True).returncode

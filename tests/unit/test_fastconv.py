@@ -31,7 +31,7 @@ from wasmtime.component import Component, Linker, Record, Variant
 from wasmtime.component import _func as wt_func
 from wasmtime.component import _linker as wt_linker
 from wasmtime.component import _types as wt_types
-from wkhost import fastconv
+from wkhost.engine import fastconv
 
 REPO = Path(__file__).resolve().parents[2]
 CACHE = REPO / ".cache" / "fastconv-test"
@@ -284,7 +284,7 @@ def both(fn: Callable[[], Any]) -> tuple[Any, Any]:
 @pytest.fixture(scope="session")
 def fctest() -> tuple[Engine, Component]:
     """The fctest component, built once per input and compiled once per wasmtime version."""
-    from wkhost.build import componentize_command, componentize_version
+    from wkhost.engine.build import componentize_command, componentize_version
 
     key = hashlib.sha256(f"{FCTEST_WIT}\0{FCTEST_APP}\0{componentize_version()}".encode())
     wasm = CACHE / f"fctest-{key.hexdigest()[:24]}.wasm"
@@ -588,8 +588,8 @@ def test_bulk_lifted_lists_are_freed(fctest: tuple[Engine, Component]) -> None:
 # --------------------------------------------------------------------------- real Host
 @pytest.mark.e2e
 def test_real_host_request_and_sqlite(build_guest: Callable[[Path], Path]) -> None:
-    from wkhost.config import HostConfig
-    from wkhost.runtime import Host
+    from wkhost.core.config import HostConfig
+    from wkhost.core.host import Host
     from wkhost.types import ActorRef, Request, Sender
 
     app = CACHE / "fastconv_echo" / "app.py"

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 from wkhost.errors import Overloaded
-from wkhost.hold import MAX_HOLD_MS, Holds, is_hold_header, parse_hold
+from wkhost.net.hold import MAX_HOLD_MS, Holds, is_hold_header, parse_hold
 from wkhost.types import ActorRef
 
 A = ActorRef("c", "a")
@@ -85,7 +85,7 @@ class _Busy:
 
 
 def test_a_held_answer_stands_when_the_host_cannot_deliver_it_again() -> None:
-    from wkhost.frontdoor import _held
+    from wkhost.net.frontdoor import _held
     from wkhost.types import Request, Response, Sender
 
     host = _Busy()

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from wkhost.index import Index
-from wkhost.paths import db_path
-from wkhost.sqlite import ActorDb, wait_new_files
+from wkhost.core.paths import db_path
+from wkhost.storage.actordb import ActorDb, wait_new_files
+from wkhost.storage.index import Index
 from wkhost.types import ActorRef
 
 A, B = ActorRef("c", "a"), ActorRef("c", "b")

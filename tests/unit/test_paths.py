@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from wkhost import paths
+from wkhost.core import paths
 from wkhost.errors import BadRequest
 
 HOSTILE = ["../../etc/passwd", "..", ".", "/", "a/b", "\\..\\x", "CON", "a" * 256,

@@ -15,14 +15,14 @@ import wasmtime
 import wkguest
 from wasmtime.component import Component
 from wkguest.workflow.serve import PROTOCOL
-from wkhost.component_file import (
+from wkhost.engine.component_file import (
     World,
     check_component,
     custom_section,
     protocols_section,
     read_component,
 )
-from wkhost.engine import component_protocols, load_component, make_engine
+from wkhost.engine.components import component_protocols, load_component, make_engine
 from wkhost.errors import HostError
 
 REPO = Path(__file__).resolve().parents[2]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from wkhost.spares import MAX_ACTORS_PER_INSTANCE, SpareInstances
+from wkhost.core.spares import MAX_ACTORS_PER_INSTANCE, SpareInstances
 
 
 @dataclass

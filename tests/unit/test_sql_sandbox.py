@@ -14,8 +14,10 @@ from pathlib import Path
 
 import apsw
 import pytest
-from wkhost import alarms, sql_functions, sql_policy
-from wkhost.sqlite import ActorDb, SqlError
+from wkhost.interfaces import alarm as alarms
+from wkhost.storage import functions as sql_functions
+from wkhost.storage import policy as sql_policy
+from wkhost.storage.actordb import ActorDb, SqlError
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ import os
 import threading
 from pathlib import Path
 
-from wkhost.sqlite import ActorDb, start_new_file_sync
+from wkhost.storage.actordb import ActorDb, start_new_file_sync
 
 REAL_FSYNC = os.fsync
 

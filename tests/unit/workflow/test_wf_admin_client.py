@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import pytest
 from wkguest.workflow import Config, Run, WorkflowError
 from wkguest.workflow.testing import FakeHost
-from wkhost.workflow_client import WorkflowAdmin
+from wkhost.cli.client import WorkflowAdmin
 
 TOKEN = "s3cret"
 

@@ -1,0 +1,203 @@
+"""Operators' client for workflow instances, over a running `wkhost serve` (blocking HTTP).
+
+    admin = WorkflowAdmin("http://127.0.0.1:8080", token)
+    admin.start("orders", "order-42", {"item": "book"})   # a Started; idempotent while kept
+    admin.send_event("orders", "order-42", "approved", {"by": "ann"})
+    admin.status("orders", "order-42")                     # Status
+    admin.status("orders", "order-42", wait=30)            # Status once finished (<= 30 s)
+    admin.steps("orders", "order-42")                      # every recorded position
+    admin.cancel("orders", "order-42")
+    admin.list("orders", state="waiting")                  # [(id, summary), ...]
+
+It speaks wk-workflow/v1 (docs/workflow-protocol.md) to
+`{base_url}/{class}/{quoted id}/wk-workflow/v1/<route>` with the admin token, so the host
+marks the requests as the operator's: they reach classes served `--access internal`,
+and the runner accepts them. It never reads the SDK's tables: the instance answers.
+Listing asks the host which actors of the class exist (`/_wk/actors/{class}`, paged) and
+then each one for its summary: one request per instance.
+
+A start answers a `Started`: the Status, with `created` (True only for the start that
+made the instance) and `input_differs` (for an instance that already existed: the input
+given is not the instance's, and was ignored; nothing about the instance changes), plus
+`created_at`, when the instance was made (ms, host clock).
+
+Errors are wkguest.workflow.WorkflowError: "unknown" and "finished" as the runner says;
+"call" when the request failed on the way (connection, timeout, the host's own 5xx such
+as a trapped instance: it may or may not have recorded it; `status` is None when no
+answer came at all); "refused" for any other answer, with its status.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, fields
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import cbor2
+from wkguest.workflow.errors import NOT_DECLARED, WorkflowError
+from wkguest.workflow.serve import PROTOCOL
+from wkguest.workflow.status import CONTENT_TYPE, PREFIX, Status, check_answer
+
+from ..net.hold import MAX_HOLD_MS
+
+__all__ = ["Started", "Status", "WorkflowAdmin", "WorkflowError"]
+
+_LIST_PAGE = 1000
+
+
+@dataclass(frozen=True)
+class Started(Status):
+    """The answer to a start: its Status (`created`, `input_differs` included) and when
+    the instance was created (ms, host clock; None if the runner did not say)."""
+
+    created_at: int | None = None
+
+    @classmethod
+    def from_start(cls, m: Any) -> Started:
+        s = Status.from_map(m)  # checks the map
+        at = m.get("created_at")
+        return cls(**{f.name: getattr(s, f.name) for f in fields(Status)},
+                   created_at=at if isinstance(at, int) and not isinstance(at, bool) else None)
+
+
+class WorkflowAdmin:
+    def __init__(self, base_url: str, token: str, *, timeout: float = 30.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+
+    # -- the client routes ---------------------------------------------------------
+
+    def start(self, cls: str, id: str, input: Any = None, *, wait: float = 0) -> Started:
+        """Start `id` with `input`, or find it: an instance that exists is left as it is
+        (`created` False; `input_differs` True if `input` is not its input, which is then
+        ignored). With `wait` (seconds), the answer comes once the instance has finished,
+        or when `wait` is up with the status of that moment: one request, no polling."""
+        return Started.from_start(self._call(cls, id, "start",
+                                             {"input": input, **_wait(wait)}, wait))
+
+    def status(self, cls: str, id: str, *, wait: float = 0) -> Status:
+        """With `wait` (seconds), as for start: the status once finished, or at `wait`."""
+        return Status.from_map(self._call(cls, id, "status", _wait(wait), wait))
+
+    def send_event(self, cls: str, id: str, name: str, payload: Any = None) -> None:
+        self._call(cls, id, "event", {"name": name, "payload": payload})
+
+    def cancel(self, cls: str, id: str) -> Status:
+        return Status.from_map(self._call(cls, id, "cancel", {}))
+
+    # -- the operator routes -------------------------------------------------------
+
+    def steps(self, cls: str, id: str, *, start: int = 0, limit: int | None = None
+              ) -> list[dict[str, Any]]:
+        """Recorded positions from `start` (all of them, page by page, unless `limit`):
+        each a map with pos, name, kind, state, attempts, error, next_attempt_at,
+        wake_at, result_bytes, event_seq, updated_at."""
+        out: list[dict[str, Any]] = []
+        nxt: int | None = start
+        while nxt is not None and (limit is None or len(out) < limit):
+            page = self._call(cls, id, "steps", {"from": nxt, "limit": 500})
+            out.extend(page.get("steps") or [])
+            nxt = page.get("next")
+        return out if limit is None else out[:limit]
+
+    def summary(self, cls: str, id: str) -> dict[str, Any]:
+        """The status map without the output (see the protocol doc)."""
+        answer: dict[str, Any] = self._call(cls, id, "summary", {})
+        return answer
+
+    def ids(self, cls: str) -> list[str]:
+        """Every actor id of `cls` the host knows (workflow instances or not)."""
+        ids: list[str] = []
+        while True:
+            query = urlencode({"after": ids[-1] if ids else "", "limit": _LIST_PAGE})
+            url = f"{self.base_url}/_wk/actors/{quote(cls, safe='')}?{query}"
+            status, body, _ = self._send(urllib.request.Request(url, headers=self._auth()))
+            if status != 200:
+                raise WorkflowError("refused", _text(body) or f"status {status}", status)
+            page = json.loads(body)["ids"]
+            ids.extend(page)
+            if len(page) < _LIST_PAGE:
+                return ids
+
+    def list(self, cls: str, state: str | None = None) -> list[tuple[str, dict[str, Any]]]:
+        """(id, summary) of each instance of `cls`, in `state` if given. Ids that answer
+        "unknown" (never started, or just past retention) are left out."""
+        out = []
+        for id in self.ids(cls):
+            try:
+                s = self.summary(cls, id)
+            except WorkflowError as e:
+                if e.kind == "unknown":
+                    continue
+                raise
+            if state is None or s.get("state") == state:
+                out.append((id, s))
+        return out
+
+    # -- transport -----------------------------------------------------------------
+
+    def _auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+    def url(self, cls: str, id: str, route: str) -> str:
+        return f"{self.base_url}/{quote(cls, safe='')}/{quote(id, safe='')}{PREFIX}{route}"
+
+    def _call(self, cls: str, id: str, route: str, msg: dict[str, Any],
+              wait: float = 0) -> Any:
+        req = urllib.request.Request(
+            self.url(cls, id, route), data=cbor2.dumps(msg, canonical=True), method="POST",
+            headers={**self._auth(), "Content-Type": CONTENT_TYPE,
+                     # The host delivers it only to a class that declares the protocol:
+                     # another class runs none of its code for it.
+                     "wk-protocol": PROTOCOL})
+        status, body, ctype = self._send(req, self.timeout + wait)
+        if status == 404 and NOT_DECLARED in _text(body):
+            raise WorkflowError("not-a-workflow", f"class {cls!r} is not a workflow class; "
+                                f"nothing of it was run ({_text(body)})", status)
+        doc = _decode(body) if ctype in ("", CONTENT_TYPE) else None
+        if doc is None and status >= 500:  # the host's own failure, before any answer
+            raise WorkflowError("call", _text(body) or f"status {status}", status)
+        return check_answer(status, doc, _text(body))
+
+    def _send(self, req: urllib.request.Request, timeout: float | None = None
+              ) -> tuple[int, bytes, str]:
+        """(status, body, content type without parameters); any status is an answer."""
+        try:
+            with urllib.request.urlopen(req, timeout=timeout or self.timeout) as resp:
+                return int(resp.status), bytes(resp.read()), _ctype(resp.headers)
+        except urllib.error.HTTPError as e:
+            with e:
+                return int(e.code), bytes(e.read()), _ctype(e.headers)
+        except (urllib.error.URLError, OSError) as e:
+            raise WorkflowError("call", f"{req.full_url}: {e}") from None
+
+
+def _wait(seconds: float) -> dict[str, int]:
+    """The protocol's wait_ms, within what the host holds an answer for."""
+    if seconds < 0:
+        raise ValueError("wait must be 0 or more seconds")
+    return {"wait_ms": min(MAX_HOLD_MS, round(seconds * 1000))} if seconds else {}
+
+
+def _decode(body: bytes) -> Any:
+    """A runner's answer: one CBOR map and nothing after it, else None. (cbor2.loads
+    would take the first item of any text, say a host's plain-text error, and stop.)"""
+    fp = io.BytesIO(body)
+    try:
+        doc = cbor2.CBORDecoder(fp).decode()
+    except (cbor2.CBORDecodeError, ValueError, EOFError):
+        return None
+    return doc if isinstance(doc, dict) and fp.tell() == len(body) else None
+
+
+def _ctype(headers: Any) -> str:
+    return str(headers.get("Content-Type", "") if headers else "").split(";")[0].strip()
+
+
+def _text(body: bytes) -> str:
+    return body[:500].decode("utf-8", "replace").strip()

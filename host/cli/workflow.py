@@ -1,0 +1,235 @@
+"""`wkhost workflow ...`: start, follow, signal, cancel and list workflow instances.
+
+Every command goes through the operator path of a running server (host/workflow_client),
+so internal classes stay closed to the public. Values (inputs, payloads) are JSON on the
+command line; `@FILE` reads them from a file. Exit codes follow the contract in
+host/cli_options.py (docs/cli.md): start and status exit with the code of the state they
+print, so a script can tell failed from cancelled without parsing the text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from .client import Started, Status, WorkflowAdmin, WorkflowError
+from .options import (
+    STATE_EXITS,
+    CliError,
+    Exit,
+    add_server_args,
+    checked_target,
+    exit_status_epilog,
+    operator_token,
+    read_input_file,
+)
+
+_COMMANDS = [
+    ("start", "start an instance (idempotent while it is kept)",
+     "wkhost workflow start orders order-42 --input '{\"item\": \"book\"}' --wait --timeout 30"),
+    ("status", "show an instance's status", "wkhost workflow status orders order-42 --wait"),
+    ("send-event", "deliver an event to an instance",
+     "wkhost workflow send-event orders order-42 approved --payload '{\"by\": \"ann\"}'"),
+    ("cancel", "cancel an instance", "wkhost workflow cancel orders order-42"),
+    ("steps", "show an instance's recorded positions", "wkhost workflow steps orders order-42"),
+    ("list", "list the instances of a class", "wkhost workflow list orders --status waiting"),
+]
+
+
+def add_workflow_command(sub: Any) -> None:
+    w = sub.add_parser("workflow", help="start, follow, signal, cancel and list workflows",
+                       description="Operate workflow instances on a running server.",
+                       epilog="Run `wkhost workflow COMMAND --help` for its options and "
+                              "exit codes (docs/cli.md).")
+    ws = w.add_subparsers(title="workflow commands", metavar="COMMAND")
+    for name, help_text, example in _COMMANDS:
+        p = ws.add_parser(name, help=help_text, description=help_text[0].upper() + help_text[1:],
+                          epilog=f"example:\n  {example}\n\n"
+                                 + exit_status_epilog(f"workflow {name}"),
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+        p.add_argument("cls", metavar="CLASS", help="the workflow class, e.g. orders")
+        if name != "list":
+            p.add_argument("id", metavar="ID", help="the instance id, e.g. order-42")
+        _add_specific(name, p)
+        add_server_args(p)
+        p.add_argument("--json", action="store_true", help="print JSON instead of text")
+        p.set_defaults(run=_run, command=name)
+    w.set_defaults(run=lambda args: (w.print_help(), Exit.USAGE)[1])
+
+
+def _add_specific(name: str, p: argparse.ArgumentParser) -> None:
+    wait_help = ("wait until it finishes (or fails, or is cancelled): one request the "
+                 "host holds, asked again every 120 s")
+    timeout_help = ("with --wait: give up after this many seconds, print the status of "
+                    "that moment and exit 4 (default %(default)s)")
+    if name == "start":
+        p.add_argument("--input", default="null",
+                       help="the input, as JSON or @FILE (default null). An instance that "
+                            "exists keeps its own: a different one is ignored, with a line "
+                            "on stderr")
+    if name in ("start", "status"):
+        p.add_argument("--wait", action="store_true", help=wait_help)
+        p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                       help=timeout_help)
+    elif name == "send-event":
+        p.add_argument("name", metavar="EVENT", help="the event's name, e.g. approved")
+        p.add_argument("--payload", default="null", help="the payload, as JSON or @FILE")
+    elif name == "list":
+        p.add_argument("--status", dest="state", default=None,
+                       choices=["running", "waiting", "completed", "failed", "cancelled"],
+                       help="only instances in this state")
+
+
+def _json_arg(spec: str) -> Any:
+    text = read_input_file(spec[1:]).decode(errors="replace") if spec.startswith("@") else spec
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        raise CliError(f"not JSON ({e}): {text[:80]!r}") from None
+
+
+def _run(args: argparse.Namespace) -> int:
+    if getattr(args, "wait", False) and not args.timeout > 0:
+        raise CliError("--timeout must be a number of seconds above 0")
+    actor_id = getattr(args, "id", None)
+    checked_target(args.cls, actor_id)
+    admin = WorkflowAdmin(args.server, operator_token(args))
+    try:
+        return _dispatch(admin, args)
+    except WorkflowError as e:
+        target = args.cls if actor_id is None else f"{args.cls}/{actor_id}"
+        print(f"wkhost: {target}: {e}", file=sys.stderr)
+        # "call" with no status: no answer came at all (connection refused, a timeout).
+        return Exit.UNREACHABLE if e.kind == "call" and e.status is None else Exit.FAILED
+
+
+def _dispatch(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
+    cmd, cls = args.command, args.cls
+    if cmd == "list":
+        rows = admin.list(cls, args.state)
+        if args.json:
+            print(json.dumps([{"id": i, **s} for i, s in rows], default=str))
+        for actor_id, s in rows if not args.json else []:
+            print(f"{actor_id}\t{s.get('state')}\t{s.get('positions', 0)} positions")
+        return Exit.OK
+    if cmd == "steps":
+        steps = admin.steps(cls, args.id)
+        if args.json:
+            print(json.dumps(steps, default=str))
+        else:
+            _print_steps(steps)
+        return Exit.OK
+    if cmd == "send-event":
+        admin.send_event(cls, args.id, args.name, _json_arg(args.payload))
+        print(f"{cls}/{args.id}: event {args.name!r} recorded")
+        return Exit.OK
+    if cmd == "cancel":
+        return _cancel(admin, args)
+    return _start_or_status(admin, args)
+
+
+def _cancel(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
+    status = admin.cancel(args.cls, args.id)
+    _print_status(args.cls, args.id, status, args.json)
+    if status.state == "cancelled":
+        return Exit.OK
+    print(f"wkhost: {args.cls}/{args.id}: had already finished ({status.state}): "
+          "not cancelled", file=sys.stderr)
+    return Exit.FAILED
+
+
+def _start_or_status(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
+    cls, actor_id = args.cls, args.id
+    # The deadline counts from before the first request: that request waits too.
+    deadline = time.monotonic() + args.timeout if args.wait else None
+    wait = args.timeout if args.wait else 0
+    first: Status
+    if args.command == "start":
+        first = admin.start(cls, actor_id, _json_arg(args.input), wait=wait)
+    else:
+        first = admin.status(cls, actor_id, wait=wait)
+    status = first if deadline is None else _follow(admin, cls, actor_id, first, deadline)
+    started = first if isinstance(first, Started) else None
+    _print_status(cls, actor_id, status, args.json, started)
+    if started is not None:
+        _say_if_input_ignored(cls, actor_id, started)
+    if deadline is not None and not _ended(status):
+        print(f"wkhost: {cls}/{actor_id}: timed out: not finished after --timeout "
+              f"{args.timeout:g} s (it is {status.state})", file=sys.stderr)
+        return Exit.TIMED_OUT
+    return STATE_EXITS.get(status.state, Exit.OK)
+
+
+def _ended(s: Status) -> bool:
+    """Where a wait ends: a finished state, or one that has an exit code of its own."""
+    return s.is_finished or s.state in STATE_EXITS
+
+
+def _follow(admin: WorkflowAdmin, cls: str, actor_id: str, status: Status,
+            deadline: float) -> Status:
+    """Ask again while it has not ended and time is left: each answer is held by the
+    host until the instance finishes or the wait is up (at most 120 s a request)."""
+    while not _ended(status) and (left := deadline - time.monotonic()) >= 0.001:
+        status = admin.status(cls, actor_id, wait=left)
+    return status
+
+
+def _say_if_input_ignored(cls: str, actor_id: str, s: Started) -> None:
+    if s.created or not s.input_differs:
+        return
+    when = f" (created at {_when(s.created_at)})" if s.created_at is not None else ""
+    print(f"wkhost: {cls}/{actor_id}: instance already exists{when}: its input differs "
+          "from the one given, which was ignored", file=sys.stderr)
+
+
+def _print_status(cls: str, actor_id: str, s: Status, as_json: bool,
+                  started: Started | None = None) -> None:
+    """`s` as a line (and its output and error), or as JSON; a start's JSON also says
+    what the start did (`started`: its first answer, before any --wait)."""
+    if as_json:
+        doc = {"state": s.state, "wake_at": s.wake_at, "waiting_for": list(s.waiting_for),
+               "output": s.output, "error": s.error, "positions": s.positions,
+               "run_id": s.run_id}
+        if started is not None:
+            doc |= {"created": started.created, "input_differs": started.input_differs,
+                    "created_at": started.created_at}
+        print(json.dumps(doc, default=repr))
+        return
+    line = f"{cls}/{actor_id}: {s.state}, {s.positions} positions"
+    if s.waiting_for:
+        line += f", waiting for {', '.join(s.waiting_for)}"
+    if s.wake_at is not None:
+        line += f", wakes at {_when(s.wake_at)}"
+    print(line)
+    if s.output is not None:
+        print(f"  output: {json.dumps(s.output, default=repr)}")
+    if s.error:
+        print(f"  error: {s.error}")
+
+
+def _print_steps(steps: list[dict[str, Any]]) -> None:
+    print(f"{'pos':>4}  {'kind':<6} {'name':<24} {'state':<10} {'tries':>5}  detail")
+    for st in steps:
+        row = (f"{st.get('pos', ''):>4}  {st.get('kind', ''):<6} "
+               f"{str(st.get('name', ''))[:24]:<24} {st.get('state', ''):<10} "
+               f"{st.get('attempts', 0):>5}  {_detail(st)}")
+        print(row.rstrip())
+
+
+def _detail(st: dict[str, Any]) -> str:
+    """A position's times, then its error. A wait that got its event shows no time: its
+    wake_at was a deadline it did not need."""
+    parts = []
+    if st.get("wake_at") and (st.get("kind"), st.get("state")) != ("wait", "done"):
+        parts.append(f"wake at {_when(st['wake_at'])}")
+    if st.get("next_attempt_at"):
+        parts.append(f"next attempt at {_when(st['next_attempt_at'])}")
+    return " ".join([*parts, st.get("error") or ""]).strip()
+
+
+def _when(ms: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ms / 1000)) + f".{ms % 1000:03d}Z"
+

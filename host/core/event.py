@@ -1,0 +1,234 @@
+"""What the host knows about the event a thread is running, and the call graph.
+
+A host function learns which actor called it from the thread: a guest only runs on the
+thread that called into it, and a nested `actors.call` pushes the callee on the same
+thread's stack and pops it when the callee returns. So the top of the thread's stack is
+always the actor whose guest is executing.
+
+The call graph refuses two shapes that would otherwise deadlock or corrupt an instance:
+re-entry (A calls B calls A: A's instance is mid-call) and a cycle across threads (A, in
+one thread, waits on B while B, in another, waits on A). Both are refused at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..errors import CallRefused, DeadlineExceeded
+from ..storage.watch import Loan
+from ..types import ActorRef
+
+if TYPE_CHECKING:
+    from .slot import ActorSlot
+
+
+@dataclass
+class Chain:
+    """One chain of nested calls, on one thread: the actors it holds, in call order."""
+
+    stack: list[ActorRef] = field(default_factory=list)
+    waiting_for: ActorRef | None = None
+
+
+@dataclass
+class Event:
+    slot: ActorSlot
+    kind: str                  # "init" | "alarm" | "request"
+    deadline: float            # time.monotonic() when the event's wall budget runs out
+    chain: Chain
+    gate: RunGate
+    # For a wait that may be long (Host.long_wait): the run slot and the thread's place
+    # among the working event threads both serve other events meanwhile.
+    long_wait: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext
+    # Called on the thread of a guest statement as it starts: what the statement lends if
+    # it runs long (host/sql_watch.py), or None.
+    statement_loan: Callable[[], Loan | None] = lambda: None
+    _loan: Loan | None = field(default=None, repr=False)  # `loan()`'s, once made
+    _loan_made: bool = field(default=False, repr=False)
+    delete_requested: bool = False
+    alarm_touched: bool = False   # the guest set or cleared its alarm in this event
+    trapped: str | None = None    # why the guest's call trapped or was cut, if it was
+    trap_read: bool = False       # the guest asked for its last trap (lifecycle.last-trap)
+    # A request whose answer asked to be held (host/hold.py): how long, and, once the
+    # event has ended, the future that the actor's next event completes.
+    hold_ms: int = 0
+    hold: Future[None] | None = None
+
+    def loan(self) -> Loan | None:
+        """`statement_loan()`, made at the event's first guest statement and kept: every
+        guest statement of the event runs on its thread, holding the same run slot and
+        place, so one loan serves them all (a statement costs no closures)."""
+        if not self._loan_made:
+            self._loan, self._loan_made = self.statement_loan(), True
+        return self._loan
+
+    def remaining_s(self) -> float:
+        return self.deadline - time.monotonic()
+
+
+_local = threading.local()
+
+
+class RunGate:
+    """At most `slots` events run host or guest code at once, whatever the number of event
+    threads; a thread gives its slot up while it waits (a lock, the network, an fsync)
+    and while a SQLite statement of its runs long.
+
+    Why: the event threads are many so that waiting events do not hold up the others,
+    but running ones fight. With 16 threads on 2 cores a cold wake cost 16.6 ms of CPU
+    against 11.1 with 2 (GIL hand-offs, and a TLB shootdown for each copy-on-write fault
+    of a fresh instance while another thread of the host runs on the other core).
+
+    A thread back from a wait goes ahead of the events that have not started: finishing
+    the events in flight first keeps fewer of them open at once (instances, connections,
+    threads waiting for the GIL). In first-come order, one whose fsync was done queued
+    behind every event that came meanwhile, which cost 2-6% more CPU per three-step
+    workflow at concurrency 32. Not always ahead, though: while both kinds wait, every
+    other slot goes to a new event, so that events which keep waiting and coming back
+    (a guest's statements that each run long) cannot hold every new one off. A freed
+    slot is handed to the next thread directly, so that no thread that comes later
+    takes it first.
+
+    A nested call runs on its caller's thread, inside the caller's slot. A thread never
+    waits for a lock while it holds a slot, so the gate adds no deadlock to the call
+    graph's: it waits for the slot only after taking its actor's lock.
+    """
+
+    def __init__(self, slots: int) -> None:
+        self._lock = threading.Lock()
+        self._free = slots
+        # Each waiting thread's own lock, held until a slot is handed to it.
+        self._resuming: deque[threading.Lock] = deque()
+        self._new: deque[threading.Lock] = deque()
+        self._resumer_went_last = False
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        """Hold a slot for this thread's outermost event (nested events share it)."""
+        depth: int = getattr(_local, "gate_depth", 0)
+        if depth == 0:
+            self._take(resuming=False)
+        _local.gate_depth = depth + 1
+        try:
+            yield
+        finally:
+            _local.gate_depth = depth
+            if depth == 0:
+                self._give()
+
+    @contextlib.contextmanager
+    def waiting(self) -> Iterator[None]:
+        """Give this thread's slot to another event while it waits."""
+        if getattr(_local, "gate_depth", 0) == 0 or getattr(_local, "gate_waiting", False):
+            yield
+            return
+        _local.gate_waiting = True
+        self._give()
+        try:
+            yield
+        finally:
+            self._take(resuming=True)
+            _local.gate_waiting = False
+
+    def held_here(self) -> bool:
+        """This thread holds a slot, and is not in a wait that gave it up."""
+        return getattr(_local, "gate_depth", 0) > 0 and not getattr(_local, "gate_waiting", False)
+
+    def lend(self) -> None:
+        """Give up, for another event, the slot of a thread that is stuck in a long call
+        (host/sql_watch.py): called by another thread, on its behalf."""
+        self._give()
+
+    def reclaim(self) -> None:
+        """On the thread whose slot was lent, once its call has returned."""
+        self._take(resuming=True)
+
+    def _take(self, resuming: bool) -> None:
+        with self._lock:
+            if self._free:  # then nobody waits: _give hands a slot on while anyone does
+                self._free -= 1
+                return
+            handed = threading.Lock()
+            handed.acquire()
+            (self._resuming if resuming else self._new).append(handed)
+        handed.acquire()  # released by _give, with the slot
+
+    def _give(self) -> None:
+        with self._lock:
+            if self._resuming and not (self._new and self._resumer_went_last):
+                self._resumer_went_last = True
+                self._resuming.popleft().release()
+            elif self._new:
+                self._resumer_went_last = False
+                self._new.popleft().release()
+            else:
+                self._free += 1
+
+
+def stack() -> list[Event]:
+    s: list[Event] | None = getattr(_local, "events", None)
+    if s is None:
+        s = _local.events = []
+    return s
+
+
+def current() -> Event:
+    return stack()[-1]
+
+
+class CallGraph:
+    """Who holds each actor, and who waits for whom; guarded by one lock."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._holder: dict[ActorRef, Chain] = {}
+
+    def acquire(self, chain: Chain, slot: ActorSlot, timeout: float,
+                wait: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext,
+                ) -> None:
+        """Take `slot`'s actor for `chain`, within `timeout` seconds. Only if another event
+        has it does the thread wait, inside `wait()` (which lets other events run)."""
+        ref = slot.ref
+        with self._lock:
+            if ref in chain.stack:
+                path = " -> ".join(str(r) for r in [*chain.stack, ref])
+                raise CallRefused(f"re-entrant call refused: {path}")
+            self._refuse_cycle(chain, ref)
+            chain.waiting_for = ref
+        acquired = timeout > 0 and slot.lock.acquire(blocking=False)
+        if not acquired and timeout > 0:
+            with wait():
+                acquired = slot.lock.acquire(timeout=timeout)
+        with self._lock:
+            chain.waiting_for = None
+            if acquired:
+                self._holder[ref] = chain
+                chain.stack.append(ref)
+        if not acquired:
+            raise DeadlineExceeded(f"{ref} stayed busy until the event's deadline")
+
+    def _refuse_cycle(self, chain: Chain, ref: ActorRef) -> None:
+        holder = self._holder.get(ref)
+        hops = 0
+        while holder is not None and hops < 10_000:
+            if holder is chain:
+                raise CallRefused(f"call to {ref} refused: it waits, in another thread, "
+                                  "on an actor of this call chain (a cycle)")
+            if holder.waiting_for is None:
+                return
+            holder = self._holder.get(holder.waiting_for)
+            hops += 1
+
+    def release(self, chain: Chain, slot: ActorSlot) -> None:
+        with self._lock:
+            chain.stack.pop()
+            self._holder.pop(slot.ref, None)
+        slot.lock.release()

@@ -1,0 +1,139 @@
+"""One live instance of a component, serving one actor at a time, with per-event budgets.
+
+By default an instance serves one id for its whole life, so a guest's module globals
+never leak between actors. A class served with `--reuse-instances` hands an instance that
+ended cleanly to its next new actor (`host/spares.py`), whose on-init comes first.
+
+Any trap (fuel, epoch, a guest exception, memory, a host-side failure) leaves the
+instance and its Store unusable ("cannot enter component instance"), so the caller drops
+this object after any `GuestFailed`.
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from wasmtime import Engine, Store, WasiConfig, WasmtimeError
+from wasmtime.component import Component, ExportIndex, Func, Linker
+
+from ..engine.components import pool_memory, ticks_for
+from ..errors import BudgetExceeded, GuestFailed
+from . import guest_output
+from .guest_output import OutputPipe
+
+log = logging.getLogger("wkhost.instance")
+
+HANDLER = "wk:host/handler@0.1.0"
+EXPORTS = ("on-init", "on-alarm", "handle")
+
+
+class ComponentExports:
+    """Export indices resolved once on the Component, valid for all its instances."""
+
+    def __init__(self, component: Component) -> None:
+        self.component = component
+        iface = component.get_export_index(HANDLER)
+        if iface is None:
+            raise GuestFailed(f"the component does not export {HANDLER}: build it with "
+                              "`wkhost build`, which targets the wkhost world")
+        self.index: dict[str, ExportIndex] = {}
+        for name in EXPORTS:
+            index = component.get_export_index(name, iface)
+            if index is None:
+                raise GuestFailed(f"the component's {HANDLER} has no {name!r}: rebuild it "
+                                  "against this host's WIT with `wkhost build`")
+            self.index[name] = index
+
+
+# Where a guest's stdout and stderr go: `output(data, full)`, after each call into it
+# (full: it wrote past the cap, where the pipe's writes fail), or, without the pipe (no libc
+# to hand wasmtime), `output(data)` at each write, whose answer may fail it (an errno).
+Output = Callable[..., int | None]
+
+
+class Instance:
+    def __init__(self, engine: Engine, linker: Linker, exports: ComponentExports,
+                 memory_limit: int, output: Output, output_cap: int = 16 << 10) -> None:
+        store = Store(engine)
+        wasi = WasiConfig()  # no preopens, no environment, no argv, no sockets
+        # The callbacks reach the output through this list, not through self: they live in
+        # wasmtime-py's global table until the Store goes, so a reference to this object
+        # there would keep it, and its Store, alive for good.
+        self._output = [output]
+        self._pipe: OutputPipe | None = None
+        self._output_cap = output_cap
+        if guest_output.available():
+            self._pipe = OutputPipe(output_cap)
+            self._pipe.attach(wasi)
+        else:
+            sink = self._output
+            wasi.stdout_custom = lambda data: sink[0](data)
+            wasi.stderr_custom = lambda data: sink[0](data)
+        store.set_wasi(wasi)  # without it the first WASI call aborts the process
+        store.set_limits(memory_size=memory_limit)
+        store.set_fuel(50_000_000)  # instantiation burns ~6k; the first call ~120k
+        store.set_epoch_deadline(ticks_for(30_000))  # must be set before instantiate
+        self.store = store
+        self.actors_served = 0  # how many actors it has served (reuse is bounded)
+        pool = pool_memory(engine)
+        if pool is not None:
+            # Counted before it takes a pooled slot, until this object is gone: while it
+            # counts, the pool's idle pages are not released under it.
+            pool.enter()
+            weakref.finalize(self, pool.leave)
+        instance = linker.instantiate(store, exports.component)
+        self.funcs: dict[str, Func] = {}
+        for name, index in exports.index.items():
+            func = instance.get_func(store, index)
+            assert func is not None, name
+            self.funcs[name] = func
+
+    def set_output(self, output: Output) -> None:
+        """Send the guest's stdout and stderr to `output` from now on (a reused instance
+        writes to its new actor's log)."""
+        self._output[0] = output
+
+    @property
+    def usable(self) -> bool:
+        """False once a trap has killed the Store."""
+        return bool(self.funcs)
+
+    def call(self, name: str, args: tuple[Any, ...], fuel: int, wall_ms: float) -> Any:
+        """Call an export within the budgets; a trap raises GuestFailed / BudgetExceeded."""
+        store = self.store
+        store.set_fuel(fuel)
+        store.set_epoch_deadline(ticks_for(wall_ms))
+        try:
+            return self.funcs[name](store, *args)
+        except WasmtimeError as e:
+            # The Store is dead: let it go now. A traceback that keeps this frame alive
+            # (a test runner's, a log's) must not keep the Store and its WASI threads.
+            self.funcs = {}
+            del self.store
+            raise classify_trap(e) from None
+        finally:
+            self._drain_output()
+
+    def _drain_output(self) -> None:
+        pipe = self._pipe
+        if pipe is not None:
+            data = pipe.drain()
+            if data:  # past the cap: kept up to it, and the writes past the pipe failed
+                self._output[0](data, len(data) >= self._output_cap)
+
+    def fuel_used(self, budget: int) -> int:
+        return budget - self.store.get_fuel()
+
+
+def classify_trap(e: WasmtimeError) -> GuestFailed:
+    text = str(e)
+    if "all fuel consumed" in text:
+        return BudgetExceeded("the event used its CPU budget (--cpu-budget-ms)")
+    if "wasm trap: interrupt" in text:
+        return BudgetExceeded("the event used its wall-clock budget (--wall-budget-ms)")
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    last = lines[-1] if lines else "unknown trap"
+    return GuestFailed(f"guest trapped: {last}")

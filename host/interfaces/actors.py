@@ -1,0 +1,56 @@
+"""The `actors` interface: a synchronous call from one actor into another.
+
+The call runs on the caller's thread, inside the caller's host call: the callee's event
+takes the callee's lock (serialised with its other events) through the call graph, which
+refuses re-entry and cross-thread cycles at once. The caller's deadline bounds it. The
+depth of a chain is capped: each hop costs about a dozen Python frames inside a ctypes
+callback, and a RecursionError there takes the whole process down.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..core import event
+from ..errors import HostError
+from ..types import ActorRef, Sender
+
+if TYPE_CHECKING:
+    from ..core.host import Host
+
+
+def register(root: Any, guard: Any, host: Host) -> None:
+    max_depth = host.config.max_call_depth
+
+    def call(_store: Any, target: Any, req: Any) -> Any:
+        caller = event.current()
+        if len(caller.chain.stack) >= max_depth:
+            return f"refused: the call chain is {max_depth} deep, the most allowed"
+        try:
+            ref = host.actor_ref(getattr(target, "class"), target.id)
+            sender = Sender.of_actor(caller.slot.ref)
+            return host.call_from_actor(ref, req, sender, caller)
+        except HostError as e:
+            return f"{_kind(e)}: {e}"
+
+    with root.add_instance("wk:host/actors@0.1.0") as iface:
+        iface.add_func("call", guard(call))
+
+
+def _kind(e: HostError) -> str:
+    return {
+        "UnknownClass": "unknown",
+        "BadRequest": "invalid",
+        "CallRefused": "refused",
+        "Overloaded": "refused",
+        "PeerUnavailable": "refused",
+        "PeerLost": "callee-lost",
+        "DeadlineExceeded": "timeout",
+        "BudgetExceeded": "callee-budget",
+        "GuestFailed": "callee-trapped",
+        "TooLarge": "too-large",
+        "StorageFailed": "storage",
+    }.get(type(e).__name__, "error")
+
+
+__all__ = ["register", "ActorRef"]

@@ -1,0 +1,39 @@
+"""The `http` interface: the guest's outgoing fetch, done by `http_fetch` on its thread."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..core import event
+from ..net.fetch import FetchError, FetchRequest, fetch
+from ..wire import record
+
+if TYPE_CHECKING:
+    from ..core.host import Host
+
+
+def register(root: Any, guard: Any, host: Host) -> None:
+    policy = host.config.http
+
+    def fetch_for_guest(_store: Any, req: Any) -> Any:
+        ev = event.current()
+        try:
+            request = FetchRequest(
+                method=req.method,
+                url=req.url,
+                headers=list(req.headers),
+                body=req.body.encode("latin-1"),
+                timeout_ms=getattr(req, "timeout-ms"),
+            )
+        except UnicodeEncodeError:
+            return "invalid: the body is not bytes-as-Latin-1 (use wkguest's http.fetch)"
+        try:
+            with host.long_wait():
+                resp = fetch(request, policy, deadline=ev.deadline)
+        except FetchError as e:
+            return str(e)
+        return record(status=resp.status, headers=resp.headers,
+                      body=resp.body.decode("latin-1"))
+
+    with root.add_instance("wk:host/http@0.1.0") as iface:
+        iface.add_func("fetch", guard(fetch_for_guest))

@@ -1,0 +1,279 @@
+"""The HTTP front door: aiohttp routing `/{class}/{id}/{path...}` to the actor's handle.
+
+- The id segment is percent-decoded, so an id may hold any character the core allows
+  ("/" as %2F). The rest of the path, decoded, is the request's `path`.
+- A request carrying `Authorization: Bearer <admin token>` is an operator's: it may reach
+  internal classes and its sender is "operator". The header is removed before the guest
+  sees it. Any other request is the public's. Nothing else a client sends can change the
+  sender, which travels beside the request, not in it.
+- Every failure is a status with a one-line reason in the body, never a traceback.
+- A guest's answer reaches the client only if it is one HTTP can carry: a final status
+  (200..599), header names that are tokens, values without control characters, at most
+  `max_response_headers` of them in `max_response_header_bytes` (host/wire.py). Any
+  other answer becomes a 500 naming the problem. Held answers and answers passed on from
+  another process are checked the same way.
+- A body is read only up to the cap: a declared length over it is refused (413) before
+  any of it is read, and a body must arrive within `body_timeout_s` (408). A client that
+  goes before its body has arrived is logged as one line, not as an error.
+- An answer may ask to be held until the actor's next event (`wk-hold-ms`, host/hold.py):
+  the request then waits here, on a future, and is delivered again when woken.
+- `/_wk/...` is the host's own: health, listing a class's actors (operator only), and, with
+  `--fake-clock` only, moving the clock (tests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+from collections.abc import Callable
+from urllib.parse import unquote
+
+from aiohttp import HttpVersion11, web
+from aiohttp.http_exceptions import HttpProcessingError
+
+from ..core.clock import FakeClock
+from ..core.host import Host
+from ..errors import BadRequest, GuestFailed, HostError, NotServedHere, Overloaded, TooLarge
+from ..types import ActorRef, Request, Response, Sender
+from ..wire import answer_headers
+from .hold import HOLD_STATE, is_hold_header
+from .peers import PeerClients, add_peer_routes, advance_clock, forward
+from .peers import list_actors as list_from_every_process
+
+log = logging.getLogger("wkhost.http")
+
+_PEER_WRAPPER_BYTES = 1 << 20
+
+
+class SlowClient(HostError):
+    """The request's body did not arrive within the body timeout."""
+
+    http_status = 408
+
+
+def make_app(host: Host, admin_token: str, peer_clients: PeerClients | None = None,
+             for_peers: bool = False) -> web.Application:
+    """The front door. With `--processes N`, each process serves it to clients and, with
+    the `/_wk/peer/...` routes added (`for_peers`), to the other processes
+    (host/peers.py)."""
+    # An actor's call into another process carries a body up to the cap with its
+    # request's headers and the call chain around it: room for those too.
+    room = _PEER_WRAPPER_BYTES if for_peers else 0
+    app = web.Application(client_max_size=host.config.max_body_bytes + room,
+                          middlewares=[_errors_middleware])
+    app["host"] = host
+    app["body_cap"] = host.config.max_body_bytes + room
+    app["token"] = admin_token
+    app["peers"] = peer_clients
+    app["for_peers"] = for_peers
+    if for_peers:
+        add_peer_routes(app)
+    app.router.add_get("/_wk/health", _health)
+    app.router.add_get("/_wk/actors/{cls}", _list_actors)
+    app.router.add_post("/_wk/clock/advance", _advance_clock)
+    app.router.add_route("*", r"/{tail:[\s\S]*}", _to_actor,  # ids may hold a newline
+                         expect_handler=_expect)
+    return app
+
+
+def plain(status: int, reason: str, **headers: str) -> web.Response:
+    resp = web.Response(status=status, text=reason.rstrip("\n") + "\n", headers=headers)
+    if status in (408, 413):  # the body is left unread, or half read: the connection
+        resp.force_close()    # cannot carry another request
+    return resp
+
+
+@web.middleware
+async def _errors_middleware(request: web.Request, handler):  # type: ignore[no-untyped-def]
+    try:
+        return await handler(request)
+    except HostError as e:
+        extra = {"Retry-After": str(e.retry_after_s)} if isinstance(e, Overloaded) else {}
+        return plain(e.http_status, e.reason, **extra)
+    except web.HTTPException as e:
+        return plain(e.status, e.reason)
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        log.exception("unexpected failure serving %s %s", request.method, request.path)
+        return plain(500, "internal error in the host (see its log)")
+
+
+def is_operator(request: web.Request) -> bool:
+    auth = request.headers.get("Authorization", "")
+    if not auth.startswith("Bearer "):
+        return False
+    if hmac.compare_digest(auth[7:].strip().encode(), request.app["token"].encode()):
+        return True
+    raise web.HTTPUnauthorized(reason="the bearer token is not this host's admin token")
+
+
+async def _to_actor(request: web.Request) -> web.Response:
+    host: Host = request.app["host"]
+    cls, actor_id, path = split_target(request.raw_path)
+    ref = host.actor_ref(cls, actor_id)
+    partition = host.config.partition
+    if not partition.owns(actor_id):
+        if request.app["for_peers"]:  # passed on once already: never again
+            raise NotServedHere(f"{ref} was passed to process {partition.me}, which does "
+                                "not serve it")
+        return await forward(request, partition.owner(actor_id), await read_body(request))
+    operator = is_operator(request)
+    headers = [(k.lower(), v) for k, v in request.headers.items()
+               if not (operator and k.lower() == "authorization") and not is_hold_header(k)]
+    body = await read_body(request)
+    raw_query = request.raw_path.partition("?")[2]  # aiohttp's query_string is decoded
+    req = Request(request.method, path, raw_query, headers, body)
+    sender = Sender.operator() if operator else Sender.public()
+    resp = await asyncio.wrap_future(host.submit(_deliver, host, ref, req, sender, False))
+    if resp.hold is not None:
+        resp = await _held(host, ref, req, sender, resp, lambda: _gone(request))
+    return to_web(resp)
+
+
+def _gone(request: web.Request) -> bool:
+    """The client has hung up: nobody would read an answer delivered again."""
+    return request.transport is None or request.transport.is_closing()
+
+
+async def read_body(request: web.Request) -> bytes:
+    """The request's body, whole, or a refusal: 413 for a declared length over the cap
+    (before any of the body is read), 408 for one that takes over the body timeout, 400
+    for one cut short, its client gone (one line in the log)."""
+    cap: int = request.app["body_cap"]
+    declared = request.content_length
+    if declared is not None and declared > cap:
+        raise TooLarge(f"the body ({declared} bytes declared) is over the {cap}-byte cap")
+    timeout_s = request.app["host"].config.body_timeout_s
+    try:
+        async with asyncio.timeout(timeout_s):
+            return await request.read()
+    except TimeoutError:
+        log.info("%s %s: the body did not arrive within %g s; connection closed",
+                 request.method, request.path, timeout_s)
+        raise SlowClient(f"the body did not arrive within {timeout_s:g} s") from None
+    except (ConnectionError, web.RequestPayloadError, HttpProcessingError) as e:
+        log.info("%s %s: the body did not arrive whole (%s: %s)", request.method,
+                 request.path, type(e).__name__, e)
+        raise BadRequest("the body did not arrive whole") from None
+
+
+async def _expect(request: web.Request) -> web.StreamResponse | None:
+    """`Expect: 100-continue`, as aiohttp's own handler answers it, except that a declared
+    body over the cap gets its 413 instead of an invitation to send it."""
+    declared = request.content_length
+    if declared is not None and declared > request.app["body_cap"]:
+        return plain(413, f"the body ({declared} bytes declared) is over the "
+                          f"{request.app['body_cap']}-byte cap")
+    if request.version != HttpVersion11:
+        return None
+    expect = request.headers.get("Expect", "")
+    if expect.lower() != "100-continue":
+        return plain(417, f"unknown Expect: {expect}")
+    await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+    request.writer.output_size = 0  # the answer proper has not started
+    return None
+
+
+def _deliver(host: Host, ref: ActorRef, req: Request, sender: Sender, again: bool) -> Response:
+    """The actor's answer to `req`, checked as fit for a client (host/wire.py): a first
+    answer, held or not, and each one to a request delivered again."""
+    resp = host.request(ref, req, sender, may_hold=True, again=again)
+    config = host.config
+    try:
+        resp.headers = answer_headers(resp.status, resp.headers, config.max_response_headers,
+                                      config.max_response_header_bytes)
+    except GuestFailed as e:
+        if resp.hold is not None:  # nobody will wait on it
+            host.holds.discard(ref, resp.hold)
+        log.warning("%s answered what no client can be sent: %s", ref, e)
+        raise
+    return resp
+
+
+async def _held(host: Host, ref: ActorRef, req: Request, sender: Sender,
+                resp: Response, gone: Callable[[], bool]) -> Response:
+    """Wait for the actor's next event, then deliver the request again, until an answer
+    is not held, the first hold's time is up, or the client has `gone` (host/hold.py)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + resp.hold_ms / 1000
+    while resp.hold is not None:
+        woken = resp.hold
+        try:
+            await asyncio.wait_for(asyncio.wrap_future(woken), max(0.0, deadline - loop.time()))
+        except TimeoutError:
+            host.holds.discard(ref, woken)
+            break
+        if host.holds.closed or gone():  # the host stops, or nobody waits any more
+            break
+        again = req
+        if resp.hold_state is not None:
+            again = Request(req.method, req.path, req.query,
+                            [*req.headers, (HOLD_STATE, resp.hold_state)], req.body)
+        try:
+            delivery = host.submit(_deliver, host, ref, again, sender, True)
+        except Overloaded:  # the host is at its limit: the held answer stands
+            break
+        resp = await asyncio.wrap_future(delivery)
+    resp.hold = None
+    return resp
+
+
+def split_target(raw_path: str) -> tuple[str, str, str]:
+    """`/cls/id/rest?q` -> (cls, decoded id, "/" + decoded rest)."""
+    raw = raw_path.split("?", 1)[0]
+    parts = raw.split("/", 3)
+    if len(parts) < 3 or not parts[1] or not parts[2]:
+        raise BadRequest("the path must be /{class}/{id}/{path...}")
+    try:
+        actor_id = unquote(parts[2], errors="strict")
+        rest = "/" + unquote(parts[3], errors="strict") if len(parts) > 3 else "/"
+    except UnicodeDecodeError:
+        raise BadRequest("the id or path is not valid percent-encoded UTF-8") from None
+    return parts[1], actor_id, rest
+
+
+def to_web(resp: Response) -> web.Response:
+    """An answer whose headers `_deliver` has checked, for aiohttp to send."""
+    out = web.Response(status=resp.status, body=resp.body)
+    for k, v in resp.headers:
+        out.headers.add(k, v)
+    return out
+
+
+async def _health(request: web.Request) -> web.Response:
+    host: Host = request.app["host"]
+    return web.json_response({"ok": True, "classes": sorted(host.classes),
+                              "alarms_pending": host.scheduler.pending(),
+                              "requests_held": host.holds.count(),
+                              "instances_reused": host.spares.taken,
+                              "process": host.config.partition.me,
+                              "processes": host.config.partition.count})
+
+
+async def _list_actors(request: web.Request) -> web.Response:
+    if not is_operator(request):
+        return plain(403, "listing actors is for operators (send the admin token)")
+    after = request.query.get("after", "")
+    try:
+        limit = min(10_000, int(request.query.get("limit", "1000")))
+    except ValueError:
+        raise BadRequest("limit must be a whole number") from None
+    ids = await list_from_every_process(request.app, request.match_info["cls"], after, limit)
+    return web.json_response({"ids": ids})
+
+
+async def _advance_clock(request: web.Request) -> web.Response:
+    host: Host = request.app["host"]
+    if not isinstance(host.clock, FakeClock):
+        return plain(404, "the clock moves only on a host started with --fake-clock")
+    if not is_operator(request):
+        return plain(403, "moving the clock is for operators")
+    try:
+        ms = int(request.query["ms"])
+    except (KeyError, ValueError):
+        raise BadRequest("give ?ms=N, a whole number of milliseconds") from None
+    now = host.clock.jump(ms)
+    await advance_clock(request.app, now)  # the other processes' clocks, if any
+    return web.json_response({"now": now})

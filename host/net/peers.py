@@ -1,0 +1,381 @@
+"""The processes of one host talking to each other, with `wkhost serve --processes N`.
+
+Each process serves HTTP twice: on the shared TCP socket, where clients come, and on its
+own Unix socket (`Partition.socket_of`), where the other processes come. The Unix socket
+serves the same front door plus the `/_wk/peer/...` routes below, which trust what they
+are told (an actor as the sender, the chain of calls). So it lives in a directory of mode
+0700, in the data directory (or, if that path is too long for a socket, in one of this
+user's under /tmp): only who may read the actors' files may reach it.
+
+- A client's request for an actor of another process is passed on to that process as it
+  came (its bearer token too, so the sender stays the same), and its answer, held or
+  not, comes back as it is (`forward`).
+- An actor's call to an actor of another process (`Peers.call`) is a blocking POST of
+  both records and the chain of calls, from the caller's event thread. A call back into
+  an actor of the chain is refused as re-entry, as in one process; a cycle through two
+  processes' other threads is not seen, and ends at the events' deadline instead.
+- Listing a class's actors asks every process for its share and merges the answers
+  (`list_actors`); the test clock moves in every process (`advance_clock`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import select
+import socket
+import threading
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, urlencode
+
+import cbor2
+from aiohttp import web
+
+from .. import errors
+from ..core.event import Chain
+from ..errors import DeadlineExceeded, HostError, PeerLost, PeerUnavailable
+from ..types import ActorRef, Sender
+from ..wire import HOP_BY_HOP, answer_headers, record
+from .partition import Partition
+
+if TYPE_CHECKING:
+    from ..core.host import Host
+
+CBOR = "application/cbor"
+# A kept connection idle longer than this is not used again: the other process closes
+# idle ones after its keep-alive timeout (aiohttp's default on the Unix socket, an hour;
+# at least this), and a call that finds its connection closed cannot tell that from a
+# crash in the middle of the call.
+_IDLE_S = 30.0
+# What the other process's front door adds to an answer beside the guest's headers
+# (Date, Server, Content-Type, Content-Length): room for them in the caps it is checked
+# against again here.
+_ADDED_HEADERS = 4
+_ADDED_HEADER_BYTES = 512
+
+
+class _UnixConnection(http.client.HTTPConnection):
+    def __init__(self, path: Path, timeout: float) -> None:
+        super().__init__("localhost", timeout=timeout)
+        self._path = path
+        self.last_used = time.monotonic()
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        sock.connect(str(self._path))
+        self.sock = sock
+
+
+class Peers:
+    """The blocking side, for event threads: an actor's call into another process."""
+
+    def __init__(self, data_dir: Path, partition: Partition) -> None:
+        self.data_dir = data_dir
+        self.partition = partition
+        self._local = threading.local()  # {process: _UnixConnection}, one set per thread
+
+    def call(self, ref: ActorRef, rec: Any, sender: Sender, stack: Iterable[ActorRef],
+             deadline: float) -> Any:
+        """`ref`'s answer to the request record `rec`, as a response record. Raises the
+        HostError the other process raised, or PeerUnavailable, or DeadlineExceeded."""
+        owner = self.partition.owner(ref.id)
+        assert sender.actor is not None
+        timeout = deadline - time.monotonic()
+        if timeout <= 0:
+            raise DeadlineExceeded(f"no time was left to call {ref}")
+        body = cbor2.dumps({
+            "cls": ref.cls, "id": ref.id, "method": rec.method, "path": rec.path,
+            "query": rec.query, "headers": [list(h) for h in rec.headers],
+            "body": rec.body.encode("latin-1"),
+            "sender": [sender.actor.cls, sender.actor.id],
+            "chain": [[r.cls, r.id] for r in stack],
+            "timeout_s": timeout,  # the callee's deadline: one monotonic clock per machine
+        })
+        conn = self._connection(owner, timeout)
+        try:
+            if conn.sock is None:
+                conn.connect()
+        except OSError as e:  # nothing was sent: nothing ran
+            self._drop(owner)
+            raise PeerUnavailable(f"process {owner}, which serves {ref}, did not answer "
+                                  f"({type(e).__name__}); retry shortly") from None
+        try:
+            conn.request("POST", "/_wk/peer/call", body, {"content-type": CBOR})
+            resp = conn.getresponse()
+            data = resp.read()
+            out: dict[str, Any] = cbor2.loads(data) if resp.status == 200 else {
+                "error": "HostError", "message": f"process {owner} answered {resp.status}: "
+                f"{data[:200].decode(errors='replace').strip()}"}
+        except TimeoutError:
+            self._drop(owner)
+            raise DeadlineExceeded(f"{ref} did not answer by the event's deadline") from None
+        except (ConnectionResetError, BrokenPipeError) as e:
+            self._drop(owner)  # the call was not read: it was gone already
+            raise PeerUnavailable(f"process {owner}, which serves {ref}, did not answer "
+                                  f"({type(e).__name__}); retry shortly") from None
+        except (OSError, http.client.HTTPException, cbor2.CBORDecodeError) as e:
+            self._drop(owner)
+            raise PeerLost(f"process {owner}, which serves {ref}, went before it answered "
+                           f"({type(e).__name__}): the call may have run") from None
+        conn.last_used = time.monotonic()
+        if "error" in out:
+            kind = getattr(errors, str(out["error"]), HostError)
+            if not (isinstance(kind, type) and issubclass(kind, HostError)):
+                kind = HostError
+            raise kind(str(out["message"]))
+        return record(status=out["status"], headers=[tuple(h) for h in out["headers"]],
+                      body=bytes(out["body"]).decode("latin-1"))
+
+    def _connection(self, process: int, timeout: float) -> _UnixConnection:
+        conns: dict[int, _UnixConnection] = self._local.__dict__.setdefault("conns", {})
+        conn = conns.get(process)
+        if conn is not None and (time.monotonic() - conn.last_used > _IDLE_S
+                                 or _closed_by_peer(conn.sock)):
+            conn.close()  # the other process closed it, or has died since (and restarted)
+            conn = None
+        if conn is None:
+            conn = conns[process] = _UnixConnection(
+                self.partition.socket_of(self.data_dir, process), timeout)
+        else:
+            conn.timeout = timeout
+            if conn.sock is not None:
+                conn.sock.settimeout(timeout)
+        return conn
+
+    def _drop(self, process: int) -> None:
+        conn = self._local.__dict__.get("conns", {}).pop(process, None)
+        if conn is not None:
+            conn.close()
+
+
+def _closed_by_peer(sock: socket.socket | None) -> bool:
+    """Whether a kept connection has been closed from the other end: nothing may be
+    read from it between calls, so anything readable is its end (or garbage)."""
+    if sock is None:
+        return False
+    try:
+        return bool(select.select([sock], [], [], 0)[0])
+    except (OSError, ValueError):
+        return True
+
+
+# -- the asynchronous side, in each process's front door ----------------------------------
+Exchange = tuple[int, list[tuple[str, str]], bytes]  # status, headers, body
+
+
+class PeerClients:
+    """Kept connections to the other processes' Unix sockets, in the front door's loop,
+    and one HTTP/1.1 request and answer over them at a time.
+
+    Why not aiohttp's client: passing a request on costs it about a millisecond per
+    request between the two processes here; the other side is always this host's own
+    front door, whose answers always carry a Content-Length."""
+
+    def __init__(self, data_dir: Path, partition: Partition) -> None:
+        self.data_dir = data_dir
+        self.partition = partition
+        self._idle: dict[int, list[tuple[asyncio.StreamReader, asyncio.StreamWriter]]] = {}
+
+    async def exchange(self, process: int, method: str, target: str,
+                       headers: Iterable[tuple[str, str]] = (), body: bytes = b"") -> Exchange:
+        """One request to `process`. Raises PeerUnavailable if it cannot be reached
+        (nothing ran), PeerLost if it went with the request (it may have run)."""
+        headers = list(headers)
+        head = [f"{method} {target} HTTP/1.1\r\ncontent-length: {len(body)}\r\n"]
+        if not any(k.lower() == "host" for k, _ in headers):
+            head.append("host: peer\r\n")
+        head += [f"{k}: {v}\r\n" for k, v in headers]
+        data = "".join(head).encode("utf-8", "surrogateescape") + b"\r\n" + body
+        try:
+            conn = await self._connection(process)
+        except OSError as e:
+            raise PeerUnavailable(f"process {process}, which serves this actor, did not "
+                                  f"answer ({type(e).__name__}); retry shortly") from None
+        try:
+            reader, writer = conn
+            writer.write(data)
+            status, got, length, keep = _parse_head(await reader.readuntil(b"\r\n\r\n"))
+            if method == "HEAD" or status in (204, 304):
+                length = 0
+            out = await reader.readexactly(length) if length else b""
+        except (ConnectionResetError, BrokenPipeError) as e:
+            # On a Unix socket: the other end closed with our request unread (it had gone
+            # already, or went before reading it), so nothing ran.
+            conn[1].close()
+            raise PeerUnavailable(f"process {process}, which serves this actor, did not "
+                                  f"answer ({type(e).__name__}); retry shortly") from None
+        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError,
+                ValueError) as e:
+            conn[1].close()
+            raise PeerLost(f"process {process}, which serves this actor, went before it "
+                           f"answered ({type(e).__name__}): the request may have run") from None
+        except BaseException:  # cancelled (the client went): the connection's state is unknown
+            conn[1].close()
+            raise
+        idle = self._idle.setdefault(process, [])
+        if keep and len(idle) < _MAX_IDLE:
+            idle.append(conn)
+        else:
+            writer.close()
+        return status, got, out
+
+    async def _connection(self, process: int
+                          ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        idle = self._idle.get(process, [])
+        while idle:
+            reader, writer = idle.pop()
+            if not reader.at_eof() and not writer.is_closing():
+                return reader, writer
+            writer.close()  # closed by the other side: it stopped, or died and restarted
+        path = self.partition.socket_of(self.data_dir, process)
+        return await asyncio.open_unix_connection(str(path), limit=_MAX_HEAD)
+
+    async def close(self) -> None:
+        for conns in self._idle.values():
+            for _, writer in conns:
+                writer.close()
+        self._idle.clear()
+
+
+_MAX_HEAD = 1 << 20
+# Kept connections per other process: enough for the requests in flight at once between
+# two processes; more (after a burst of held requests) are closed when their answer comes.
+_MAX_IDLE = 64
+
+
+def _parse_head(raw: bytes) -> tuple[int, list[tuple[str, str]], int, bool]:
+    """(status, headers, content length, whether the connection stays open)."""
+    lines = raw.decode("utf-8", "surrogateescape").split("\r\n")
+    status = int(lines[0].split(" ", 2)[1])
+    if status < 200:  # an interim answer: nothing here asks for one
+        raise ValueError(f"an interim answer ({status}) from a peer")
+    headers: list[tuple[str, str]] = []
+    length, keep = None, True
+    for line in lines[1:]:
+        if not line:
+            continue
+        k, _, v = line.partition(":")
+        k, v = k.strip(), v.strip()
+        low = k.lower()
+        if low == "content-length":
+            length = int(v)
+        elif low == "connection":
+            keep = v.lower() != "close"
+        elif low == "transfer-encoding":
+            raise ValueError("a chunked answer from a peer")  # never sent by the front door
+        headers.append((k, v))
+    if length is None:
+        raise ValueError("an answer without a Content-Length from a peer")
+    return status, headers, length, keep
+
+
+async def forward(request: web.Request, process: int, body: bytes) -> web.Response:
+    """Pass a client's request, whose body this process has read, to the process that
+    serves its actor, and its answer back. The hop-by-hop headers are this connection's
+    (the body is read, `Expect: 100-continue` answered), not passed on. The answer is
+    checked again as the other process checked it (host/wire.py), as what comes from
+    another process is not taken on trust."""
+    clients: PeerClients = request.app["peers"]
+    headers = [(k, v) for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP]
+    status, got, answer = await clients.exchange(process, request.method, request.raw_path,
+                                                 headers, body)
+    config = request.app["host"].config
+    got = answer_headers(status, got, config.max_response_headers + _ADDED_HEADERS,
+                         config.max_response_header_bytes + _ADDED_HEADER_BYTES)
+    out = web.Response(status=status, body=answer)
+    for k, v in got:
+        out.headers.add(k, v)
+    return out
+
+
+async def list_actors(app: web.Application, cls: str, after: str, limit: int) -> list[str]:
+    """A class's actors after `after`, from every process, in order."""
+    host: Host = app["host"]
+    partition = host.config.partition
+    ids = host.list_actors(cls, after, limit)
+    query = urlencode({"after": after, "limit": limit})
+    for process in range(partition.count):
+        if process == partition.me:
+            continue
+        status, _, body = await app["peers"].exchange(
+            process, "GET", f"/_wk/peer/actors/{quote(cls)}?{query}")
+        if status != 200:
+            raise PeerUnavailable(f"process {process} could not list {cls!r}")
+        ids += cbor2.loads(body)
+    return sorted(ids)[:limit]
+
+
+async def advance_clock(app: web.Application, now_ms: int) -> None:
+    """Bring every other process's test clock to `now_ms`."""
+    partition = app["host"].config.partition
+    for process in range(partition.count):
+        if process != partition.me:
+            await app["peers"].exchange(process, "POST", f"/_wk/peer/clock?at={now_ms}")
+
+
+async def catch_up_clock(app: web.Application) -> None:
+    """A process started again: bring its test clock to where the others' are (they
+    may have moved since the supervisor's start). Those not up yet are skipped."""
+    from ..core.clock import FakeClock
+
+    host: Host = app["host"]
+    clock, partition = host.clock, host.config.partition
+    assert isinstance(clock, FakeClock)
+    for process in range(partition.count):
+        if process == partition.me:
+            continue
+        try:
+            _, _, body = await app["peers"].exchange(process, "POST", "/_wk/peer/clock?at=0")
+            now = int(cbor2.loads(body)["now"])
+        except (PeerUnavailable, ValueError, KeyError, cbor2.CBORDecodeError):
+            continue
+        clock.set(now)
+
+
+# -- the routes only the Unix socket serves ------------------------------------------------
+def add_peer_routes(app: web.Application) -> None:
+    app.router.add_post("/_wk/peer/call", _call)
+    app.router.add_get("/_wk/peer/actors/{cls}", _actors)
+    app.router.add_post("/_wk/peer/clock", _clock)
+
+
+def _cbor(doc: Any) -> web.Response:
+    return web.Response(body=cbor2.dumps(doc), content_type=CBOR)
+
+
+async def _call(request: web.Request) -> web.Response:
+    host: Host = request.app["host"]
+    m = cbor2.loads(await request.read())
+    try:
+        ref = host.actor_ref(m["cls"], m["id"])
+        rec = record(method=m["method"], path=m["path"], query=m["query"],
+                     headers=[tuple(h) for h in m["headers"]],
+                     body=bytes(m["body"]).decode("latin-1"))
+        sender = Sender.of_actor(ActorRef(*m["sender"]))
+        chain = Chain(stack=[ActorRef(c, i) for c, i in m["chain"]])
+        deadline = time.monotonic() + float(m["timeout_s"])  # one clock for the machine
+        out = await asyncio.wrap_future(
+            host.submit(host.call_here, ref, rec, sender, chain, deadline))
+    except HostError as e:
+        return _cbor({"error": type(e).__name__, "message": str(e)})
+    return _cbor({"status": out.status, "headers": [list(h) for h in out.headers],
+                  "body": out.body.encode("latin-1")})
+
+
+async def _actors(request: web.Request) -> web.Response:
+    host: Host = request.app["host"]
+    return _cbor(host.list_actors(request.match_info["cls"], request.query.get("after", ""),
+                                  int(request.query.get("limit", "1000"))))
+
+
+async def _clock(request: web.Request) -> web.Response:
+    from ..core.clock import FakeClock
+
+    host: Host = request.app["host"]
+    if not isinstance(host.clock, FakeClock):
+        return web.Response(status=404, text="no test clock here\n")
+    return _cbor({"now": host.clock.set(int(request.query["at"]))})

@@ -1,0 +1,216 @@
+"""The host's index of actors and pending alarms, derived from the actors' own databases.
+
+It lets the host schedule alarms and list a class's actors without opening every
+database. It can always be rebuilt from them, and is: a marker file says the host is
+running, so a start that finds it knows the last stop was unclean and rebuilds.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import apsw
+
+from ..core import paths
+from ..net.partition import Partition
+from ..types import ActorRef
+from .actordb import delete_db_files, fdatasync_file, fsync_dir
+
+log = logging.getLogger("wkhost.index")
+
+_SCHEMA = """
+PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;
+CREATE TABLE IF NOT EXISTS actors (cls TEXT, id TEXT, PRIMARY KEY (cls, id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS alarms (cls TEXT, id TEXT, at_ms INTEGER NOT NULL,
+                                   PRIMARY KEY (cls, id)) WITHOUT ROWID;
+"""
+
+
+class Index:
+    def __init__(self, host_dir: Path) -> None:
+        """The index in `host_dir`: DATA/_host, or one process's own directory in it
+        (host/partition.py)."""
+        self.dir = host_dir
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self._marker = self.dir / "running"
+        self.was_unclean = self._marker.exists()
+        # No index yet: a new data directory, or actors made under another number of
+        # processes (prepare_layout), which this process must find too.
+        self.is_new = not (self.dir / "index.db").exists()
+        self.stale = False  # a write failed: the next start must rebuild
+        self._lock = threading.Lock()
+        self._queue: list[tuple[str, tuple[object, ...]]] = []  # writes not made yet
+        self._queue_lock = threading.Lock()
+        self.conn = apsw.Connection(str(self.dir / "index.db"))
+        self.conn.setbusytimeout(5000)
+        list(self.conn.execute(_SCHEMA))  # list(): apsw runs a script lazily
+        self._marker.write_text("wkhost is running; a start that finds this file rebuilds\n")
+
+    def close(self) -> None:
+        """A clean stop: the next start trusts the index instead of rebuilding it, unless
+        a write to it failed while running."""
+        self.flush()
+        with self._lock:
+            self.conn.close()
+        if not self.stale:
+            self._marker.unlink(missing_ok=True)
+
+    # -- writes: kept, and made together ---------------------------------------------------
+    # An index write must not fail the event. The actors' databases are the truth: a
+    # failure only marks the index for a rebuild at the next start, and so does a crash
+    # before the write is made (the marker). Made one at a time, an event's index writes
+    # cost about 50 us of a new workflow's event; together, in one transaction at the
+    # janitor's next round (every second), before any read, at a clean stop, or once
+    # `_FLUSH_AT` are waiting, a few each.
+
+    def add_actor(self, ref: ActorRef) -> None:
+        self._write("INSERT OR IGNORE INTO actors VALUES (?, ?)", (ref.cls, ref.id))
+
+    def remove_actor(self, ref: ActorRef) -> None:
+        self._write("DELETE FROM actors WHERE cls = ? AND id = ?; "
+                    "DELETE FROM alarms WHERE cls = ? AND id = ?",
+                    (ref.cls, ref.id, ref.cls, ref.id))
+
+    def set_alarm(self, ref: ActorRef, at_ms: int | None) -> None:
+        if at_ms is None:
+            self._write("DELETE FROM alarms WHERE cls = ? AND id = ?", (ref.cls, ref.id))
+        else:
+            self._write("INSERT OR REPLACE INTO alarms VALUES (?, ?, ?)",
+                        (ref.cls, ref.id, at_ms))
+
+    def _write(self, sql: str, params: tuple[object, ...]) -> None:
+        with self._queue_lock:
+            self._queue.append((sql, params))
+            full = len(self._queue) >= _FLUSH_AT
+        if full:
+            self.flush()
+
+    def flush(self) -> None:
+        """Make the waiting writes, in the order they came (the lock held from taking them
+        to their commit, so that no later batch can commit before an earlier one)."""
+        with self._lock:
+            with self._queue_lock:
+                queue, self._queue = self._queue, []
+            if not queue:
+                return
+            try:
+                with self.conn:
+                    for sql, params in queue:
+                        list(self.conn.execute(sql, params))
+            except apsw.Error as e:
+                self.stale = True
+                log.error("the index could not be updated (%s); it is rebuilt at the next "
+                          "start", e)
+
+    # -- reads (and a test's own statements): after the waiting writes ----------------
+    def _exec(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+        self.flush()
+        with self._lock:
+            return list(self.conn.execute(sql, params))
+
+    def alarms(self) -> list[tuple[ActorRef, int]]:
+        rows = self._exec("SELECT cls, id, at_ms FROM alarms")
+        return [(ActorRef(str(c), str(i)), int(str(t))) for c, i, t in rows]
+
+    def count_actors(self) -> int:
+        return int(str(self._exec("SELECT count(*) FROM actors")[0][0]))
+
+    def actors(self, cls: str, after: str = "", limit: int = 1000) -> list[str]:
+        rows = self._exec("SELECT id FROM actors WHERE cls = ? AND id > ? ORDER BY id LIMIT ?",
+                          (cls, after, limit))
+        return [str(r[0]) for r in rows]
+
+    def rebuild(self, data_dir: Path, owns_shard: Callable[[str], bool] = lambda _: True
+                ) -> int:
+        """Re-derive both tables from every actor database in a directory this process
+        owns (host/partition.py). Returns the actor count.
+
+        Each database found is synced too, with its directory: a host that died may
+        have made a new one whose own syncs never ran (sqlite.NewFileSync), and this
+        host's first durable write to it would sync only its WAL. Files already on disk
+        cost a system call each."""
+        found: list[tuple[ActorRef, int | None]] = []
+        dirs: set[Path] = set()
+        for path in _actor_files(data_dir):
+            if not owns_shard(path.parent.name):
+                continue
+            entry = _read_actor(path)
+            if entry is not None:
+                found.append(entry)
+                fdatasync_file(path)
+                dirs.add(path.parent)
+        for d in dirs:
+            fsync_dir(d)
+        with self._lock, self.conn:
+            list(self.conn.execute("DELETE FROM actors; DELETE FROM alarms"))
+            for ref, at_ms in found:
+                self.conn.execute("INSERT OR IGNORE INTO actors VALUES (?, ?)", (ref.cls, ref.id))
+                if at_ms is not None:
+                    self.conn.execute("INSERT OR REPLACE INTO alarms VALUES (?, ?, ?)",
+                                      (ref.cls, ref.id, at_ms))
+        log.info("index rebuilt from %d actor databases", len(found))
+        return len(found)
+
+
+# Waiting index writes made at once from the event that queues this many.
+_FLUSH_AT = 256
+
+
+def prepare_layout(data_dir: Path, processes: int) -> None:
+    """Before the processes start: if the last run had another number of processes, its
+    indexes do not match who owns what now. The new layout's indexes are removed, so
+    that each process rebuilds its own from the databases it owns."""
+    base = data_dir / "_host"
+    base.mkdir(parents=True, exist_ok=True)
+    layout = base / "processes"
+    try:
+        last = int(layout.read_text())
+    except (OSError, ValueError):
+        last = 1  # older data directories: always one process
+    if last == processes:
+        return
+    for d in (Partition(k, processes).host_dir(data_dir) for k in range(processes)):
+        for suffix in ("", "-wal", "-shm"):
+            (d / f"index.db{suffix}").unlink(missing_ok=True)
+    tmp = base / "processes.new"
+    tmp.write_text(f"{processes}\n")
+    os.replace(tmp, layout)
+    log.info("%d processes now, %d before: each rebuilds its index", processes, last)
+
+
+def _actor_files(data_dir: Path) -> Iterator[Path]:
+    root = data_dir / "actors"
+    if root.is_dir():
+        yield from root.glob("*/*/*.db")
+
+
+def _read_actor(path: Path) -> tuple[ActorRef, int | None] | None:
+    """An initialized actor's identity and alarm; a half-created one is deleted."""
+    try:
+        conn = apsw.Connection(str(path))
+        # Closing the last connection would checkpoint the WAL into the file: a copy of
+        # every frame, which a rebuild has no need of, and which on a nearly full disk
+        # fails and leaves it fuller (as the host's own connections, ActorDb._connect).
+        conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
+        try:
+            meta = dict(conn.execute("SELECT k, v FROM main._wk_host_meta"))
+            alarm = conn.execute("SELECT at_ms FROM main._wk_host_alarm").fetchall()
+        finally:
+            conn.close()
+    except apsw.Error as e:
+        log.warning("skipping %s in the rebuild: %s", path, e)
+        return None
+    if meta.get("initialized") != 1:
+        # The host died during on-init: the actor was never created, so nothing stays.
+        delete_db_files(path)
+        return None
+    cls, actor_id = str(meta["class"]), str(meta["id"])
+    if paths.db_path(path.parents[3], cls, actor_id) != path:
+        log.warning("%s does not belong where it is; skipped", path)
+        return None
+    return ActorRef(cls, actor_id), (int(alarm[0][0]) if alarm and alarm[0][0] is not None
+                                      else None)
