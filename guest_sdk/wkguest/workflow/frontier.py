@@ -9,12 +9,29 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from .backend import Backend
 from .config import Retry
 from .errors import NonRetryable, Reordered, Suspend, UnsupportedValue, ValueTooLarge
 from .journal import Journal
+from .kinds import (
+    SLEEP,
+    SLEEP_PASSED,
+    SLEEPING,
+    STEP,
+    STEP_FAILED,
+    STEP_RETRYING,
+    STEP_RETURNED,
+    STEP_RETURNED_TAGGED,
+    WAIT,
+    WAIT_TIMED_OUT,
+    WAIT_TOOK_EVENT,
+    WAIT_TOOK_EVENT_TAGGED,
+    WAITING,
+    Pending,
+    call_of,
+)
 from .store import Store
 from .values import encode, revive
 
@@ -23,8 +40,6 @@ _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 MAX_ERROR_CHARS = 4000
 CUT = "attempt {n} ended without a result (the instance trapped, or the event was cut)"
-CALL_OF_KIND = {"S": "step", "T": "step", "X": "step", "p": "step", "Z": "sleep", "w": "sleep",
-                "E": "wait", "F": "wait", "O": "wait", "q": "wait"}
 
 # (ok, value, error, attempts): what a step came to
 Outcome = tuple[bool, Any, str | None, int]
@@ -43,19 +58,19 @@ def describe(e: BaseException) -> str:
 def reordered(pos: int, kind: str, recorded: str, call: str, name: str) -> Reordered:
     return Reordered(
         f"the code changed the order of its steps: position {pos} was recorded as "
-        f"{CALL_OF_KIND.get(kind, kind)} {recorded!r}, and the code now reaches {call} "
+        f"{call_of(kind)} {recorded!r}, and the code now reaches {call} "
         f"{name!r} there. Running instances need the recorded order (new steps may only "
         "follow the recorded ones); serve changed code as a new class."
     )
 
 
 class Frontier:
-    def __init__(self, store: Store, db: Backend, journal: Journal, pending: list[Any] | None,
+    def __init__(self, store: Store, db: Backend, journal: Journal, pending: Pending | None,
                  limit: int, budget_ms: int, started_at: int) -> None:
         self.store = store
         self.db = db
         self.journal = journal
-        self.pending = pending  # [pos, kind, name, attempts, next_attempt_at, wake_at, error]
+        self.pending = pending
         self.limit = limit
         self.budget_ms = budget_ms
         self.started_at = started_at
@@ -67,12 +82,12 @@ class Frontier:
         # instead of one per step, and nothing is reported before that last write.
         self.unsynced = False
 
-    def _pending(self, pos: int, kind: str, call: str, name: str) -> list[Any] | None:
+    def _pending(self, pos: int, kind: str, call: str, name: str) -> Pending | None:
         p = self.pending
-        if p is None or p[0] != pos:
+        if p is None or p.pos != pos:
             return None
-        if p[1] != kind or p[2] != name:
-            raise reordered(pos, p[1], p[2], call, name)
+        if p.kind != kind or p.name != name:
+            raise reordered(pos, p.kind, p.name, call, name)
         return p
 
     def arm(self, at: int) -> None:
@@ -95,14 +110,15 @@ class Frontier:
     # -- steps ---------------------------------------------------------------------
 
     def step(self, pos: int, name: str, fn: Callable[[], Any], retry: Retry) -> Outcome:
-        p = self._pending(pos, "p", "step", name)
-        attempts = p[3] if p else 0
+        p = self._pending(pos, STEP_RETRYING, STEP, name)
+        attempts = p.attempts if p else 0
         if attempts >= retry.attempts:  # the last attempt was cut: no result will come
-            return self._give_up(pos, name, (p[6] if p else None) or CUT.format(n=attempts),
+            return self._give_up(pos, name, (p.error if p else None) or CUT.format(n=attempts),
                                  attempts)
         now = self.db.now()
-        if p and p[4] is not None and now < p[4]:
-            raise Suspend("running", p[4])  # a backoff is pending: an early event waits too
+        if p and p.next_attempt_at is not None and now < p.next_attempt_at:
+            # a backoff is pending: an early event waits too
+            raise Suspend("running", p.next_attempt_at)
         if self.new_steps and now - self.started_at >= self.budget_ms:
             raise Suspend("running", now)  # the budget is spent: go on in a new event
         attempt = attempts + 1
@@ -130,7 +146,7 @@ class Frontier:
         except (UnsupportedValue, ValueTooLarge) as e:
             # Not retried: the same code would most likely return the same kind of value.
             return self._give_up(pos, name, str(e), attempt)
-        kind = "T" if tagged else "S"
+        kind = STEP_RETURNED_TAGGED if tagged else STEP_RETURNED
         self.store.put_final(pos, kind, name, text, self.db.now(), durable=False)
         self.unsynced = True
         # A plain scalar comes back from its JSON as itself: decoding it again (1-2 ms for
@@ -150,9 +166,10 @@ class Frontier:
 
     def _give_up(self, pos: int, name: str, error: str, attempts: int) -> Outcome:
         text = json.dumps([error, attempts], ensure_ascii=False, separators=(",", ":"))
-        self.store.put_final(pos, "X", name, text, self.db.now(), error=error, durable=False)
+        self.store.put_final(pos, STEP_FAILED, name, text, self.db.now(), error=error,
+                             durable=False)
         self.unsynced = True
-        self.journal.append("X", name, text, [error, attempts])
+        self.journal.append(STEP_FAILED, name, text, [error, attempts])
         self.pending = None
         return False, None, error, attempts
 
@@ -160,39 +177,40 @@ class Frontier:
 
     def sleep(self, pos: int, name: str, wake: int) -> None:
         """Sleep until `wake`, or until the recorded wake time if this one is pending."""
-        p = self._pending(pos, "w", "sleep", name)
+        p = self._pending(pos, SLEEPING, SLEEP, name)
         now = self.db.now()
         if p:
-            wake = p[5]
+            wake = cast(int, p.wake_at)  # put_pending recorded one
         elif wake > now:
-            self.store.put_pending(pos, "w", name, wake, now)  # recorded once, durably
-            self.pending = [pos, "w", name, 0, None, wake, None]
+            self.store.put_pending(pos, SLEEPING, name, wake, now)  # recorded once, durably
+            self.pending = Pending(pos, SLEEPING, name, 0, None, wake, None)
         if now < wake:
             raise Suspend("waiting", wake)
         # A plain write is enough: if it is lost, the next run sees the time has passed.
-        self.store.put_final(pos, "Z", name, "null", now, wake_at=wake, durable=False)
-        self.journal.append("Z", name, "null", None)
+        self.store.put_final(pos, SLEEP_PASSED, name, "null", now, wake_at=wake, durable=False)
+        self.journal.append(SLEEP_PASSED, name, "null", None)
         self.pending = None
 
     def wait(self, pos: int, name: str, timeout_ms: int) -> Any:
         """The oldest event `name` received by the deadline, or None once it has passed."""
-        p = self._pending(pos, "q", "wait", name)
+        p = self._pending(pos, WAITING, WAIT, name)
         now = self.db.now()
-        deadline: int = p[5] if p else now + timeout_ms
+        deadline = cast(int, p.wake_at) if p else now + timeout_ms
         got = self.store.oldest_event(name, deadline)
         if got is not None:
             seq, text, tagged = got
             self.store.take_event(pos, name, deadline, seq, text, tagged, now)
             raw = json.loads(text)
-            self.journal.append("F" if tagged else "E", name, text, raw)
+            kind = WAIT_TOOK_EVENT_TAGGED if tagged else WAIT_TOOK_EVENT
+            self.journal.append(kind, name, text, raw)
             self.pending = None
             return revive(raw) if tagged else raw
         if now >= deadline:
-            self.store.put_final(pos, "O", name, "null", now, wake_at=deadline)
-            self.journal.append("O", name, "null", None)
+            self.store.put_final(pos, WAIT_TIMED_OUT, name, "null", now, wake_at=deadline)
+            self.journal.append(WAIT_TIMED_OUT, name, "null", None)
             self.pending = None
             return None
         if p is None:
-            self.store.put_pending(pos, "q", name, deadline, now)
-            self.pending = [pos, "q", name, 0, None, deadline, None]
+            self.store.put_pending(pos, WAITING, name, deadline, now)
+            self.pending = Pending(pos, WAITING, name, 0, None, deadline, None)
         raise Suspend("waiting", deadline, name)

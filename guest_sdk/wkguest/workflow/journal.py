@@ -1,18 +1,8 @@
 """The journal of one run: its recorded positions, decoded, kept while the instance is warm.
 
-Each position is one entry of `_wk_wf_step`, whose one-character kind says what happened:
-
-    S  a step returned; result: its value (plain JSON, see values.py)
-    T  a step returned; result: its value (tagged JSON)
-    X  a step failed for good; result: [error, attempts]
-    Z  a sleep passed; result: null
-    E  a wait took an event; result: its payload (plain)
-    F  a wait took an event; result: its payload (tagged)
-    O  a wait timed out; result: null
-
-and, only ever at the last position and never cached, one pending entry:
-
-    p  a step with attempts so far     w  a sleep until wake_at     q  a wait until wake_at
+Each position is one entry of `_wk_wf_step`, whose one-letter kind (kinds.py) says what
+happened. The journal holds the final entries; the pending one, only ever at the last
+position, is never cached (it is `Store.load`'s `pending`).
 
 Final entries never change, so a warm instance keeps them and asks the database only for
 positions it has not seen. Caching decoded values has one trap: a run that mutates a
@@ -32,6 +22,7 @@ import json
 from typing import Any
 
 from .errors import JournalError
+from .kinds import STEP_RETURNED
 from .store import Loaded
 from .values import decode
 
@@ -45,7 +36,8 @@ class Journal:
     def __init__(self, run_id: str, input_text: str, input_tagged: bool) -> None:
         self.run_id = run_id
         self.kinds: list[str] = []
-        self.keys: list[str] = []  # the name for "S", else U+0001 + the name (store.py)
+        # the name for STEP_RETURNED, else U+0001 + the name (store.py's _LOAD)
+        self.keys: list[str] = []
         self.results: list[Any] = []  # what the current run is given
         self._pristine: list[Any] = []  # never given to a run: the source of its copies
         self._nested: list[int] = []  # positions whose value nests lists or dicts
@@ -125,7 +117,7 @@ class Journal:
     def append(self, kind: str, name: str, text: str, raw: Any) -> None:
         """Add the entry just recorded at the next position; `raw` is `json.loads(text)`."""
         self.kinds.append(kind)
-        self.keys.append(name if kind == "S" else "\x01" + name)
+        self.keys.append(name if kind == STEP_RETURNED else "\x01" + name)
         self.results.append(raw)
         self._texts.append(text)
 

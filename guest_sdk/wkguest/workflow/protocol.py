@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 
 from . import cbor
 from .errors import CborError, StoreFault, UnsupportedValue, ValueTooLarge
+from .kinds import STEP_RETRYING, call_of, state_of
 from .runner import Runner
 from .status import CONTENT_TYPE
 from .store import FINISHED, StatusRow
@@ -41,10 +42,6 @@ HOLD_STATE = "wk-hold-state"
 _CREATED = "created"
 _ROUTES = {"start": "POST", "event": "POST", "cancel": "POST",
            "status": "GET POST", "steps": "GET POST", "summary": "GET POST"}
-_STEP_STATES = {"S": "done", "T": "done", "X": "failed", "Z": "done", "E": "done", "F": "done",
-                "O": "timed-out", "p": "retrying", "w": "sleeping", "q": "waiting"}
-_STEP_CALLS = {"S": "step", "T": "step", "X": "step", "p": "step", "Z": "sleep", "w": "sleep",
-               "E": "wait", "F": "wait", "O": "wait", "q": "wait"}
 
 
 class Reply(NamedTuple):
@@ -304,7 +301,7 @@ def _int_field(msg: dict[str, Any], key: str, default: int) -> int:
 
 def _step_map(r: list[Any]) -> dict[str, Any]:
     pos, kind, name, attempts, error, next_at, wake_at, size, seq, updated = r
-    return {"pos": pos, "name": name, "kind": _STEP_CALLS.get(kind, kind),
-            "state": _STEP_STATES.get(kind, kind), "attempts": attempts, "error": error,
-            "next_attempt_at": next_at if kind == "p" else None, "wake_at": wake_at,
+    return {"pos": pos, "name": name, "kind": call_of(kind),
+            "state": state_of(kind), "attempts": attempts, "error": error,
+            "next_attempt_at": next_at if kind == STEP_RETRYING else None, "wake_at": wake_at,
             "result_bytes": size, "event_seq": seq, "updated_at": updated}

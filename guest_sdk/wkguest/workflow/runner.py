@@ -44,6 +44,7 @@ from .errors import (
 )
 from .frontier import Frontier, describe
 from .journal import Journal
+from .kinds import STEP_RETRYING
 from .run import Run
 from .store import FINISHED, Loaded, Store
 from .values import encode
@@ -162,8 +163,9 @@ class Runner:
             return
         loaded.error = error
         p = loaded.pending
-        if p is not None and p[1] == "p":  # as the row now says
-            p[6] = f"attempt {p[3]} was cut: {error.removeprefix('its last event was cut: ')}"
+        if p is not None and p.kind == STEP_RETRYING:  # as the row now says
+            reason = error.removeprefix("its last event was cut: ")
+            loaded.pending = p._replace(error=f"attempt {p.attempts} was cut: {reason}")
 
     def _retain(self, loaded: Loaded, now: int) -> None:
         due = (loaded.finished_at or now) + self.config.retention_ms

@@ -1,7 +1,7 @@
 """Every SQL statement of the runner, over a Backend. Tables are `_wk_wf*` (the SDK's).
 
     _wk_wf        one row: the instance (state, run_id, input, output, error, times)
-    _wk_wf_step   one row per position: the journal (see `journal.py` for the kinds)
+    _wk_wf_step   one row per position: the journal (its kinds: kinds.py)
     _wk_wf_event  events received that no wait has taken yet (taken ones move into the
                   journal entry of the wait that took them, in one transaction)
 
@@ -20,9 +20,22 @@ from typing import Any
 
 from .backend import Backend, Param
 from .errors import StoreFault
+from .kinds import (
+    PENDING_KINDS,
+    SLEEP_PASSED,
+    SLEEPING,
+    STEP_FAILED,
+    STEP_RETRYING,
+    STEP_RETURNED,
+    STEP_RETURNED_TAGGED,
+    WAIT_TIMED_OUT,
+    WAIT_TOOK_EVENT,
+    WAIT_TOOK_EVENT_TAGGED,
+    WAITING,
+    Pending,
+    sql_list,
+)
 
-FINAL_KINDS = "STXZEFO"
-PENDING_KINDS = "pwq"
 FINISHED = frozenset({"completed", "failed", "cancelled"})
 
 SCHEMA = (
@@ -63,10 +76,11 @@ SCHEMA = (
     # A counted attempt's next_attempt_at is when the instance runs next if the attempt is
     # cut (a trap, a kill), so the status's wake_at follows it. A trigger does it in the
     # attempt's own statement: no second host call on the per-step path.
-    """CREATE TRIGGER IF NOT EXISTS _wk_wf_attempt_wake AFTER INSERT ON _wk_wf_step
-        WHEN NEW.kind = 'p' BEGIN UPDATE _wk_wf SET wake_at = NEW.next_attempt_at; END""",
-    """CREATE TRIGGER IF NOT EXISTS _wk_wf_attempt_rewake
-        AFTER UPDATE OF attempts ON _wk_wf_step WHEN NEW.kind = 'p'
+    f"""CREATE TRIGGER IF NOT EXISTS _wk_wf_attempt_wake AFTER INSERT ON _wk_wf_step
+        WHEN NEW.kind = '{STEP_RETRYING}' BEGIN"""
+    " UPDATE _wk_wf SET wake_at = NEW.next_attempt_at; END",
+    f"""CREATE TRIGGER IF NOT EXISTS _wk_wf_attempt_rewake
+        AFTER UPDATE OF attempts ON _wk_wf_step WHEN NEW.kind = '{STEP_RETRYING}'
         BEGIN UPDATE _wk_wf SET wake_at = NEW.next_attempt_at; END""",
 )
 
@@ -85,22 +99,23 @@ SCHEMA = (
 # every result), and unescaping them again in the guest took 2 ms of a fresh 5,000-position
 # load. The small rest travels as one JSON array, because each typed column costs the
 # crossing about 8 µs.
-_LOAD = """
+_LOAD = f"""
 SELECT json_array(w.state, w.run_id, w.bad_runs, w.retry_at, w.wake_at, w.waiting_for,
                   w.finished_at, w.error, CASE WHEN w.run_id = ?2 THEN NULL ELSE w.input END,
                   w.input_tagged, j.c, j.k,
                   json((SELECT json_array(pos, kind, name, attempts, next_attempt_at,
                                           wake_at, error)
                           FROM _wk_wf_step WHERE pos = (SELECT max(pos) FROM _wk_wf_step)
-                           AND kind IN ('p', 'w', 'q')))),
+                           AND kind IN ({sql_list(PENDING_KINDS)})))),
        j.n, j.r
 FROM _wk_wf AS w,
      (SELECT count(*) AS c, group_concat(kind, '') AS k,
-             group_concat(CASE kind WHEN 'S' THEN name ELSE char(1) || name END, char(30)) AS n,
+             group_concat(CASE kind WHEN '{STEP_RETURNED}' THEN name ELSE char(1) || name END,
+                          char(30)) AS n,
              '[' || group_concat(result, ',') || ']' AS r
         FROM (SELECT kind, name, result FROM _wk_wf_step
                WHERE pos >= (CASE WHEN (SELECT run_id FROM _wk_wf) = ?2 THEN ?1 ELSE 0 END)
-                 AND kind NOT IN ('p', 'w', 'q')
+                 AND kind NOT IN ({sql_list(PENDING_KINDS)})
                ORDER BY pos)) AS j
 """
 
@@ -132,7 +147,7 @@ class Loaded:
     kinds: str
     keys: str
     results: str
-    pending: list[Any] | None  # [pos, kind, name, attempts, next_attempt_at, wake_at, error]
+    pending: Pending | None
 
 
 @dataclass
@@ -190,7 +205,8 @@ class Store:
             raise StoreFault("the journal's load returned malformed JSON") from None
         start = since if r[1] == run_id else 0
         return Loaded(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], bool(r[9]),
-                      start, r[10], r[11] or "", keys or "", results or "[]", r[12])
+                      start, r[10], r[11] or "", keys or "", results or "[]",
+                      None if r[12] is None else Pending(*r[12]))
 
     @staticmethod
     def just_created(run_id: str, text: str, tagged: bool) -> Loaded:
@@ -262,11 +278,12 @@ class Store:
 
     def note_trap(self, reason: str) -> str:
         """A cut's reason on the instance, and on the step attempt it cut, if one is
-        pending (the last position, of kind "p"). Returns the instance's error."""
+        pending (the last position, a step retrying). Returns the instance's error."""
         error = f"its last event was cut: {reason}"
         self.db.exec("UPDATE _wk_wf SET error = ?", (error,))
         self.db.exec("UPDATE _wk_wf_step SET error = 'attempt ' || attempts || ' was cut: ' "
-                     "|| ? WHERE kind = 'p' AND pos = (SELECT max(pos) FROM _wk_wf_step)",
+                     f"|| ? WHERE kind = '{STEP_RETRYING}'"
+                     " AND pos = (SELECT max(pos) FROM _wk_wf_step)",
                      (reason,))
         return error
 
@@ -315,7 +332,8 @@ class Store:
         self.db.exec(
             "/*wk:attempt*/ INSERT INTO _wk_wf_step (pos, kind, name, attempts, error,"
             " next_attempt_at,"
-            " updated_at) VALUES (?, 'p', ?, ?, ?, ?, ?) ON CONFLICT (pos) DO UPDATE SET"
+            f" updated_at) VALUES (?, '{STEP_RETRYING}', ?, ?, ?, ?, ?)"
+            " ON CONFLICT (pos) DO UPDATE SET"
             " attempts = excluded.attempts, error = excluded.error,"
             " next_attempt_at = excluded.next_attempt_at, updated_at = excluded.updated_at",
             (pos, name, attempts, error, next_attempt_at, now),
@@ -344,7 +362,7 @@ class Store:
     def take_event(self, pos: int, name: str, wake_at: int, seq: int, payload: str,
                    tagged: bool, now: int) -> None:
         """Move event `seq` into the journal at `pos`, atomically (durable at COMMIT)."""
-        kind = "F" if tagged else "E"
+        kind = WAIT_TOOK_EVENT_TAGGED if tagged else WAIT_TOOK_EVENT
         self.db.exec("BEGIN IMMEDIATE")
         try:
             self.db.exec("/*wk:take-event*/" + _PUT_FINAL,
@@ -361,10 +379,12 @@ class Store:
 
 # Each statement that changes what the instance reports starts with a tag comment, so a
 # test host can kill itself at a named moment (wkhost's crash points); SQLite ignores it.
-_FINAL_TAGS = {"S": "/*wk:result*/", "T": "/*wk:result*/", "X": "/*wk:step-error*/",
-               "Z": "/*wk:sleep-done*/", "O": "/*wk:timeout*/", "E": "/*wk:take-event*/",
-               "F": "/*wk:take-event*/"}
-_PENDING_TAGS = {"w": "/*wk:sleep*/", "q": "/*wk:wait*/", "p": "/*wk:attempt*/"}
+_FINAL_TAGS = {STEP_RETURNED: "/*wk:result*/", STEP_RETURNED_TAGGED: "/*wk:result*/",
+               STEP_FAILED: "/*wk:step-error*/", SLEEP_PASSED: "/*wk:sleep-done*/",
+               WAIT_TIMED_OUT: "/*wk:timeout*/", WAIT_TOOK_EVENT: "/*wk:take-event*/",
+               WAIT_TOOK_EVENT_TAGGED: "/*wk:take-event*/"}
+_PENDING_TAGS = {SLEEPING: "/*wk:sleep*/", WAITING: "/*wk:wait*/",
+                 STEP_RETRYING: "/*wk:attempt*/"}
 _PUT_FINAL = (
     "INSERT INTO _wk_wf_step (pos, kind, name, result, error, wake_at, event_seq, updated_at)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (pos) DO UPDATE SET kind = excluded.kind,"

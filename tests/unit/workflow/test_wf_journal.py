@@ -10,6 +10,7 @@ from typing import Any
 import apsw
 import pytest
 from wkguest.workflow import Config, Run
+from wkguest.workflow.kinds import Pending
 from wkguest.workflow.runner import Runner
 from wkguest.workflow.store import SCHEMA, Loaded, Store
 from wkguest.workflow.testing import FakeBackend, FakeHost, bench_replay
@@ -58,7 +59,7 @@ def test_load_returns_positions_in_order(engine: str) -> None:
     assert got.count == n and got.kinds == "S" * n
     assert got.keys.split("\x1e") == [f"n{i}" for i in range(n)]
     assert json.loads(got.results) == list(range(n))
-    assert got.pending == [n, "w", "tail", 0, None, 5, None]
+    assert got.pending == Pending(n, "w", "tail", 0, None, 5, None)
     tail = store.load(n - 2, "r")
     assert tail is not None and (tail.since, tail.count) == (n - 2, 2)
     assert json.loads(tail.results) == [n - 2, n - 1]

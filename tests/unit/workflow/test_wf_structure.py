@@ -9,7 +9,7 @@ import pytest
 import wkguest.workflow
 
 PACKAGE = Path(wkguest.workflow.__file__).parent
-CORE = ["run", "frontier", "journal", "runner", "store", "values", "cbor", "config",
+CORE = ["run", "frontier", "journal", "kinds", "runner", "store", "values", "cbor", "config",
         "errors", "protocol", "status"]
 FORBIDDEN = {"time", "datetime", "random", "wkguest.sqlite", "wkguest.alarm",
              "wkguest.lifecycle", "wkguest.actors", "wkguest.actor", "wkguest._bindings",
