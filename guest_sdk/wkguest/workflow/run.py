@@ -2,8 +2,9 @@
 
 The function runs from the top in every event that moves the instance. Each call to a
 primitive takes the next position. A recorded position is answered from the journal by
-one `_apply_<kind>` method per kind of entry (an unknown kind is a JournalError); the
-first position past the journal is new work, done by the Frontier.
+one `_replay_<kind>` method per kind of entry (kinds.py), found in the table `_REPLAY`
+(an unknown kind is a JournalError); the first position past the journal is new work,
+done by the Frontier.
 
 The hot path, a recorded step that returned a plain value, is kept to two indexes and one
 compare: replay cost is per position and per event (see the comment above `step`).
@@ -27,6 +28,18 @@ from .errors import (
 )
 from .frontier import Frontier, Outcome, reordered
 from .journal import Journal
+from .kinds import (
+    SLEEP,
+    SLEEP_PASSED,
+    STEP,
+    STEP_FAILED,
+    STEP_RETURNED,
+    STEP_RETURNED_TAGGED,
+    WAIT,
+    WAIT_TIMED_OUT,
+    WAIT_TOOK_EVENT,
+    WAIT_TOOK_EVENT_TAGGED,
+)
 from .values import check_name, revive
 
 
@@ -132,7 +145,7 @@ class Run:
     def _step(self, name: str, f: Callable[..., Any], keyed: bool, opts: StepOptions) -> Outcome:
         pos = self._enter()
         if pos < len(self._kinds):
-            out: Outcome = self._replay(pos, "step", name)
+            out: Outcome = self._replay(pos, STEP, name)
             return out
         check_name(name, "step")
         try:
@@ -157,7 +170,7 @@ class Run:
     def _sleep(self, name: str, t: int, relative: bool) -> None:
         pos = self._enter()
         if pos < len(self._kinds):
-            self._replay(pos, "sleep", name)
+            self._replay(pos, SLEEP, name)
             return
         check_name(name, "sleep")
         t = self._duration(t, f"wf.{'sleep' if relative else 'sleep_until'}({name!r})")
@@ -169,7 +182,7 @@ class Run:
         once `timeout_ms` (counted from when this position is first reached) has passed."""
         pos = self._enter()
         if pos < len(self._kinds):
-            return self._replay(pos, "wait", name)
+            return self._replay(pos, WAIT, name)
         check_name(name, "event")
         timeout = self._duration(timeout_ms, f"wf.wait_for_event({name!r}): the timeout")
         return self._new(pos, lambda: self._front.wait(pos, name, timeout))
@@ -215,13 +228,13 @@ class Run:
 
     def _replay(self, pos: int, call: str, name: str) -> Any:
         kind = self._kinds[pos]
-        apply = _APPLY.get(kind)
-        if apply is None:
+        replay = _REPLAY.get(kind)
+        if replay is None:
             self.stopped = JournalError(
                 f"position {pos} holds a journal entry of kind {kind!r}, which this runner "
                 "does not know (was it written by a newer SDK?)")
             raise self.stopped
-        return apply(self, pos, call, name)
+        return replay(self, pos, call, name)
 
     def _expect(self, pos: int, call: str, name: str, recorded_call: str) -> None:
         recorded = self._journal.name(pos)
@@ -230,36 +243,44 @@ class Run:
             raise self.stopped
         self._pos = pos + 1
 
-    def _apply_S(self, pos: int, call: str, name: str) -> Outcome:
-        self._expect(pos, call, name, "step")
+    def _replay_step_returned(self, pos: int, call: str, name: str) -> Outcome:
+        self._expect(pos, call, name, STEP)
         return True, self._results[pos], None, 0
 
-    def _apply_T(self, pos: int, call: str, name: str) -> Outcome:
-        self._expect(pos, call, name, "step")
+    def _replay_step_returned_tagged(self, pos: int, call: str, name: str) -> Outcome:
+        self._expect(pos, call, name, STEP)
         return True, revive(self._results[pos]), None, 0
 
-    def _apply_X(self, pos: int, call: str, name: str) -> Outcome:
-        self._expect(pos, call, name, "step")
+    def _replay_step_failed(self, pos: int, call: str, name: str) -> Outcome:
+        self._expect(pos, call, name, STEP)
         error, attempts = self._results[pos]
         return False, None, error, attempts
 
-    def _apply_Z(self, pos: int, call: str, name: str) -> None:
-        self._expect(pos, call, name, "sleep")
+    def _replay_sleep_passed(self, pos: int, call: str, name: str) -> None:
+        self._expect(pos, call, name, SLEEP)
 
-    def _apply_E(self, pos: int, call: str, name: str) -> Any:
-        self._expect(pos, call, name, "wait")
+    def _replay_wait_took_event(self, pos: int, call: str, name: str) -> Any:
+        self._expect(pos, call, name, WAIT)
         return self._results[pos]
 
-    def _apply_F(self, pos: int, call: str, name: str) -> Any:
-        self._expect(pos, call, name, "wait")
+    def _replay_wait_took_event_tagged(self, pos: int, call: str, name: str) -> Any:
+        self._expect(pos, call, name, WAIT)
         return revive(self._results[pos])
 
-    def _apply_O(self, pos: int, call: str, name: str) -> None:
-        self._expect(pos, call, name, "wait")
+    def _replay_wait_timed_out(self, pos: int, call: str, name: str) -> None:
+        self._expect(pos, call, name, WAIT)
 
 
-_APPLY: dict[str, Callable[[Run, int, str, str], Any]] = {
-    kind: getattr(Run, f"_apply_{kind}") for kind in "STXZEFO"
+# How each kind of final entry answers its position when replayed (the pending kinds are
+# never in a journal: the Frontier handles them).
+_REPLAY: dict[str, Callable[[Run, int, str, str], Any]] = {
+    STEP_RETURNED: Run._replay_step_returned,
+    STEP_RETURNED_TAGGED: Run._replay_step_returned_tagged,
+    STEP_FAILED: Run._replay_step_failed,
+    SLEEP_PASSED: Run._replay_sleep_passed,
+    WAIT_TOOK_EVENT: Run._replay_wait_took_event,
+    WAIT_TOOK_EVENT_TAGGED: Run._replay_wait_took_event_tagged,
+    WAIT_TIMED_OUT: Run._replay_wait_timed_out,
 }
 
 
