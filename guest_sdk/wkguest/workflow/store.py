@@ -86,10 +86,10 @@ SCHEMA = (
 
 # The journal since position ?1, as one row, in the split form of replay-floor.md: kinds
 # concatenated, keys joined by U+001E, results as one JSON array. A key is the name of a
-# step that returned a plain value ("S", the hot path of replay), and U+0001 + the name
-# for any other kind: names hold no control character, so one compare of key and name
-# checks both the name and the kind. The ORDER BY sits in a
-# subquery, not in the aggregate: `group_concat(x ORDER BY pos)` needs SQLite 3.44 and
+# step that returned a plain value (STEP_RETURNED, the hot path of replay), and U+0001 +
+# the name for any other kind: names hold no control character, so one compare of key and
+# name checks both the name and the kind. The ORDER BY sits in a subquery, not in the
+# aggregate: `group_concat(x ORDER BY pos)` needs SQLite 3.44 and
 # costs the host a temp b-tree, while SQLite does not flatten an ordered subquery into an
 # aggregate, so rows reach group_concat in pos order (tests check it on both SQLites).
 # The pending entry, if any, is always the last position; it comes apart as JSON.

@@ -30,6 +30,7 @@ import time
 from typing import Any, NamedTuple
 
 from ..config import Config
+from ..kinds import SLEEPING, STEP_RETURNED
 from ..run import Run
 from ..runner import Runner
 from ..store import Store
@@ -79,10 +80,10 @@ def recorded_backend(n: int, shape: str = "dict") -> FakeBackend:
         " updated_at) VALUES (1, 'waiting', 'bench', 'null', 0, ?, ?, ?)", (FAR, now, now))
     b.conn.executemany(
         "INSERT INTO _wk_wf_step (pos, kind, name, result, attempts, updated_at)"
-        " VALUES (?, 'S', 'charge-card', ?, 1, ?)",
+        f" VALUES (?, '{STEP_RETURNED}', 'charge-card', ?, 1, ?)",
         [(i, encode(_value(i, shape), 1 << 20)[0], now) for i in range(n)])
     b.conn.execute("INSERT INTO _wk_wf_step (pos, kind, name, wake_at, updated_at)"
-                   " VALUES (?, 'w', 'end', ?, ?)", (n, FAR, now))
+                   f" VALUES (?, '{SLEEPING}', 'end', ?, ?)", (n, FAR, now))
     return b
 
 
