@@ -36,7 +36,9 @@ from .store import FINISHED, StatusRow
 from .values import check_name, decode, encode
 
 MAX_PAGE = 500
-# The host's held answers (wkhost's host/hold.py): only the front door honours them.
+# The host's held answers (wkhost's host/net/hold.py, which spells them too: no module
+# crosses the WIT boundary, so tests/unit/test_hold_constants.py checks that both agree).
+# Only the front door honours them.
 HOLD_MS = "wk-hold-ms"
 HOLD_STATE = "wk-hold-state"
 _CREATED = "created"
@@ -203,7 +205,7 @@ class Protocol:
               state: str | None = None) -> Reply:
         """`answer`, which the host holds while the instance has not finished, for up to
         the message's `wait_ms`: the host delivers the request again after each event
-        of the instance, until it has finished or the time is up (wkhost's host/hold.py).
+        of the instance, until it has finished or the time is up (wkhost's host/net/hold.py).
         `state` comes back to `handle` as `hold_state` with the request delivered again."""
         out = reply(answer)
         wait_ms = _int_field(msg, "wait_ms", 0)

@@ -21,7 +21,7 @@ from .protocol import HOLD_STATE, Protocol
 from .runner import Runner, Workflow
 
 # What a class made by `serve` answers. `wkhost build` finds a module-level `serve(...)`
-# in the app and declares this in the component (host/build.py), so that the host knows a
+# in the app and declares this in the component (host/engine/), so that the host knows a
 # workflow class without running any of its code.
 PROTOCOL = "wk-workflow/v1"
 

@@ -1,6 +1,6 @@
 """What clients see: `Status`, and turning protocol answers into values or WorkflowError.
 
-Shared by the guest `Client` and the host's `wkhost.workflow_client`: both speak
+Shared by the guest `Client` and the host's `wkhost.cli.client`: both speak
 wk-workflow/v1 (docs/workflow-protocol.md) and differ only in transport.
 """
 

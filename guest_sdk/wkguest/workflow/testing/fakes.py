@@ -92,7 +92,7 @@ class FakeBackend:
         t0 = time.perf_counter_ns()
         cols = [d[0] for d in cur.description or ()]
         rows = [[_packed(v) for v in row] for row in cur.fetchall()]
-        out = json.dumps([cols, *rows], separators=(",", ":"))  # as host/sqlite.py does
+        out = json.dumps([cols, *rows], separators=(",", ":"))  # as host/storage/actordb.py does
         self.host_ns += time.perf_counter_ns() - t0
         return out
 
