@@ -150,6 +150,12 @@ def export(actor_cls: type[Actor]) -> type[Any]:
     """
     if not (isinstance(actor_cls, type) and issubclass(actor_cls, Actor)):
         raise TypeError(f"export() needs an Actor subclass, got {actor_cls!r}")
+    handler = _handler_class(actor_cls)
+    _freeze_module_state()
+    return handler
+
+
+def _handler_class(actor_cls: type[Actor]) -> type[Any]:
     # componentize-py may create the Handler object more than once (even at build time),
     # so the actor object lives here, per instance, not on the Handler. One object per
     # actor: a host that reuses instances (`wkhost serve --reuse-instances`) hands this
@@ -176,14 +182,18 @@ def export(actor_cls: type[Actor]) -> type[Any]:
             return _response(actor().handle(_request(req, sender)), name)
 
     Handler.__qualname__ = Handler.__name__ = f"Handler_{name}"
+    return Handler
+
+
+def _freeze_module_state() -> None:
     # Every instance starts from the snapshot componentize-py takes after the app's import,
     # and its heap pages are copy-on-write. Without this, the cyclic GC's first collections
     # in an instance walk the objects of every module imported, writing to each, so an
     # event that allocates a few thousand objects (a journal of 5,000 positions decoded)
-    # paid for copying most of the heap: its json.loads took 11 ms instead of 6.5.
+    # paid for copying most of the heap, and its json.loads was much slower
+    # (docs/performance.md).
     # Frozen objects are never collected: they are the app's and the SDK's module-level
     # state, which lives as long as the instance anyway. Only in a guest: a test process
     # on plain CPython that calls export() keeps its collector as it was.
     if sys.platform == "wasi":
         gc.freeze()
-    return Handler
