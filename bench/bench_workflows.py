@@ -365,7 +365,7 @@ def _same_shard_as(actor_id: str) -> str:
     """An id whose database goes in the same directory as `actor_id`'s: in a host that
     has served a while, every one of the 256 directories exists, and a new one's own
     sync (once per directory) is not what a workflow costs."""
-    from wkhost.core.paths import db_path
+    from wkhost.storage.paths import db_path
 
     want = db_path(Path("."), WF, actor_id).parent
     return next(f"sync-count-{i}" for i in range(100_000)

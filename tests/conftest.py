@@ -22,7 +22,7 @@ from pathlib import Path
 import apsw
 import pytest
 from wkhost.engine.build import BuildError, cached_build
-from wkhost.storage.actordb import wait_new_files
+from wkhost.storage.files import wait_new_files
 
 REPO = Path(__file__).resolve().parent.parent
 CACHE_DIR = REPO / ".cache" / "components"
@@ -82,7 +82,7 @@ def probe_wasm(build_guest: BuildGuest) -> Path:
 #
 # The host does some of its work on threads of the whole process, off the caller's path:
 # a new database's own syncs all run on one thread (wkhost.storage.actordb: wk-new-file-sync), and
-# outgoing HTTP resolves names on a pool (wkhost.net.fetch: wk-dns). Their queues outlive
+# outgoing HTTP resolves names on a pool (wkhost.fetch.transport: wk-dns). Their queues outlive
 # the test that filled them. A test that patches something process-wide (os.fsync,
 # threading.Thread.start, socket.getaddrinfo) or records process-wide calls would
 # otherwise see, or break, what earlier tests left queued: under load the syncs lag
@@ -146,10 +146,10 @@ def drain_background_work() -> None:
 
 
 def _drain_resolver() -> None:
-    """Wait for the name lookups on wkhost.net.fetch's pool (a test's slow fake
+    """Wait for the name lookups on wkhost.fetch.transport's pool (a test's slow fake
     getaddrinfo outlives the fetch it timed out). All of the pool's workers meeting at one
     barrier means that none is still on an earlier lookup."""
-    http_fetch = sys.modules.get("wkhost.net.fetch")
+    http_fetch = sys.modules.get("wkhost.fetch.transport")
     if http_fetch is None or not http_fetch._RESOLVER._threads:
         return  # never used: nothing is queued
     pool = http_fetch._RESOLVER

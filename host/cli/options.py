@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
 
-from ..core.paths import check_class, check_id
 from ..errors import BadRequest
+from ..storage.paths import check_class, check_id
 
 DEFAULT_SERVER = "http://127.0.0.1:8080"
 

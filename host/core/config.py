@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..engine.components import InstancePool, default_cache_dir
-from ..net.fetch import FetchPolicy
-from ..net.partition import Partition
+from ..fetch.transport import FetchPolicy
+from ..partition import Partition
 
 
 def usable_cores() -> int:

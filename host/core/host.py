@@ -44,24 +44,21 @@ from ..errors import (
     TooLarge,
     UnknownClass,
 )
-from ..interfaces import alarm as alarms
 from ..interfaces.linker import make_linker
 from ..net import hold
 from ..net.peers import Peers
-from ..storage.actordb import (
-    ActorDb,
-    SchemaImage,
-    build_schema_image,
-    delete_db_files,
-    wait_new_files,
-)
+from ..storage import alarm_store as alarms
+from ..storage import paths
+from ..storage.actordb import ActorDb
+from ..storage.files import delete_db_files, wait_new_files
+from ..storage.images import SchemaImage, build_schema_image
 from ..storage.index import Index, prepare_layout
 from ..storage.policy import set_heap_limit
 from ..storage.watch import Loan
 from ..testing import crashpoints
 from ..types import ActorRef, Request, Response, Sender
 from ..wire import request_record, response_from_record, sender_variant
-from . import event, paths
+from . import event
 from .admission import Admission
 from .clock import Clock, SystemClock
 from .config import HostConfig

@@ -19,10 +19,10 @@ from typing import Any
 from wasmtime import Engine, Store, WasiConfig, WasmtimeError
 from wasmtime.component import Component, ExportIndex, Func, Linker
 
+from ..engine import guest_output
 from ..engine.components import pool_memory, ticks_for
+from ..engine.guest_output import OutputPipe
 from ..errors import BudgetExceeded, GuestFailed
-from . import guest_output
-from .guest_output import OutputPipe
 
 log = logging.getLogger("wkhost.instance")
 

@@ -8,8 +8,8 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..interfaces.alarm import AlarmRow
 from ..storage.actordb import ActorDb
+from ..storage.alarm_store import AlarmRow
 from ..types import ActorRef
 from .instance import Instance
 

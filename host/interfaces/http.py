@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..core import event
-from ..net.fetch import FetchError, FetchRequest, fetch
+from ..fetch.transport import FetchError, FetchRequest, fetch
 from ..wire import record
 
 if TYPE_CHECKING:

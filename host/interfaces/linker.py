@@ -10,8 +10,7 @@ from wasmtime import Engine, WasmtimeError
 from wasmtime.component import Linker
 
 from ..engine import fastconv
-from ..storage import actordb as sqlite
-from . import actors, http, lifecycle
+from . import actors, http, lifecycle, sqlite
 from . import alarm as alarms
 
 if TYPE_CHECKING:

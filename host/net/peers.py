@@ -37,9 +37,9 @@ from aiohttp import web
 from .. import errors
 from ..core.event import Chain
 from ..errors import DeadlineExceeded, HostError, PeerLost, PeerUnavailable
+from ..partition import Partition
 from ..types import ActorRef, Sender
 from ..wire import HOP_BY_HOP, answer_headers, record
-from .partition import Partition
 
 if TYPE_CHECKING:
     from ..core.host import Host

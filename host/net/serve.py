@@ -33,7 +33,6 @@ import wkguest
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
-from ..core import paths
 from ..core.clock import FakeClock, SystemClock
 from ..core.config import HostConfig
 from ..core.host import Access, Host
@@ -41,6 +40,7 @@ from ..engine.component_file import World, check_component
 from ..engine.components import compile_classes
 from ..errors import HostError
 from ..logs import ClientFaults
+from ..storage import paths
 from .frontdoor import make_app
 from .peers import PeerClients, catch_up_clock
 

@@ -35,10 +35,10 @@ import sys
 import threading
 import time
 
-from ..core import paths
 from ..core.config import HostConfig
 from ..engine.components import compile_classes, make_engine
-from ..storage.actordb import make_dirs
+from ..storage import paths
+from ..storage.files import make_dirs
 from ..storage.index import prepare_layout
 from .serve import ServeOptions, admin_token, reserve_address
 

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import apsw
 
-from ..core import paths
-from ..net.partition import Partition
+from ..partition import Partition
 from ..types import ActorRef
-from .actordb import delete_db_files, fdatasync_file, fsync_dir
+from . import paths
+from .files import delete_db_files, fdatasync_file, fsync_dir
 
 log = logging.getLogger("wkhost.index")
 
@@ -130,7 +130,7 @@ class Index:
         owns (host/partition.py). Returns the actor count.
 
         Each database found is synced too, with its directory: a host that died may
-        have made a new one whose own syncs never ran (sqlite.NewFileSync), and this
+        have made a new one whose own syncs never ran (storage/files.py: NewFileSync), and this
         host's first durable write to it would sync only its WAL. Files already on disk
         cost a system call each."""
         found: list[tuple[ActorRef, int | None]] = []

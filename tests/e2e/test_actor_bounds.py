@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from wkhost.core import paths
+from wkhost.storage import paths
 
 from .conftest import MakeServer
 

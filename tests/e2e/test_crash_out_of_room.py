@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from wkhost.core import paths
+from wkhost.storage import paths
 
 from . import reliability_support
 from .reliability_support import (

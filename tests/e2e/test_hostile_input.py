@@ -23,7 +23,7 @@ import cbor2
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from wkhost.core import paths
+from wkhost.storage import paths
 
 from . import reliability_support
 from .local_http import local_http

@@ -19,8 +19,8 @@ import threading
 import time
 from pathlib import Path
 
-from wkhost.net.partition import Partition
 from wkhost.net.supervisor import core_shares
+from wkhost.partition import Partition
 
 from . import workflow_support
 from .conftest import MakeServer

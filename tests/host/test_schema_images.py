@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import wkhost.storage.actordb
-from wkhost.core import paths
+import wkhost.storage.files
+from wkhost.storage import paths
 
 from .support import MakeProbe, Probe
 
@@ -22,14 +22,14 @@ A_TABLES = [["table", "a_one"], ["index", "a_one_v"], ["index", "sqlite_autoinde
 def made_from(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """For each actor's database file the host makes: "image" or "template"."""
     seen: list[str] = []
-    real = wkhost.storage.actordb._create_from_template
+    real = wkhost.storage.files.create_from_template
 
     def spy(path: Path, data: bytes | None = None) -> None:
         if "wk-schema-" not in str(path):  # not the image being made, on the side
             seen.append("template" if data is None else "image")
         real(path, data)
 
-    monkeypatch.setattr(wkhost.storage.actordb, "_create_from_template", spy)
+    monkeypatch.setattr(wkhost.storage.files, "create_from_template", spy)
     return seen
 
 
@@ -86,7 +86,7 @@ def test_an_image_file_left_without_the_hosts_rows_starts_clean(
     image = probe.host.classes["probe"].schema_image
     assert image is not None
     path = paths.db_path(tmp_path / "data", "probe", "schema-b1")
-    wkhost.storage.actordb._create_from_template(path, image.data)
+    wkhost.storage.files.create_from_template(path, image.data)
     assert tables(probe, "schema-b1") == [["table", "b_one"]]
 
 

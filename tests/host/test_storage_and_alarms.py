@@ -146,7 +146,7 @@ def test_an_alarm_of_a_deleted_actor_does_not_bring_it_back(probe: Probe) -> Non
     slot = probe.host._slots[ref]
     with slot.lock:
         slot.close()
-        from wkhost.storage.actordb import delete_db_files
+        from wkhost.storage.files import delete_db_files
         delete_db_files(slot.path)
     probe.clock.jump(1000)
     assert wait_until(lambda: probe.host.index.alarms() == [])
@@ -205,8 +205,8 @@ def test_a_damaged_database_fails_its_actor_clearly_and_no_one_else(probe: Probe
     # The database is opened before the event takes its run slot: a failure there must
     # still let go of the actor and its event, request after request.
     from wkhost.core import event
-    from wkhost.core.paths import db_path
     from wkhost.errors import StorageFailed
+    from wkhost.storage.paths import db_path
 
     path = db_path(probe.host.config.data_dir, "probe", "damaged")
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -12,14 +12,10 @@ from typing import Any
 
 import apsw
 import pytest
-from wkhost.storage.actordb import (
-    ActorDb,
-    SqlError,
-    _template_bytes,
-    build_schema_image,
-    pack_rows,
-    sync_new_file,
-)
+from wkhost.interfaces.sqlite import pack_rows
+from wkhost.storage.actordb import ActorDb, SqlError
+from wkhost.storage.files import _template_bytes, sync_new_file
+from wkhost.storage.images import build_schema_image
 from wkhost.storage.watch import StatementWatch
 
 

@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from wkhost.core.paths import db_path
-from wkhost.storage.actordb import ActorDb, wait_new_files
+from wkhost.storage.actordb import ActorDb
+from wkhost.storage.files import wait_new_files
 from wkhost.storage.index import Index
+from wkhost.storage.paths import db_path
 from wkhost.types import ActorRef
 
 A, B = ActorRef("c", "a"), ActorRef("c", "b")

@@ -8,10 +8,10 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from wkhost.core.paths import db_path
 from wkhost.errors import HostError
-from wkhost.net.partition import Partition
 from wkhost.net.serve import prepare_socket_dir
+from wkhost.partition import Partition
+from wkhost.storage.paths import db_path
 
 
 def test_an_actor_belongs_to_the_process_of_its_databases_directory() -> None:

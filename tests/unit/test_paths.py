@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from wkhost.core import paths
 from wkhost.errors import BadRequest
+from wkhost.storage import paths
 
 HOSTILE = ["../../etc/passwd", "..", ".", "/", "a/b", "\\..\\x", "CON", "a" * 256,
            "é", "Ａ", "\u202e", " ", "x.db", "%2e%2e", "=abc", ".2e"]

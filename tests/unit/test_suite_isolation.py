@@ -24,7 +24,8 @@ import os
 import threading
 from pathlib import Path
 
-from wkhost.storage.actordb import ActorDb, start_new_file_sync
+from wkhost.storage.actordb import ActorDb
+from wkhost.storage.files import start_new_file_sync
 
 REAL_FSYNC = os.fsync
 

@@ -1,0 +1,118 @@
+"""The `sqlite` WIT interface: guest SQL for the running event, and its values across
+the boundary."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable
+from typing import Any
+
+from wasmtime.component import Variant
+
+from ..storage.actordb import ActorDb, SqlError, SqlValue
+
+
+# -- conversion between WIT values and Python ---------------------------------------------
+def params_from_wit(params: list[Variant]) -> list[SqlValue]:
+    out: list[SqlValue] = []
+    for v in params:
+        tag = v.tag
+        if tag == "blob":
+            out.append(str(v.payload).encode("latin-1"))
+        else:
+            out.append(v.payload)  # null's payload is None
+    return out
+
+
+def value_to_wit(v: Any) -> Variant:
+    if v is None:
+        return Variant("null")
+    if isinstance(v, int):
+        return Variant("integer", v)
+    if isinstance(v, float):
+        return Variant("real", v)
+    if isinstance(v, str):
+        return Variant("text", v)
+    return Variant("blob", bytes(v).decode("latin-1"))
+
+
+def rows_record(db: ActorDb, columns: list[str], rows: list[tuple[Any, ...]]) -> Any:
+    from ..wire import record
+
+    return record(columns=columns, rows=[[value_to_wit(v) for v in row] for row in rows],
+                  changes=db.conn.changes(),
+                  **{"last-insert-rowid": db.conn.last_insert_rowid()})
+
+
+def _blob_json(v: Any) -> Any:
+    if isinstance(v, bytes | bytearray | memoryview):
+        return {"b64": base64.b64encode(bytes(v)).decode("ascii")}
+    raise TypeError(f"cannot pack {type(v).__name__}")
+
+
+def pack_rows(columns: list[str], rows: list[tuple[Any, ...]]) -> str:
+    """The `query-packed` encoding: [columns, row, row, ...]; blobs as {"b64": ...}."""
+    return json.dumps([columns, *rows], separators=(",", ":"), default=_blob_json)
+
+
+# -- the `sqlite` interface ---------------------------------------------------------------
+def register(root: Any, guard: Any) -> None:
+    with root.add_instance("wk:host/sqlite@0.1.0") as iface:
+        iface.add_func("exec", guard(_exec))
+        iface.add_func("exec-durable", guard(_exec_durable))
+        iface.add_func("query-packed", guard(_query_packed))
+        iface.add_func("exec-write", guard(_exec_write))
+
+
+def _guest_exec(sql: str, params: list[Variant], durable: bool
+                ) -> tuple[ActorDb, list[str], list[tuple[Any, ...]]]:
+    """Run guest SQL for the running event, within its deadline.
+
+    A statement's work is CPU, like the guest's, and keeps the event's run slot; only the
+    fsync of a durable write waits on the disk and gives the slot to another event. (Giving
+    it up around every statement cost a cold wake about 60 context switches.)"""
+    from ..core import event
+
+    ev = event.current()
+    db = ev.slot.require_db()
+    columns, rows = db.guest_exec(sql, params_from_wit(params), durable, ev.deadline,
+                                  io_wait=ev.gate.waiting, loan=ev.loan())
+    return db, columns, rows
+
+
+def _exec(_store: Any, sql: str, params: list[Variant]) -> Any:
+    return _exec_typed(sql, params, durable=False)
+
+
+def _exec_durable(_store: Any, sql: str, params: list[Variant]) -> Any:
+    return _exec_typed(sql, params, durable=True)
+
+
+def _exec_typed(sql: str, params: list[Variant], durable: bool,
+                answer: Callable[[ActorDb, list[str], list[tuple[Any, ...]]], Any] = rows_record,
+                ) -> Any:
+    """`exec`'s result: `answer(...)`, or the error's text."""
+    try:
+        db, columns, rows = _guest_exec(sql, params, durable)
+    except SqlError as e:
+        return str(e)
+    except OSError as e:  # the fsync itself failed: the write may not be durable
+        return f"durable sync failed: {e}"
+    return answer(db, columns, rows)
+
+
+def _query_packed(_store: Any, sql: str, params: list[Variant]) -> str | Variant:
+    try:
+        _db, columns, rows = _guest_exec(sql, params, False)
+    except SqlError as e:
+        return Variant("err", str(e))
+    return Variant("ok", pack_rows(columns, rows))
+
+
+def _exec_write(_store: Any, sql: str, params: list[Variant], durable: bool) -> int | str:
+    return _exec_typed(sql, params, durable, _changes)  # type: ignore[no-any-return]
+
+
+def _changes(db: ActorDb, _columns: list[str], _rows: list[tuple[Any, ...]]) -> int:
+    return int(db.conn.changes())
