@@ -77,7 +77,7 @@ _INTEGER, _TEXT = _b.sqlite.Value_Integer, _b.sqlite.Value_Text
 
 def _wit_params(params: Sequence[object]) -> list[Any]:
     # The exact common types inline, the rest through normalize_param: in a guest, Python
-    # runs 10-20 times slower than natively, so every call and isinstance counts, and
+    # runs many times slower than natively, so every call and isinstance counts, and
     # the workflow runner passes six to eight params on every write.
     if isinstance(params, (str, bytes)):
         normalize_params(params)  # raises its TypeError

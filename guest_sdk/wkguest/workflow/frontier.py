@@ -149,8 +149,8 @@ class Frontier:
         kind = STEP_RETURNED_TAGGED if tagged else STEP_RETURNED
         self.store.put_final(pos, kind, name, text, self.db.now(), durable=False)
         self.unsynced = True
-        # A plain scalar comes back from its JSON as itself: decoding it again (1-2 ms for
-        # a 1 MiB str in the guest) would only make an equal copy.
+        # A plain scalar comes back from its JSON as itself: decoding it again (slow for a
+        # big str in a guest) would only make an equal copy.
         raw = value if not tagged and type(value) in _SCALARS else json.loads(text)
         self.journal.append(kind, name, text, raw)
         # attempts 0: a replay cannot tell how many attempts a success took, so no run can

@@ -96,9 +96,9 @@ SCHEMA = (
 #
 # Three columns, read typed (`query_row`), not through query-packed: the keys and the
 # results are big texts full of characters JSON escapes (a U+001E per key, the quotes of
-# every result), and unescaping them again in the guest took 2 ms of a fresh 5,000-position
-# load. The small rest travels as one JSON array, because each typed column costs the
-# crossing about 8 µs.
+# every result), and unescaping them again in the guest was a large part of a fresh long
+# journal's load. The small rest travels as one JSON array, because each typed column
+# adds to the crossing's cost (docs/performance.md).
 _LOAD = f"""
 SELECT json_array(w.state, w.run_id, w.bad_runs, w.retry_at, w.wake_at, w.waiting_for,
                   w.finished_at, w.error, CASE WHEN w.run_id = ?2 THEN NULL ELSE w.input END,

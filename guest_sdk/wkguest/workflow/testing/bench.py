@@ -10,17 +10,13 @@ its fixed writes (bad-run count, alarm, end of run) are included. `warm` keeps t
 a fresh runner that loads the whole journal. `total_us` is per position for the whole
 event; `guest_us` leaves out the time spent inside the fake host (stdlib sqlite3 and its
 JSON packing), which in production is the host's, not the guest's. These are native
-CPython figures: a componentize-py guest runs the same code 3-5x slower (replay-floor.md).
+CPython figures: a componentize-py guest runs the same code several times slower.
 
 `python -m wkguest.workflow.testing` prints the table for 100, 1,000 and 5,000.
 
-For scale, the same replay measured once inside a real component (componentize-py 0.25,
-fuel and epochs on, `on_alarm` timed from inside the guest, host calls included), µs per
-position at 100 / 1,000 / 5,000: warm dict 5.6 / 1.0 / 0.67, warm str 5.5 / 0.76 / 0.35;
-a fresh instance for every event, dict 22.7 / 4.8 / 2.8, str 19.2 / 3.2 / 1.7. The step
-loop itself is 0.19-0.21 there, the interpreter's floor; an event's fixed cost (about
-0.5 ms warm: the load, the bad-run count, two alarm sets, the end of the run) dominates
-short journals.
+For scale, docs/performance.md has the same replay measured inside a real component,
+where an event's fixed cost (the load, the bad-run count, two alarm sets, the end of the
+run) dominates short journals.
 """
 
 from __future__ import annotations
