@@ -112,7 +112,7 @@ class ActorDb:
         conn.setbusytimeout(5000)
         sql_policy.apply_limits(conn, self._max_value_bytes)
         sql_functions.install(conn, self._max_value_bytes)
-        # Closing the last connection would checkpoint and remove the WAL (about 2 ms):
+        # Closing the last connection would checkpoint and remove the WAL, a cost per close:
         # the host closes a sleeping actor's database after each wake, so it keeps the
         # WAL for the next open instead; auto-checkpoints still bound its size.
         conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
@@ -147,8 +147,8 @@ class ActorDb:
         exist yet: without SQLite's sync of the new WAL's header and of its directory.
 
         With synchronous=NORMAL, the first frame written to a WAL makes SQLite fdatasync
-        the header, then the directory (the new file's entry): two syncs, about 0.3 ms on
-        the event's run slot, for a commit that is not durable anyway. The header sync
+        the header, then the directory (the new file's entry): two syncs on the
+        event's run slot, for a commit that is not durable anyway. The header sync
         guards a WAL that restarts over older frames (sqlite.org/src/info/ff5be73dee); a
         new file has none. What the directory sync gave is kept: before the first fsync of
         the WAL that a durable write asks for (`_fsync_wal`) reports anything durable, the
@@ -175,7 +175,7 @@ class ActorDb:
         may run without the event's run slot: the fsync a durable write ends with. A
         statement that runs long is interrupted at `deadline`, and lends what `loan`
         lends (its run slot, its place among the working event threads) while it runs
-        (host/sql_watch.py), so that hostile SQL holds no other event up."""
+        (storage/watch.py), so that hostile SQL holds no other event up."""
         if crashpoints.ARMED:
             crashpoints.statement(sql, "before")
         self._guest_statements += 1
@@ -187,6 +187,18 @@ class ActorDb:
             self._abandon_speculation()
         self._watching = self._watch and self._guest_statements == 1 and not params
         self._schema_only = True
+        try:
+            columns, rows = self._run_guest(sql, params, deadline, loan)
+        finally:
+            watched, self._watching = self._watching, False
+        if watched and self._schema_only and not columns and not rows \
+                and not self.conn.in_transaction:
+            self._schema_first = sql
+        return self._after_statement(sql, durable, io_wait, columns, rows)
+
+    def _run_guest(self, sql: str, params: Sequence[SqlValue], deadline: float,
+                   loan: Loan | None) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """The statement itself, under the guest's rules and its event's deadline."""
         self._guest = True
         self._names_host = sql_policy.names_host(sql)
         running = self.watch.begin(self.conn, deadline, loan)
@@ -195,20 +207,15 @@ class ActorDb:
             # Never from apsw's statement cache when it names the host's tables: the
             # host's own statement of the same text, prepared without the guest's rules,
             # may be there, and a cached statement is not authorized again.
-            columns, rows = _run(self.conn, sql, params, can_cache=not self._names_host)
+            return _run(self.conn, sql, params, can_cache=not self._names_host)
         except apsw.Error as e:
             raise SqlError(self._explain(e)) from None
         finally:
             self.watch.end(running)  # takes back what a long statement lent
             # Rows written, even if later rolled back: kept as "this actor keeps
-            # something" (Host._after_event), which errs on keeping a file.
+            # something" (the host's after-event), which errs on keeping a file.
             self.wrote_rows = self.wrote_rows or self.conn.total_changes() != changes_before
             self._guest = False
-            watched, self._watching = self._watching, False
-        if watched and self._schema_only and not columns and not rows \
-                and not self.conn.in_transaction:
-            self._schema_first = sql
-        return self._after_statement(sql, durable, io_wait, columns, rows)
 
     def _after_statement(self, sql: str, durable: bool,
                          io_wait: Callable[[], AbstractContextManager[Any]],

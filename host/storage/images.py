@@ -42,7 +42,7 @@ class SchemaImage:
 
 
 def build_schema_image(script: str) -> SchemaImage:
-    """Apply `script` to a copy of the template, on the side (about 2 ms, once a class)."""
+    """Apply `script` to a copy of the template, on the side, once a class."""
     with tempfile.TemporaryDirectory(prefix="wk-schema-") as d:
         path = Path(d) / "t.db"
         create_from_template(path)

@@ -63,7 +63,7 @@ class Index:
     # An index write must not fail the event. The actors' databases are the truth: a
     # failure only marks the index for a rebuild at the next start, and so does a crash
     # before the write is made (the marker). Made one at a time, an event's index writes
-    # cost about 50 us of a new workflow's event; together, in one transaction at the
+    # would be a visible share of a new workflow's event; together, in one transaction at the
     # janitor's next round (every second), before any read, at a clean stop, or once
     # `_FLUSH_AT` are waiting, a few each.
 
