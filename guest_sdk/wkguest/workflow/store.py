@@ -1,4 +1,5 @@
-"""Every SQL statement of the runner, over a Backend. Tables are `_wk_wf*` (the SDK's).
+"""Every SQL statement of the runner, over a Backend. Tables are `_wk_wf*` (the SDK's,
+created by schema.py's statements):
 
     _wk_wf        one row: the instance (state, run_id, input, output, error, times)
     _wk_wf_step   one row per position: the journal (its kinds: kinds.py)
@@ -35,54 +36,9 @@ from .kinds import (
     Pending,
     sql_list,
 )
+from .schema import SCHEMA
 
 FINISHED = frozenset({"completed", "failed", "cancelled"})
-
-SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS _wk_wf (
-        id INTEGER PRIMARY KEY CHECK (id = 1),
-        state TEXT NOT NULL,
-        run_id TEXT NOT NULL,
-        input TEXT NOT NULL,
-        input_tagged INTEGER NOT NULL,
-        output TEXT,
-        output_tagged INTEGER NOT NULL DEFAULT 0,
-        error TEXT,
-        wake_at INTEGER,
-        waiting_for TEXT,
-        bad_runs INTEGER NOT NULL DEFAULT 0,
-        retry_at INTEGER,
-        created_at INTEGER NOT NULL,
-        updated_at INTEGER NOT NULL,
-        finished_at INTEGER)""",
-    """CREATE TABLE IF NOT EXISTS _wk_wf_step (
-        pos INTEGER PRIMARY KEY,
-        kind TEXT NOT NULL,
-        name TEXT NOT NULL,
-        result TEXT,
-        attempts INTEGER NOT NULL DEFAULT 0,
-        error TEXT,
-        next_attempt_at INTEGER,
-        wake_at INTEGER,
-        event_seq INTEGER,
-        updated_at INTEGER NOT NULL)""",
-    """CREATE TABLE IF NOT EXISTS _wk_wf_event (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
-        name TEXT NOT NULL,
-        payload TEXT NOT NULL,
-        tagged INTEGER NOT NULL,
-        received_at INTEGER NOT NULL)""",
-    "CREATE INDEX IF NOT EXISTS _wk_wf_event_name ON _wk_wf_event (name, seq)",
-    # A counted attempt's next_attempt_at is when the instance runs next if the attempt is
-    # cut (a trap, a kill), so the status's wake_at follows it. A trigger does it in the
-    # attempt's own statement: no second host call on the per-step path.
-    f"""CREATE TRIGGER IF NOT EXISTS _wk_wf_attempt_wake AFTER INSERT ON _wk_wf_step
-        WHEN NEW.kind = '{STEP_RETRYING}' BEGIN"""
-    " UPDATE _wk_wf SET wake_at = NEW.next_attempt_at; END",
-    f"""CREATE TRIGGER IF NOT EXISTS _wk_wf_attempt_rewake
-        AFTER UPDATE OF attempts ON _wk_wf_step WHEN NEW.kind = '{STEP_RETRYING}'
-        BEGIN UPDATE _wk_wf SET wake_at = NEW.next_attempt_at; END""",
-)
 
 # The journal since position ?1, as one row, in the split form of replay-floor.md: kinds
 # concatenated, keys joined by U+001E, results as one JSON array. A key is the name of a

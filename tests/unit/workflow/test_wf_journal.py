@@ -12,7 +12,8 @@ import pytest
 from wkguest.workflow import Config, Run
 from wkguest.workflow.kinds import Pending
 from wkguest.workflow.runner import Runner
-from wkguest.workflow.store import SCHEMA, Loaded, Store
+from wkguest.workflow.schema import SCHEMA
+from wkguest.workflow.store import Loaded, Store
 from wkguest.workflow.testing import FakeBackend, FakeHost, bench_replay
 from wkguest.workflow.testing.bench import recorded_backend
 

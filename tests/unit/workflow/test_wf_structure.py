@@ -9,8 +9,8 @@ import pytest
 import wkguest.workflow
 
 PACKAGE = Path(wkguest.workflow.__file__).parent
-CORE = ["run", "frontier", "journal", "kinds", "runner", "store", "values", "cbor", "config",
-        "errors", "protocol", "status"]
+CORE = ["run", "frontier", "journal", "kinds", "runner", "schema", "store", "values", "cbor",
+        "config", "errors", "protocol", "status"]
 FORBIDDEN = {"time", "datetime", "random", "wkguest.sqlite", "wkguest.alarm",
              "wkguest.lifecycle", "wkguest.actors", "wkguest.actor", "wkguest._bindings",
              "wit_world", "sqlite3", "cbor2"}

@@ -1,0 +1,55 @@
+"""The runner's tables, `_wk_wf*`: what `Store.init_schema` creates in each instance.
+
+The statements are stored by SQLite as written (the triggers' text is in sqlite_master),
+so a change of them is a change of the stored format.
+"""
+
+from __future__ import annotations
+
+from .kinds import STEP_RETRYING
+
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS _wk_wf (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        state TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        input TEXT NOT NULL,
+        input_tagged INTEGER NOT NULL,
+        output TEXT,
+        output_tagged INTEGER NOT NULL DEFAULT 0,
+        error TEXT,
+        wake_at INTEGER,
+        waiting_for TEXT,
+        bad_runs INTEGER NOT NULL DEFAULT 0,
+        retry_at INTEGER,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        finished_at INTEGER)""",
+    """CREATE TABLE IF NOT EXISTS _wk_wf_step (
+        pos INTEGER PRIMARY KEY,
+        kind TEXT NOT NULL,
+        name TEXT NOT NULL,
+        result TEXT,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        error TEXT,
+        next_attempt_at INTEGER,
+        wake_at INTEGER,
+        event_seq INTEGER,
+        updated_at INTEGER NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS _wk_wf_event (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        name TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        tagged INTEGER NOT NULL,
+        received_at INTEGER NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS _wk_wf_event_name ON _wk_wf_event (name, seq)",
+    # A counted attempt's next_attempt_at is when the instance runs next if the attempt is
+    # cut (a trap, a kill), so the status's wake_at follows it. A trigger does it in the
+    # attempt's own statement: no second host call on the per-step path.
+    f"""CREATE TRIGGER IF NOT EXISTS _wk_wf_attempt_wake AFTER INSERT ON _wk_wf_step
+        WHEN NEW.kind = '{STEP_RETRYING}' BEGIN"""
+    " UPDATE _wk_wf SET wake_at = NEW.next_attempt_at; END",
+    f"""CREATE TRIGGER IF NOT EXISTS _wk_wf_attempt_rewake
+        AFTER UPDATE OF attempts ON _wk_wf_step WHEN NEW.kind = '{STEP_RETRYING}'
+        BEGIN UPDATE _wk_wf SET wake_at = NEW.next_attempt_at; END""",
+)
