@@ -37,7 +37,8 @@ class Breach:
     ceiling: int
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.what} has {self.lines} lines (ceiling {self.ceiling})"
+        return (f"{self.path}:{self.line}: {self.what} has {self.lines} lines "
+                f"(ceiling {self.ceiling})")
 
 
 def breaches(path: Path, shown_as: str) -> Iterator[Breach]:
