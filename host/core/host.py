@@ -30,9 +30,8 @@ from ..engine.components import (
     component_protocols,
     load_served_component,
     make_engine,
-    pool_exhausted,
-    pool_memory,
 )
+from ..engine.pool import pool_exhausted, pool_memory
 from ..errors import (
     Forbidden,
     GuestFailed,

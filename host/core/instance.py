@@ -20,8 +20,9 @@ from wasmtime import Engine, Store, WasiConfig, WasmtimeError
 from wasmtime.component import Component, ExportIndex, Func, Linker
 
 from ..engine import guest_output
-from ..engine.components import pool_memory, ticks_for
+from ..engine.components import ticks_for
 from ..engine.guest_output import OutputPipe
+from ..engine.pool import pool_memory
 from ..errors import BudgetExceeded, GuestFailed
 
 log = logging.getLogger("wkhost.instance")

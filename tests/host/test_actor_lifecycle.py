@@ -260,7 +260,7 @@ def test_releases_racing_instances_never_touch_a_live_one(make_probe, monkeypatc
     import threading
     import time
 
-    from wkhost.engine import components as engine
+    from wkhost.engine import pool as engine
 
     p = make_probe(idle_instance_s=3600, instance_pool=True)
     pool = p.host.pool_memory

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 
 import pytest
-from wkhost.engine.components import InstancePool, _pool_regions
+from wkhost.engine.pool import InstancePool, _pool_regions
 
 GUARD = 32 << 20
 SLOT = (4 << 30) + GUARD
