@@ -53,12 +53,16 @@ def response_from_record(r: Any, max_body: int) -> Response:
 
 
 # -- what a client may be sent ------------------------------------------------------------
+# How one connection carries a message: meaningless once the message is read whole, as a
+# fetched answer is (host/fetch/response.py).
+CONNECTION_HEADERS = frozenset({"connection", "keep-alive", "proxy-connection",
+                                "transfer-encoding"})
 # Headers about one connection, which the front door (aiohttp) writes for itself: never
-# taken from a guest's answer, nor passed on between processes (host/peers.py). `expect`
-# is answered (100-continue) by the process that reads the body.
-HOP_BY_HOP = frozenset({"connection", "content-length", "transfer-encoding", "keep-alive",
-                        "proxy-connection", "upgrade", "te", "trailer",
-                        "proxy-authenticate", "expect"})
+# taken from a guest's answer, nor passed on between processes (host/net/peers.py), nor
+# sent by a guest's fetch (host/fetch/transport.py). `expect` is answered (100-continue)
+# by the process that reads the body.
+HOP_BY_HOP = CONNECTION_HEADERS | {"content-length", "upgrade", "te", "trailer",
+                                   "proxy-authenticate", "expect"}
 # RFC 9110 5.6.2: a field name is a token of these characters, nothing else (no space,
 # no colon, no CR/LF).
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")

@@ -27,7 +27,7 @@ from .. import logs
 from ..core.config import HostConfig
 from ..engine.build import add_build_command, run_build
 from ..engine.components import default_cache_dir
-from ..fetch.transport import FetchPolicy
+from ..fetch import FetchPolicy
 from ..net.serve import ServeOptions, UsageError, preflight, serve, served_classes
 from ..net.supervisor import MAX_PROCESSES, die_with, inherited_socket, pin_to_cores, supervise
 from ..partition import Partition

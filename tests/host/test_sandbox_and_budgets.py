@@ -36,7 +36,7 @@ def test_the_wall_deadline_bounds_a_blocking_host_call(make_probe: MakeProbe) ->
     silent.bind(("127.0.0.1", 0))
     silent.listen()  # accepts the connection, never answers
     port = silent.getsockname()[1]
-    from wkhost.fetch.transport import FetchPolicy
+    from wkhost.fetch import FetchPolicy
 
     p = make_probe(wall_budget_ms=400, http=FetchPolicy.parse([f"127.0.0.1:{port}"]))
     started = time.monotonic()

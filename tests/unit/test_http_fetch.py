@@ -28,7 +28,7 @@ from typing import Any, cast
 from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
-from wkhost.fetch.transport import FetchError, FetchPolicy, FetchRequest, FetchResponse, fetch
+from wkhost.fetch import FetchError, FetchPolicy, FetchRequest, FetchResponse, fetch
 
 CAP = 1 << 20
 PUBLIC_IP = "93.184.215.14"  # never reached: tests that resolve to it refuse the connect
