@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 from wkguest.workflow.serve import PROTOCOL
-from wkhost.engine import build
-from wkhost.engine.build import BuildError, build_component, cache_key, cached_build, main
+from wkhost.engine import build, build_cache, componentize
+from wkhost.engine.build import BuildError, build_component, cached_build, main
+from wkhost.engine.build_cache import cache_key
 from wkhost.engine.components import component_protocols
 from wkhost.errors import HostError
 
@@ -89,9 +90,9 @@ def test_key_covers_sdk_and_wit(app: Path, tmp_path: Path, monkeypatch: pytest.M
     wit = tmp_path / "wit"
     wit.mkdir()
     (wit / "world.wit").write_text("package a:b;")
-    monkeypatch.setattr(build, "WIT_DIR", wit)
+    monkeypatch.setattr(build_cache, "WIT_DIR", wit)
     assert cache_key(app) != before
-    monkeypatch.setattr(build, "componentize_version", lambda: "9.9.9")
+    monkeypatch.setattr(build_cache, "componentize_version", lambda: "9.9.9")
     assert cache_key(app) != before
 
 
@@ -187,7 +188,7 @@ def test_syntax_error_is_found_before_building(
 ) -> None:
     # The fast path, as on a host whose Python is at least the guest's.
     monkeypatch.setattr(build, "GUEST_PYTHON", (3, 0))
-    monkeypatch.setattr(build, "_run_componentize", _must_not_run)
+    monkeypatch.setattr(build, "run_componentize", _must_not_run)
     app.write_text("x = 1\n\ndef f(:\n    pass\n")
     with pytest.raises(BuildError) as info:
         build_component(app, tmp_path / "x.wasm")
@@ -201,7 +202,7 @@ def _must_not_run(*args: object) -> None:
 
 def test_guest_paths_are_mapped_back() -> None:
     paths = [Path("/src/app"), Path("/tmp/sdk")]
-    out = build._unmangle('File "/0/app.py", line 3\nFile "/1/wkguest/x.py"\n"/7/z"', paths)
+    out = componentize._unmangle('File "/0/app.py", line 3\nFile "/1/wkguest/x.py"\n"/7/z"', paths)
     assert out == 'File "/src/app/app.py", line 3\nFile "/tmp/sdk/wkguest/x.py"\n"/7/z"'
 
 

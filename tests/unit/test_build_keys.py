@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from wkguest.workflow.serve import PROTOCOL
-from wkhost.engine.build import cache_key
+from wkhost.engine.build_cache import cache_key
 from wkhost.engine.guest_sources import app_sources
 
 PLAIN = "from wkguest import Actor, export\n\nclass A(Actor):\n    pass\n\nHandler = export(A)\n"

@@ -284,7 +284,7 @@ def both(fn: Callable[[], Any]) -> tuple[Any, Any]:
 @pytest.fixture(scope="session")
 def fctest() -> tuple[Engine, Component]:
     """The fctest component, built once per input and compiled once per wasmtime version."""
-    from wkhost.engine.build import componentize_command, componentize_version
+    from wkhost.engine.componentize import componentize_command, componentize_version
 
     key = hashlib.sha256(f"{FCTEST_WIT}\0{FCTEST_APP}\0{componentize_version()}".encode())
     wasm = CACHE / f"fctest-{key.hexdigest()[:24]}.wasm"

@@ -19,7 +19,7 @@ from typing import Any, cast
 
 import pytest
 import wkguest
-from wkhost.engine.build import WIT_DIR, componentize_command
+from wkhost.engine.componentize import WIT_DIR, componentize_command
 
 GENERATED = ("wit_world", "componentize_py_types", "componentize_py_async_support", "poll_loop")
 BOUND = ("_bindings", "sqlite", "alarm", "actors", "http", "lifecycle", "actor")
