@@ -19,18 +19,43 @@
         └── BudgetExceeded         the CPU (fuel) or wall-clock budget cut the event (503)
 
 Every message is one line, fit to show a user: the front door sends it as the reason.
+
+Each class names itself twice, in class attributes, so that renaming a class changes
+neither:
+- `kind`, unique: what the processes of `--processes N` send each other for it
+  (host/net/peers.py; `wire_kind`, and `error_class` back);
+- `call_kind`: what an actor that called the failing one is answered, as "KIND: message"
+  (the `actors` interface; `call_kind`): unknown, invalid, refused, callee-lost, timeout,
+  callee-budget, callee-trapped, too-large, storage, or error for the others.
+A subclass defined elsewhere (frontdoor.SlowClient, build.BuildError...) that names
+neither is sent under its class name, is read back as a plain HostError, and is "error"
+to a caller.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import ClassVar
 
 
 class HostError(Exception):
     """Base of every exception the host raises on purpose."""
 
     http_status = 500
+    kind: ClassVar[str] = "HostError"
+    call_kind: ClassVar[str] = "error"
 
     def __init__(self, message: str) -> None:
         super().__init__(message.splitlines()[0] if message else type(self).__name__)
+
+    def __init_subclass__(cls) -> None:
+        super().__init_subclass__()
+        # A subclass is another error: it names itself, or takes today's names for one
+        # defined elsewhere (the module docstring), never its parent's.
+        if "kind" not in cls.__dict__:
+            cls.kind = cls.__name__
+        if "call_kind" not in cls.__dict__:
+            cls.call_kind = "error"
 
     @property
     def reason(self) -> str:
@@ -39,14 +64,20 @@ class HostError(Exception):
 
 class BadRequest(HostError):
     http_status = 400
+    kind = "BadRequest"
+    call_kind = "invalid"
 
 
 class UnknownClass(HostError):
     http_status = 404
+    kind = "UnknownClass"
+    call_kind = "unknown"
 
 
 class Forbidden(HostError):
     http_status = 403
+    kind = "Forbidden"
+    call_kind = "error"
 
 
 class NotThatProtocol(HostError):
@@ -54,20 +85,29 @@ class NotThatProtocol(HostError):
     component does not declare: nothing of the class runs."""
 
     http_status = 404
+    kind = "NotThatProtocol"
+    call_kind = "error"
 
 
 class TooLarge(HostError):
     http_status = 413
+    kind = "TooLarge"
+    call_kind = "too-large"
 
 
 class Overloaded(HostError):
     http_status = 503
     retry_after_s = 1
+    kind = "Overloaded"
+    call_kind = "refused"
 
 
 class PeerUnavailable(Overloaded):
     """With `--processes N`: the process that serves the actor did not answer (it is
     restarting, or gone)."""
+
+    kind = "PeerUnavailable"
+    call_kind = "refused"
 
 
 class PeerLost(HostError):
@@ -76,33 +116,74 @@ class PeerLost(HostError):
     run: not an invitation to retry blindly."""
 
     http_status = 502
+    kind = "PeerLost"
+    call_kind = "callee-lost"
 
 
 class NotServedHere(HostError):
     """An event for an actor that another process serves: a routing bug, never run."""
 
     http_status = 500
+    kind = "NotServedHere"
+    call_kind = "error"
 
 
 class CallRefused(HostError):
     http_status = 409
+    kind = "CallRefused"
+    call_kind = "refused"
 
 
 class DeadlineExceeded(HostError):
     http_status = 504
+    kind = "DeadlineExceeded"
+    call_kind = "timeout"
 
 
 class StorageFailed(HostError):
     http_status = 507
+    kind = "StorageFailed"
+    call_kind = "storage"
 
 
 class ActorLimit(StorageFailed):
-    pass
+    kind = "ActorLimit"
+    call_kind = "error"
 
 
 class GuestFailed(HostError):
     http_status = 500
+    kind = "GuestFailed"
+    call_kind = "callee-trapped"
 
 
 class BudgetExceeded(GuestFailed):
     http_status = 503
+    kind = "BudgetExceeded"
+    call_kind = "callee-budget"
+
+
+def wire_kind(e: BaseException) -> str:
+    """The kind `e` is sent under between processes; for what is not a HostError, its
+    class name."""
+    return e.kind if isinstance(e, HostError) else type(e).__name__
+
+
+def call_kind(e: BaseException) -> str:
+    """The KIND of the "KIND: message" an actor's call answers its caller with."""
+    return e.call_kind if isinstance(e, HostError) else "error"
+
+
+def _classes(base: type[HostError]) -> Iterator[type[HostError]]:
+    yield base
+    for sub in base.__subclasses__():
+        yield from _classes(sub)
+
+
+# The classes of this module only: one defined elsewhere is read back as a HostError.
+_BY_KIND = {c.kind: c for c in _classes(HostError) if c.__module__ == __name__}
+
+
+def error_class(kind: str) -> type[HostError]:
+    """The class another process sent `kind` for (`wire_kind`); HostError if none."""
+    return _BY_KIND.get(kind, HostError)
