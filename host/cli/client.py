@@ -31,8 +31,6 @@ from __future__ import annotations
 
 import io
 import json
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, fields
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -43,6 +41,7 @@ from wkguest.workflow.serve import PROTOCOL
 from wkguest.workflow.status import CONTENT_TYPE, PREFIX, Status, check_answer
 
 from ..net.hold import MAX_HOLD_MS
+from .admin import NoAnswer, request
 
 __all__ = ["Started", "Status", "WorkflowAdmin", "WorkflowError"]
 
@@ -116,7 +115,7 @@ class WorkflowAdmin:
         while True:
             query = urlencode({"after": ids[-1] if ids else "", "limit": _LIST_PAGE})
             url = f"{self.base_url}/_wk/actors/{quote(cls, safe='')}?{query}"
-            status, body, _ = self._send(urllib.request.Request(url, headers=self._auth()))
+            status, body, _ = self._send("GET", url)
             if status != 200:
                 raise WorkflowError("refused", _text(body) or f"status {status}", status)
             page = json.loads(body)["ids"]
@@ -141,21 +140,16 @@ class WorkflowAdmin:
 
     # -- transport -----------------------------------------------------------------
 
-    def _auth(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.token}"}
-
     def url(self, cls: str, id: str, route: str) -> str:
         return f"{self.base_url}/{quote(cls, safe='')}/{quote(id, safe='')}{PREFIX}{route}"
 
     def _call(self, cls: str, id: str, route: str, msg: dict[str, Any],
               wait: float = 0) -> Any:
-        req = urllib.request.Request(
-            self.url(cls, id, route), data=cbor2.dumps(msg, canonical=True), method="POST",
-            headers={**self._auth(), "Content-Type": CONTENT_TYPE,
-                     # The host delivers it only to a class that declares the protocol:
-                     # another class runs none of its code for it.
-                     "wk-protocol": PROTOCOL})
-        status, body, ctype = self._send(req, self.timeout + wait)
+        status, body, ctype = self._send(
+            "POST", self.url(cls, id, route), cbor2.dumps(msg, canonical=True),
+            # The host delivers it only to a class that declares the protocol: another
+            # class runs none of its code for it.
+            {"Content-Type": CONTENT_TYPE, "wk-protocol": PROTOCOL}, self.timeout + wait)
         if status == 404 and NOT_DECLARED in _text(body):
             raise WorkflowError("not-a-workflow", f"class {cls!r} is not a workflow class; "
                                 f"nothing of it was run ({_text(body)})", status)
@@ -164,17 +158,16 @@ class WorkflowAdmin:
             raise WorkflowError("call", _text(body) or f"status {status}", status)
         return check_answer(status, doc, _text(body))
 
-    def _send(self, req: urllib.request.Request, timeout: float | None = None
+    def _send(self, method: str, url: str, body: bytes | None = None,
+              headers: dict[str, str] | None = None, timeout: float | None = None
               ) -> tuple[int, bytes, str]:
         """(status, body, content type without parameters); any status is an answer."""
         try:
-            with urllib.request.urlopen(req, timeout=timeout or self.timeout) as resp:
-                return int(resp.status), bytes(resp.read()), _ctype(resp.headers)
-        except urllib.error.HTTPError as e:
-            with e:
-                return int(e.code), bytes(e.read()), _ctype(e.headers)
-        except (urllib.error.URLError, OSError) as e:
-            raise WorkflowError("call", f"{req.full_url}: {e}") from None
+            answer = request(method, url, token=self.token, body=body, headers=headers,
+                             timeout=timeout or self.timeout)
+        except NoAnswer as e:
+            raise WorkflowError("call", f"{url}: {e.error}") from None
+        return answer.status, answer.body, _ctype(answer.content_type)
 
 
 def _wait(seconds: float) -> dict[str, int]:
@@ -195,8 +188,8 @@ def _decode(body: bytes) -> Any:
     return doc if isinstance(doc, dict) and fp.tell() == len(body) else None
 
 
-def _ctype(headers: Any) -> str:
-    return str(headers.get("Content-Type", "") if headers else "").split(";")[0].strip()
+def _ctype(content_type: str) -> str:
+    return content_type.split(";")[0].strip()
 
 
 def _text(body: bytes) -> str:

@@ -1,20 +1,24 @@
 """What the `wkhost` commands share: the exit-code contract (one table, rendered into every
 command's --help and checked against docs/cli.md by the tests), the error that carries
 an exit code up to `main`, the checks of a class name and an id made before any request,
-and the options of the commands that talk to a running server (call, actors, workflow).
+and the options of the commands that talk to a running server (call, actors, workflow)
+with their one request as the operator.
 Its own module, so that the commands' modules import it rather than each other."""
 
 from __future__ import annotations
 
 import argparse
+import http.client
 import os
 import textwrap
+import urllib.error
 from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
 
 from ..errors import BadRequest
 from ..storage.paths import check_class, check_id
+from .admin import Answer, NoAnswer, request
 
 DEFAULT_SERVER = "http://127.0.0.1:8080"
 
@@ -103,6 +107,13 @@ def exit_status_epilog(command: str) -> str:
     return "\n".join(lines)
 
 
+def with_exit_codes(p: argparse.ArgumentParser, command: str) -> None:
+    """Append the contract's rows for `command` to `p`'s epilog, kept as written."""
+    p.formatter_class = argparse.RawDescriptionHelpFormatter  # keep the table's lines
+    p.epilog = f"{p.epilog}\n\n{exit_status_epilog(command)}" if p.epilog \
+        else exit_status_epilog(command)
+
+
 def contract_markdown() -> str:
     """The whole contract as docs/cli.md shows it (the tests keep the two the same)."""
     out = ["| code | meaning | commands |", "| --- | --- | --- |"]
@@ -158,3 +169,20 @@ def operator_token(args: argparse.Namespace) -> str:
     except OSError:
         raise CliError(f"no admin token: pass --token, set WKHOST_TOKEN, or point --data "
                        f"at the server's data directory ({path} not found)") from None
+
+
+def operator_request(method: str, url: str, token: str, body: bytes | None = None) -> Answer:
+    """One request as the operator; any HTTP status is an answer. No answer at all (no
+    connection, a timeout, a broken reply) is CliError with exit 3."""
+    try:
+        return request(method, url, token=token, body=body)
+    except NoAnswer as e:
+        if isinstance(e.error, urllib.error.URLError):
+            raise CliError(f"cannot reach {url}: {e.error.reason}", Exit.UNREACHABLE) from None
+        raise _no_answer(url, e.error) from None
+    except http.client.HTTPException as e:
+        raise _no_answer(url, e) from None
+
+
+def _no_answer(url: str, error: Exception) -> CliError:
+    return CliError(f"no answer from {url}: {error or type(error).__name__}", Exit.UNREACHABLE)

@@ -1,118 +1,198 @@
-"""Settings of one host process, with the defaults a user gets from `wkhost serve`."""
+"""Settings of one host process, with the defaults a user gets from `wkhost serve`.
+
+A field that `wkhost serve` sets says so where it is defined (`flag(...)`): its option,
+its help and its unit. The CLI makes its options from these (host/cli/serve_flags.py), so
+each default, and the text that explains it, is written once, here.
+"""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import Field, dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
-from ..engine.components import InstancePool, default_cache_dir
-from ..fetch.transport import FetchPolicy
+from ..engine.components import default_cache_dir
+from ..engine.pool import InstancePool
+from ..fetch import FetchPolicy
 from ..partition import Partition
+
+KiB = 1 << 10
+MiB = 1 << 20
+
+# Two defaults that the help of --instance-pool names as well.
+POOL_KEEP_RESIDENT_BYTES = 16 * MiB
+POOL_RELEASE_IDLE_S = 10.0
 
 
 def usable_cores() -> int:
     """The cores this process may run on: fewer than the machine's in a cpuset, or in one
-    of `serve --processes N` (host/supervisor.py)."""
+    of `serve --processes N` (host/net/supervisor.py)."""
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
 
 
+@dataclass(frozen=True)
+class Flag:
+    """How `wkhost serve` sets one field: `option` takes the value in `unit`s (the field
+    holds value * unit: --memory-mb 256 is 256 MiB), and `help` explains it, with
+    %(default)s for the default in that unit. `parse` reads the value (default: the type
+    of the field's default); a bool field is a switch."""
+
+    option: str
+    help: str
+    unit: int = 1
+    parse: Callable[[str], Any] | None = None
+    metavar: str | None = None
+
+
+def flag(default: Any, option: str, help: str, **spec: Any) -> Any:
+    """A field with `default` that `wkhost serve` sets with `option` (see Flag)."""
+    return field(default=default, metadata={"flag": Flag(option, help, **spec)})
+
+
 @dataclass
 class HostConfig:
-    data_dir: Path = Path("wkdata")
+    data_dir: Path = flag(Path("wkdata"), "--data",
+                          "data directory: actor databases and the index (default ./wkdata)",
+                          parse=Path)
     # Compiled components, keyed by content; default the user's shared cache
-    # (engine.default_cache_dir: $XDG_CACHE_HOME/wkhost/compiled), so a new data directory
-    # compiles nothing compiled before. Shareable between hosts: entries are written
-    # atomically.
-    cache_dir: Path | None = None
+    # (engine.default_cache_dir), so a new data directory compiles nothing compiled
+    # before. Shareable between hosts: entries are written atomically.
+    cache_dir: Path | None = flag(
+        None, "--cache-dir", "compiled components, shared by every server and data directory "
+        "(default $XDG_CACHE_HOME/wkhost/compiled or ~/.cache/wkhost/compiled)",
+        parse=Path, metavar="DIR")
     # Budgets per event.
-    cpu_budget_ms: int = 50
-    wall_budget_ms: int = 30_000
-    memory_limit_bytes: int = 256 << 20
+    cpu_budget_ms: int = flag(50, "--cpu-budget-ms",
+                              "CPU per event, metered as fuel (default %(default)s)")
+    wall_budget_ms: int = flag(30_000, "--wall-budget-ms",
+                               "wall-clock time per event, calls included (default %(default)s)")
+    memory_limit_bytes: int = flag(256 * MiB, "--memory-mb",
+                                   "linear memory per instance (default %(default)s)", unit=MiB)
     # Storage.
-    db_max_bytes: int = 1 << 30
-    # The largest string or blob one guest statement may make (host/sql_policy.py).
-    db_max_value_bytes: int = 32 << 20
+    db_max_bytes: int = flag(1024 * MiB, "--db-max-mb",
+                             "size cap of each actor's database (default %(default)s)", unit=MiB)
+    # The largest string or blob one guest statement may make (host/storage/policy.py).
+    db_max_value_bytes: int = flag(
+        32 * MiB, "--db-max-value-mb", "largest string or blob one guest SQL statement may "
+        "make (default %(default)s); a workflow's journal loads as one such value", unit=MiB)
     # SQLite's memory in this process, every actor's together: past it, the statement
-    # that asks for more fails, and nothing else does (host/sql_policy.py).
-    sql_memory_bytes: int = 1 << 30
+    # that asks for more fails, and nothing else does (host/storage/policy.py).
+    sql_memory_bytes: int = flag(
+        1024 * MiB, "--sql-memory-mb", "SQLite's memory in this process, all actors together "
+        "(default %(default)s); past it, the statement that asks for more fails", unit=MiB)
     # New actors are refused (507) past this many on disk, or with less than this much
     # free on the data directory's disk (or a twentieth of a disk smaller than twenty
-    # times it); existing actors are served all the same (host/admission.py). An actor
-    # that keeps nothing leaves no file and counts for none.
-    max_actors: int = 1_000_000
-    min_free_disk_bytes: int = 128 << 20
+    # times it); existing actors are served all the same (host/core/admission.py).
+    max_actors: int = flag(
+        1_000_000, "--max-actors", "actors kept on disk (default %(default)s, shared among "
+        "--processes); past it new actors get 507, existing ones are served. An actor that "
+        "keeps nothing leaves no file")
+    min_free_disk_bytes: int = flag(
+        128 * MiB, "--min-free-disk-mb", "room kept free on the data directory's disk for "
+        "existing actors (default %(default)s, or a twentieth of a smaller disk): with less, "
+        "new actors get 507. 0: no floor", unit=MiB)
     # Payloads crossing the boundary (bodies, responses). Far below what a WIT string can
-    # carry (10 MB measured), and the front door refuses bigger bodies with 413.
-    max_body_bytes: int = 1 << 20
+    # carry, and the front door refuses bigger bodies with 413.
+    max_body_bytes: int = flag(
+        1024 * KiB, "--max-body-kb", "largest request or response body (default %(default)s); "
+        "a request that declares a longer one gets 413 before any of it is read", unit=KiB)
     # The front door's limits (Hardening I).
     # A guest's answer: at most this many headers, of at most this many bytes on the wire
     # in all; over either, the client gets 500 with the reason (host/wire.py).
-    max_response_headers: int = 100
-    max_response_header_bytes: int = 64 << 10
-    # A client's request head must arrive whole within header_timeout_s: of the
-    # connection's start for its first request, of its first byte for a later one. Its
-    # body must arrive within body_timeout_s of its head (a 1 MiB body at the default:
-    # about 35 KB/s at least). A kept-alive connection idle for keepalive_timeout_s is
-    # closed. So a client that holds a connection, sending nothing or a byte at a time,
-    # is cut off (host/serve.py).
-    header_timeout_s: float = 10.0
-    body_timeout_s: float = 30.0
-    keepalive_timeout_s: float = 75.0
+    max_response_headers: int = flag(
+        100, "--max-response-headers", "most headers a guest's answer may carry; over it, "
+        "the client gets 500 with the reason (default %(default)s)")
+    max_response_header_bytes: int = flag(
+        64 * KiB, "--max-response-header-kb", "most bytes of headers a guest's answer may "
+        "carry, names and values together; over it, the client gets 500 (default %(default)s)",
+        unit=KiB)
+    # A request's head is timed from the connection's start for its first request, from
+    # its first byte for a later one; its body from its head. So a client that holds a
+    # connection, sending nothing or a byte at a time, is cut off (host/net/serve.py).
+    header_timeout_s: float = flag(
+        10.0, "--header-timeout-s", "a request's head (its line and headers) must arrive "
+        "whole within this time of the connection's start, or of its first byte on a "
+        "kept-alive connection; else the connection is closed (default %(default)s)")
+    body_timeout_s: float = flag(
+        30.0, "--body-timeout-s", "a request's body must arrive whole within this time of "
+        "its head; else 408 and the connection is closed (default %(default)s)")
+    keepalive_timeout_s: float = flag(
+        75.0, "--keepalive-timeout-s", "a kept-alive connection idle this long between "
+        "requests is closed (default %(default)s)")
     # Concurrency and backpressure.
-    workers: int = 16
-    # Events running host or guest code at once (event.RunGate); the other threads wait,
-    # and a thread waiting on the network, SQLite or another actor gives its turn up.
-    # 0: one fewer than the cores this process may run on (`usable_cores`), at least 1.
-    # The spare core takes SQLite, fsyncs, the front door's loop and the janitor. On 2
-    # cores, 1 running event against 2: 800 cold wakes due at once 174/181 against
-    # 167/161 wakes/s at 5.9 against 10 ms of CPU each (a fresh instance's copy-on-write
-    # faults send no TLB-shootdown IPIs while no other thread of the host runs guest
-    # code); three-step workflows through `serve` at concurrency 8, 105/107 against 97/96
-    # wf/s at 9.6 against 15 ms of CPU each.
-    running_events: int = 0
-    max_pending_events: int = 1024   # queued host-wide before the front door says 503
-    max_queue_per_actor: int = 64    # events waiting on one actor before 503
+    workers: int = flag(
+        16, "--workers", "event threads per process, at most (default %(default)s). Only the "
+        "running events plus one work at once; the others stand in for events that wait on "
+        "the network or on another actor")
+    # Events running host or guest code at once (core/event.py's RunGate). The default
+    # leaves a core spare: it takes SQLite, fsyncs, the front door's loop and the janitor.
+    # On 2 cores, 1 running event beats 2, for cold wakes due at once and for three-step
+    # workflows through `serve` alike: while no other thread of the host runs guest code,
+    # a fresh instance's copy-on-write faults send no TLB-shootdown IPIs.
+    running_events: int = flag(
+        0, "--running-events", "events running host or guest code at once; the other event "
+        "threads wait, and one waiting on the network, SQLite or another actor gives its "
+        "turn up (default %(default)s: one fewer than the cores this process may run on, "
+        "at least 1)")
+    max_pending_events: int = flag(
+        1024, "--max-pending", "events waiting host-wide before new requests get 503 "
+        "(default %(default)s)")
+    max_queue_per_actor: int = flag(
+        64, "--max-queue-per-actor",
+        "events waiting on one actor before it gets 503 (default %(default)s)")
     max_call_depth: int = 16
-    # Instances kept warm (about 16 MiB each with the pool, 9 without): idle ones are
-    # dropped, with their database connection, so memory and file descriptors stay
-    # bounded however many actors exist.
-    max_live_instances: int = 96
+    # Instances kept warm: idle ones are dropped, with their database connection, so
+    # memory and file descriptors stay bounded however many actors exist.
+    max_live_instances: int = flag(
+        96, "--max-live-instances", "instances kept warm; the least recently used idle ones "
+        "go beyond this (default %(default)s)")
     idle_instance_s: float = 30.0
     # An actor whose alarm event leaves it asleep keeps its instance this long if it was
     # asked something within this time (a client following a workflow it just started).
     followed_s: float = 5.0
     # Classes served with reuse_instances (`--reuse-instances`) keep up to this many
-    # instances that their actors let go, for their next new actors (host/spares.py),
+    # instances that their actors let go, for their next new actors (host/core/spares.py),
     # each for at most spare_idle_s: a quiet host still gets to release the pool's pages.
     spare_instances: int = 16
     spare_idle_s: float = 5.0
+    # New actors of a class whose on-init ran one schema-only script start from an image
+    # of the template with it applied (host/storage/images.py).
+    schema_images: bool = flag(
+        True, "--schema-images", "start a class's new actors from the template with the "
+        "schema its on-init makes already applied, once an on-init has run one schema-only "
+        "script (default: on)")
     # Instances from wasmtime's pooling allocator (see engine.InstancePool): slots for the
     # live cap plus room for the events in flight; each reserves 4 GiB of address space.
-    # A fresh instance starts without most of its page faults (a 5,000-position replay
-    # on a fresh instance: 12 against 16 ms). The price: a slot once used keeps 16 MiB
-    # resident until no instance has lived for pool_release_idle_s, when the janitor
-    # gives every idle slot's pages back (engine.PoolMemory).
-    instance_pool: bool = True
-    pool_keep_resident_bytes: int = 16 << 20
+    # A fresh instance starts without most of its page faults. The price: a slot once
+    # used keeps pool_keep_resident_bytes resident until no instance has lived for
+    # pool_release_idle_s, when the janitor gives every idle slot's pages back
+    # (engine.PoolMemory).
+    instance_pool: bool = flag(
+        True, "--instance-pool", "take instances from wasmtime's pooling allocator: a fresh "
+        "instance costs about a fifth less CPU, but a slot once used keeps "
+        f"{POOL_KEEP_RESIDENT_BYTES // MiB} MiB of guest heap resident until the host has "
+        f"had no live instance for {POOL_RELEASE_IDLE_S:g} s (default on; "
+        "--no-instance-pool for the least memory under load)")
+    pool_keep_resident_bytes: int = POOL_KEEP_RESIDENT_BYTES
     # With no instance alive this long, the janitor releases every idle slot's pages.
-    pool_release_idle_s: float = 10.0
+    pool_release_idle_s: float = POOL_RELEASE_IDLE_S
     pool_warm_slots: int = 4
     # Guest stdout/stderr kept per event before the rest is dropped (logged with the actor).
-    max_guest_output_bytes: int = 16 << 10
+    max_guest_output_bytes: int = 16 * KiB
     # Retry of a failed on-alarm whose event did not re-set the alarm.
     alarm_retry_base_ms: int = 1_000
     alarm_retry_max_ms: int = 300_000
-    # New actors of a class whose on-init ran one schema-only script start from an image
-    # of the template with it applied (host/sqlite.py, schema images).
-    schema_images: bool = True
     http: FetchPolicy = field(default_factory=FetchPolicy)
     # Which actors this process serves, with `wkhost serve --processes N` (host/partition.py).
     partition: Partition = field(default_factory=Partition)
     # Test-only: drop every instance after each event (the "always replay" mode).
-    always_fresh_instance: bool = False
+    always_fresh_instance: bool = flag(
+        False, "--always-fresh-instance",
+        "testing only: a new instance for every event (always replay)")
 
     def run_slots(self) -> int:
         return self.running_events or max(1, usable_cores() - 1)
@@ -132,3 +212,8 @@ class HostConfig:
         from ..engine.components import FUEL_PER_MS
 
         return self.cpu_budget_ms * FUEL_PER_MS
+
+
+def serve_flags() -> list[tuple[Field[Any], Flag]]:
+    """The fields that `wkhost serve` sets, in their order here (its --help's order)."""
+    return [(f, f.metadata["flag"]) for f in fields(HostConfig) if "flag" in f.metadata]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import cbor2
-from wkhost.cli.main import readable_body
+from wkhost.cli.call import readable_body
 
 
 def test_text_and_json_are_shown_as_they_came() -> None:

@@ -1,0 +1,134 @@
+"""`wkhost serve`: check what can be checked, then serve in this process, or supervise
+--processes N of them (host/net/supervisor.py), each one of which runs this too."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+from .. import logs
+from ..core.config import HostConfig
+from ..core.host import Access
+from ..errors import HostError
+from ..fetch import FetchPolicy
+from ..net.serve import ServeOptions, UsageError, preflight, serve, served_classes
+from ..net.supervisor import MAX_PROCESSES, die_with, inherited_socket, pin_to_cores, supervise
+from ..partition import Partition
+from .options import with_exit_codes
+from .serve_flags import add_serve_options, host_config
+
+
+def add_serve(sub: Any) -> None:
+    s = sub.add_parser(
+        "serve", help="serve actor classes over HTTP",
+        description="Serve actor classes: /{class}/{id}/{path} goes to that actor's handle.",
+        epilog="example: wkhost serve --actor orders=orders.wasm --actor app=app.wasm "
+               "--access orders=internal",
+    )
+    add_serve_options(s)
+    with_exit_codes(s, "serve")
+    s.set_defaults(run=run_serve)
+
+
+def run_serve(args: argparse.Namespace) -> int:  # returns only for bad usage
+    logs.setup(args.log_level)
+    try:
+        actors, access = served_classes(_pairs(args.actor, "--actor"),
+                                        _pairs(args.access, "--access"), args.reuse_instances)
+        policy = FetchPolicy.parse(args.allow_http)
+    except (UsageError, ValueError) as e:
+        print(f"wkhost: error: {e}", file=sys.stderr)
+        return 2
+    config = host_config(args, http=policy)
+    opts = serve_options(args, actors, access)
+    wrong = _out_of_range(args)
+    if wrong:
+        print(f"wkhost: error: {wrong}", file=sys.stderr)
+        return 2
+    _exit_without_finalizing(_served(config, opts, args))
+
+
+def serve_options(args: argparse.Namespace, actors: list[tuple[str, Path]],
+                  access: dict[str, Access]) -> ServeOptions:
+    return ServeOptions(actors, access, args.host, args.port, args.admin_token_file,
+                        args.fake_clock, reuse_instances=frozenset(args.reuse_instances),
+                        fake_clock_start_ms=args.fake_clock_start)
+
+
+def _pairs(items: list[str], what: str) -> list[tuple[str, str]]:
+    out = []
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name or not value:
+            print(f"wkhost: error: {what} takes NAME=VALUE, got {item!r}", file=sys.stderr)
+            raise SystemExit(2)  # bad usage
+        out.append((name, value))
+    return out
+
+
+def _out_of_range(args: argparse.Namespace) -> str | None:
+    """What is wrong with a number of `serve`'s, if anything."""
+    if not 1 <= args.processes <= MAX_PROCESSES:
+        return f"--processes takes 1 to {MAX_PROCESSES}"
+    for flag in ("header_timeout_s", "body_timeout_s", "keepalive_timeout_s"):
+        if not getattr(args, flag) > 0:
+            return f"--{flag.replace('_', '-')} takes a time above 0"
+    for flag in ("max_response_headers", "max_response_header_kb"):
+        if getattr(args, flag) < 0:
+            return f"--{flag.replace('_', '-')} takes a number of at least 0"
+    return None
+
+
+def _served(config: HostConfig, opts: ServeOptions, args: argparse.Namespace) -> int:
+    """Serve until stopped: the exit code, with the error that stopped it, if any."""
+    try:
+        # Whatever can be checked without compiling, before the first compile (slow).
+        lock_fd, bound = preflight(config, opts, args.lock_fd, "--cache-dir" if args.cache_dir
+                                   else "the compile cache (--cache-dir)",
+                                   bind=args.process is None)
+        if args.process is not None:  # one of --processes N, started by the supervisor
+            _serve_one_of_many(config, opts, args)
+        elif args.processes > 1:
+            return supervise(config, opts, args.processes, args.argv, lock_fd,
+                             pin_cores=args.cpu_affinity == "auto", bound=bound)
+        else:
+            asyncio.run(serve(config, opts, bound=bound))
+    except HostError as e:
+        print(f"wkhost: error: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:  # not "[Errno 13] Permission denied: 'x'": the file, then why
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"wkhost: error: {where}{e.strerror or e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _serve_one_of_many(config: HostConfig, opts: ServeOptions,
+                       args: argparse.Namespace) -> None:
+    me, count = (int(x) for x in args.process.split("/"))
+    if args.cores:  # first: the host's threads take this process's affinity
+        pin_to_cores([int(c) for c in args.cores.split(",")])
+    die_with(args.supervisor_pid)
+    config.partition = Partition(me, count)
+    asyncio.run(serve(config, opts, inherited_socket(args.listen_fd)))
+
+
+def _exit_without_finalizing(rc: int) -> NoReturn:
+    """End the server's process without the interpreter's finalization.
+
+    Why: wasmtime's runtime threads deliver a guest's output to a Python callback, and may
+    still be delivering the last of it as the process ends. A thread that takes the GIL
+    once finalization has begun is ended by CPython with pthread_exit, which unwinds
+    through Rust frames that must not unwind: the process then aborts (SIGABRT) after a
+    clean stop. Seen, rarely, in a test whose guests print as it stops. By now the host
+    has closed every database; only the logs and stdio need flushing.
+    """
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(rc)

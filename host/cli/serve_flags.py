@@ -1,0 +1,121 @@
+"""`wkhost serve`'s options, and the HostConfig they make.
+
+The options that set a HostConfig field are made from the field (`flag(...)` in
+host/core/config.py): its option, its help, its default in the option's unit. Only the
+options of the command itself are written here: which classes to serve, where to
+listen, how many processes, the token, the log level and the fake clock. They take their
+places in --help between the fields', before the field each is keyed to.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import Field
+from pathlib import Path
+from typing import Any
+
+from ..core.config import Flag, HostConfig, serve_flags
+
+
+def add_serve_options(s: argparse.ArgumentParser) -> None:
+    for f, spec in serve_flags():
+        if f.name in _BEFORE_FIELD:
+            _BEFORE_FIELD[f.name](s)
+        add_config_option(s, f, spec)
+
+
+def add_config_option(p: argparse.ArgumentParser, f: Field[Any], spec: Flag) -> None:
+    """The option of HostConfig field `f`, its default in the option's unit."""
+    if isinstance(f.default, bool):
+        # A switch on by default can be turned off (--no-...); one off by default, on.
+        action = argparse.BooleanOptionalAction if f.default else "store_true"
+        p.add_argument(spec.option, action=action, default=f.default, help=spec.help)
+        return
+    p.add_argument(spec.option, type=spec.parse or type(f.default), metavar=spec.metavar,
+                   default=in_unit(f.default, spec.unit), help=spec.help)
+
+
+def in_unit(value: Any, unit: int) -> Any:
+    return value // unit if unit != 1 else value
+
+
+def option_dest(spec: Flag) -> str:
+    """The attribute of the parsed arguments that holds the option's value."""
+    return spec.option.removeprefix("--").replace("-", "_")
+
+
+def config_fields(args: argparse.Namespace) -> dict[str, Any]:
+    """The HostConfig fields that serve's options set, each in the field's unit."""
+    return {f.name: _times(getattr(args, option_dest(spec)), spec.unit)
+            for f, spec in serve_flags()}
+
+
+def _times(value: Any, unit: int) -> Any:
+    return value * unit if unit != 1 else value
+
+
+def host_config(args: argparse.Namespace, **more: Any) -> HostConfig:
+    """The HostConfig of serve's options; `more` sets the fields no single option does."""
+    return HostConfig(**config_fields(args), **more)
+
+
+# -- the command's own options ----------------------------------------------------------
+def _add_classes(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--actor", action="append", default=[], metavar="NAME=FILE.wasm",
+                   required=True, help="serve FILE.wasm as class NAME (repeatable)")
+    s.add_argument("--access", action="append", default=[], metavar="NAME=internal|public",
+                   help="internal: only actors and operators may call NAME (default public)")
+    s.add_argument("--reuse-instances", action="append", default=[], metavar="NAME",
+                   help="let an instance of class NAME that its actor let go serve NAME's "
+                        "next new actor (repeatable). Each new actor then skips about 1.7 ms "
+                        "of instantiation and clean-up, and runs warm code: about a third "
+                        "of a short workflow's CPU. The price: the guest's module globals "
+                        "outlive an actor (its Actor object does not), so keep per-actor "
+                        "state on the object or in SQLite. A trapped instance is never reused "
+                        "(default: none; every instance serves one actor)")
+
+
+def _add_address(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--host", default="127.0.0.1", help="address to listen on (default %(default)s)")
+    s.add_argument("--port", type=int, default=8080, help="port (default %(default)s; 0: any)")
+
+
+def _add_processes(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--processes", type=int, default=1, metavar="N",
+                   help="serve with N processes, each owning a fixed share of the actors "
+                        "and running its events on its own core; any of them takes any "
+                        "request and passes it to the right one. About one core's worth "
+                        "of events is what one process runs (default %(default)s; try the "
+                        "number of cores)")
+    _add_supervised(s)
+    s.add_argument("--cpu-affinity", choices=("auto", "off"), default="auto",
+                   help="with --processes N: auto gives each process its own share of the "
+                        "cores, one core each with as many processes as cores, when there "
+                        "are at least N (about 20%% more workflows at concurrency 8 and 32 "
+                        "on 2 cores); off lets the kernel place them (default %(default)s)")
+
+
+def _add_supervised(s: argparse.ArgumentParser) -> None:
+    """Set by the supervisor of --processes N for each process it starts."""
+    s.add_argument("--process", help=argparse.SUPPRESS)
+    s.add_argument("--listen-fd", type=int, help=argparse.SUPPRESS)
+    s.add_argument("--supervisor-pid", type=int, help=argparse.SUPPRESS)
+    s.add_argument("--lock-fd", type=int, help=argparse.SUPPRESS)
+    s.add_argument("--fake-clock-start", type=int, help=argparse.SUPPRESS)
+    s.add_argument("--cores", help=argparse.SUPPRESS)
+
+
+def _add_operation(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--allow-http", action="append", default=[], metavar="HOST[:PORT]",
+                   help="let guests fetch from HOST (repeatable; default: nowhere)")
+    s.add_argument("--admin-token-file", type=Path,
+                   help="operator token file (default DATA/_host/admin-token, made if missing)")
+    s.add_argument("--log-level", default="info",
+                   choices=["debug", "info", "warning", "error"], help="(default %(default)s)")
+    s.add_argument("--fake-clock", action="store_true",
+                   help="testing only: a clock that moves only by POST /_wk/clock/advance")
+
+
+# Where the command's own options go in --help: before these HostConfig fields' options.
+_BEFORE_FIELD = {"data_dir": _add_classes, "cpu_budget_ms": _add_address,
+                 "workers": _add_processes, "always_fresh_instance": _add_operation}

@@ -1,0 +1,85 @@
+"""`wkhost serve`'s options and HostConfig agree: each option that sets a field takes its
+default and help from the field (host/core/config.py), in the option's unit, and a serve
+with no options configures the host as HostConfig() does. An option with a default of
+its own, written beside the field's, fails here."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import pytest
+from wkhost.cli.main import make_parser
+from wkhost.cli.serve import serve_options
+from wkhost.cli.serve_flags import host_config, option_dest
+from wkhost.core.config import HostConfig, serve_flags
+from wkhost.fetch import FetchPolicy
+from wkhost.net.serve import ServeOptions
+
+# The options of the command itself, which set no HostConfig field (--allow-http sets
+# `http` through FetchPolicy.parse, checked below).
+COMMAND_OPTIONS = {"help", "actor", "access", "reuse_instances", "host", "port", "processes",
+                   "process", "listen_fd", "supervisor_pid", "lock_fd", "fake_clock_start",
+                   "cores", "cpu_affinity", "allow_http", "admin_token_file", "log_level",
+                   "fake_clock"}
+
+
+def serve_parser() -> argparse.ArgumentParser:
+    sub = next(a for a in make_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    parser: argparse.ArgumentParser = sub.choices["serve"]
+    return parser
+
+
+def options() -> dict[str, argparse.Action]:
+    return {a.option_strings[0]: a for a in serve_parser()._actions if a.option_strings}
+
+
+def parsed(*args: str) -> argparse.Namespace:
+    return serve_parser().parse_args(["--actor", "x=a.wasm", *args])
+
+
+def test_every_field_option_defaults_to_the_fields_default_in_its_unit() -> None:
+    by_option = options()
+    assert serve_flags(), "no HostConfig field is set by an option"
+    for f, spec in serve_flags():
+        action = by_option[spec.option]
+        default = action.default * spec.unit if spec.unit != 1 else action.default
+        assert default == f.default, (spec.option, action.default, f.name, f.default)
+        assert action.help and action.help.strip(), spec.option
+        if not isinstance(f.default, bool) or f.default:  # a switch that is off says so
+            assert "default" in action.help, spec.option
+
+
+def test_every_serve_option_is_a_fields_or_the_commands_own() -> None:
+    dests = {a.dest for a in serve_parser()._actions}
+    fields = {option_dest(spec) for _, spec in serve_flags()}
+    assert dests - fields == COMMAND_OPTIONS
+    assert not fields & COMMAND_OPTIONS
+
+
+def test_serve_with_no_options_configures_the_defaults() -> None:
+    args = parsed()
+    assert host_config(args, http=FetchPolicy.parse(args.allow_http)) == HostConfig()
+    assert serve_options(args, [], {}) == ServeOptions([], {})
+
+
+def _another(value: Any, unit: int) -> tuple[str, Any]:
+    """An option's argument other than its default, and the field's value for it."""
+    if isinstance(value, Path) or value is None:
+        return "/else/where", Path("/else/where")
+    n = value // unit + 3 if isinstance(value, int) else value + 1.5
+    return str(n), n * unit
+
+
+@pytest.mark.parametrize("name", [f.name for f, _ in serve_flags()])
+def test_each_option_sets_its_field_in_the_fields_unit(name: str) -> None:
+    f, spec = next((f, s) for f, s in serve_flags() if f.name == name)
+    if isinstance(f.default, bool):
+        argv, want = [spec.option if not f.default else
+                      spec.option.replace("--", "--no-", 1)], not f.default
+    else:
+        text, want = _another(f.default, spec.unit)
+        argv = [spec.option, text]
+    config = host_config(parsed(*argv))
+    assert getattr(config, name) == want, (argv, getattr(config, name))
