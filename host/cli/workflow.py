@@ -1,9 +1,9 @@
 """`wkhost workflow ...`: start, follow, signal, cancel and list workflow instances.
 
-Every command goes through the operator path of a running server (host/workflow_client),
+Every command goes through the operator path of a running server (host/cli/client.py),
 so internal classes stay closed to the public. Values (inputs, payloads) are JSON on the
 command line; `@FILE` reads them from a file. Exit codes follow the contract in
-host/cli_options.py (docs/cli.md): start and status exit with the code of the state they
+host/cli/options.py (docs/cli.md): start and status exit with the code of the state they
 print, so a script can tell failed from cancelled without parsing the text.
 """
 
@@ -107,28 +107,31 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _dispatch(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
-    cmd, cls = args.command, args.cls
-    if cmd == "list":
-        rows = admin.list(cls, args.state)
-        if args.json:
-            print(json.dumps([{"id": i, **s} for i, s in rows], default=str))
-        for actor_id, s in rows if not args.json else []:
-            print(f"{actor_id}\t{s.get('state')}\t{s.get('positions', 0)} positions")
-        return Exit.OK
-    if cmd == "steps":
-        steps = admin.steps(cls, args.id)
-        if args.json:
-            print(json.dumps(steps, default=str))
-        else:
-            _print_steps(steps)
-        return Exit.OK
-    if cmd == "send-event":
-        admin.send_event(cls, args.id, args.name, _json_arg(args.payload))
-        print(f"{cls}/{args.id}: event {args.name!r} recorded")
-        return Exit.OK
-    if cmd == "cancel":
-        return _cancel(admin, args)
-    return _start_or_status(admin, args)
+    return _RUN[args.command](admin, args)
+
+
+def _list(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
+    rows = admin.list(args.cls, args.state)
+    if args.json:
+        print(json.dumps([{"id": i, **s} for i, s in rows], default=str))
+    for actor_id, s in rows if not args.json else []:
+        print(f"{actor_id}\t{s.get('state')}\t{s.get('positions', 0)} positions")
+    return Exit.OK
+
+
+def _steps(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
+    steps = admin.steps(args.cls, args.id)
+    if args.json:
+        print(json.dumps(steps, default=str))
+    else:
+        _print_steps(steps)
+    return Exit.OK
+
+
+def _send_event(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
+    admin.send_event(args.cls, args.id, args.name, _json_arg(args.payload))
+    print(f"{args.cls}/{args.id}: event {args.name!r} recorded")
+    return Exit.OK
 
 
 def _cancel(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
@@ -163,6 +166,10 @@ def _start_or_status(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
     return STATE_EXITS.get(status.state, Exit.OK)
 
 
+_RUN = {"list": _list, "steps": _steps, "send-event": _send_event, "cancel": _cancel,
+        "start": _start_or_status, "status": _start_or_status}
+
+
 def _ended(s: Status) -> bool:
     """Where a wait ends: a finished state, or one that has an exit code of its own."""
     return s.is_finished or s.state in STATE_EXITS
@@ -190,13 +197,7 @@ def _print_status(cls: str, actor_id: str, s: Status, as_json: bool,
     """`s` as a line (and its output and error), or as JSON; a start's JSON also says
     what the start did (`started`: its first answer, before any --wait)."""
     if as_json:
-        doc = {"state": s.state, "wake_at": s.wake_at, "waiting_for": list(s.waiting_for),
-               "output": s.output, "error": s.error, "positions": s.positions,
-               "run_id": s.run_id}
-        if started is not None:
-            doc |= {"created": started.created, "input_differs": started.input_differs,
-                    "created_at": started.created_at}
-        print(json.dumps(doc, default=repr))
+        print(json.dumps(_status_doc(s, started), default=repr))
         return
     line = f"{cls}/{actor_id}: {s.state}, {s.positions} positions"
     if s.waiting_for:
@@ -208,6 +209,15 @@ def _print_status(cls: str, actor_id: str, s: Status, as_json: bool,
         print(f"  output: {json.dumps(s.output, default=repr)}")
     if s.error:
         print(f"  error: {s.error}")
+
+
+def _status_doc(s: Status, started: Started | None) -> dict[str, Any]:
+    doc = {"state": s.state, "wake_at": s.wake_at, "waiting_for": list(s.waiting_for),
+           "output": s.output, "error": s.error, "positions": s.positions, "run_id": s.run_id}
+    if started is not None:
+        doc |= {"created": started.created, "input_differs": started.input_differs,
+                "created_at": started.created_at}
+    return doc
 
 
 def _print_steps(steps: list[dict[str, Any]]) -> None:
