@@ -38,7 +38,8 @@ from ..errors import BadRequest, GuestFailed, HostError, NotServedHere, Overload
 from ..types import ActorRef, Request, Response, Sender
 from ..wire import answer_headers
 from .hold import HOLD_STATE, is_hold_header
-from .peers import PeerClients, add_peer_routes, advance_clock, forward
+from .peer_clients import PeerClients
+from .peers import add_peer_routes, advance_clock, forward
 from .peers import list_actors as list_from_every_process
 
 log = logging.getLogger("wkhost.http")

@@ -36,10 +36,11 @@ from aiohttp import web
 
 from .. import errors
 from ..core.event import Chain
-from ..errors import DeadlineExceeded, HostError, PeerLost, PeerUnavailable
+from ..errors import DeadlineExceeded, HostError, PeerUnavailable
 from ..partition import Partition
 from ..types import ActorRef, Sender
 from ..wire import HOP_BY_HOP, answer_headers, record
+from .peer_clients import PeerClients, lost, unavailable
 
 if TYPE_CHECKING:
     from ..core.host import Host
@@ -95,14 +96,16 @@ class Peers:
             "chain": [[r.cls, r.id] for r in stack],
             "timeout_s": timeout,  # the callee's deadline: one monotonic clock per machine
         })
-        conn = self._connection(owner, timeout)
-        try:
-            if conn.sock is None:
-                conn.connect()
-        except OSError as e:  # nothing was sent: nothing ran
-            self._drop(owner)
-            raise PeerUnavailable(f"process {owner}, which serves {ref}, did not answer "
-                                  f"({type(e).__name__}); retry shortly") from None
+        out = self._post(owner, ref, body, timeout)
+        if "error" in out:
+            raise errors.error_class(str(out["error"]))(str(out["message"]))
+        return record(status=out["status"], headers=[tuple(h) for h in out["headers"]],
+                      body=bytes(out["body"]).decode("latin-1"))
+
+    def _post(self, owner: int, ref: ActorRef, body: bytes, timeout: float
+              ) -> dict[str, Any]:
+        """The other process's answer to the call `body`, decoded."""
+        conn = self._connected(owner, ref, timeout)
         try:
             conn.request("POST", "/_wk/peer/call", body, {"content-type": CBOR})
             resp = conn.getresponse()
@@ -115,20 +118,22 @@ class Peers:
             raise DeadlineExceeded(f"{ref} did not answer by the event's deadline") from None
         except (ConnectionResetError, BrokenPipeError) as e:
             self._drop(owner)  # the call was not read: it was gone already
-            raise PeerUnavailable(f"process {owner}, which serves {ref}, did not answer "
-                                  f"({type(e).__name__}); retry shortly") from None
+            raise unavailable(owner, str(ref), e) from None
         except (OSError, http.client.HTTPException, cbor2.CBORDecodeError) as e:
             self._drop(owner)
-            raise PeerLost(f"process {owner}, which serves {ref}, went before it answered "
-                           f"({type(e).__name__}): the call may have run") from None
+            raise lost(owner, str(ref), e, "call") from None
         conn.last_used = time.monotonic()
-        if "error" in out:
-            kind = getattr(errors, str(out["error"]), HostError)
-            if not (isinstance(kind, type) and issubclass(kind, HostError)):
-                kind = HostError
-            raise kind(str(out["message"]))
-        return record(status=out["status"], headers=[tuple(h) for h in out["headers"]],
-                      body=bytes(out["body"]).decode("latin-1"))
+        return out
+
+    def _connected(self, owner: int, ref: ActorRef, timeout: float) -> _UnixConnection:
+        conn = self._connection(owner, timeout)
+        try:
+            if conn.sock is None:
+                conn.connect()
+        except OSError as e:  # nothing was sent: nothing ran
+            self._drop(owner)
+            raise unavailable(owner, str(ref), e) from None
+        return conn
 
     def _connection(self, process: int, timeout: float) -> _UnixConnection:
         conns: dict[int, _UnixConnection] = self._local.__dict__.setdefault("conns", {})
@@ -161,116 +166,6 @@ def _closed_by_peer(sock: socket.socket | None) -> bool:
         return bool(select.select([sock], [], [], 0)[0])
     except (OSError, ValueError):
         return True
-
-
-# -- the asynchronous side, in each process's front door ----------------------------------
-Exchange = tuple[int, list[tuple[str, str]], bytes]  # status, headers, body
-
-
-class PeerClients:
-    """Kept connections to the other processes' Unix sockets, in the front door's loop,
-    and one HTTP/1.1 request and answer over them at a time.
-
-    Why not aiohttp's client: passing a request on costs it about a millisecond per
-    request between the two processes here; the other side is always this host's own
-    front door, whose answers always carry a Content-Length."""
-
-    def __init__(self, data_dir: Path, partition: Partition) -> None:
-        self.data_dir = data_dir
-        self.partition = partition
-        self._idle: dict[int, list[tuple[asyncio.StreamReader, asyncio.StreamWriter]]] = {}
-
-    async def exchange(self, process: int, method: str, target: str,
-                       headers: Iterable[tuple[str, str]] = (), body: bytes = b"") -> Exchange:
-        """One request to `process`. Raises PeerUnavailable if it cannot be reached
-        (nothing ran), PeerLost if it went with the request (it may have run)."""
-        headers = list(headers)
-        head = [f"{method} {target} HTTP/1.1\r\ncontent-length: {len(body)}\r\n"]
-        if not any(k.lower() == "host" for k, _ in headers):
-            head.append("host: peer\r\n")
-        head += [f"{k}: {v}\r\n" for k, v in headers]
-        data = "".join(head).encode("utf-8", "surrogateescape") + b"\r\n" + body
-        try:
-            conn = await self._connection(process)
-        except OSError as e:
-            raise PeerUnavailable(f"process {process}, which serves this actor, did not "
-                                  f"answer ({type(e).__name__}); retry shortly") from None
-        try:
-            reader, writer = conn
-            writer.write(data)
-            status, got, length, keep = _parse_head(await reader.readuntil(b"\r\n\r\n"))
-            if method == "HEAD" or status in (204, 304):
-                length = 0
-            out = await reader.readexactly(length) if length else b""
-        except (ConnectionResetError, BrokenPipeError) as e:
-            # On a Unix socket: the other end closed with our request unread (it had gone
-            # already, or went before reading it), so nothing ran.
-            conn[1].close()
-            raise PeerUnavailable(f"process {process}, which serves this actor, did not "
-                                  f"answer ({type(e).__name__}); retry shortly") from None
-        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError,
-                ValueError) as e:
-            conn[1].close()
-            raise PeerLost(f"process {process}, which serves this actor, went before it "
-                           f"answered ({type(e).__name__}): the request may have run") from None
-        except BaseException:  # cancelled (the client went): the connection's state is unknown
-            conn[1].close()
-            raise
-        idle = self._idle.setdefault(process, [])
-        if keep and len(idle) < _MAX_IDLE:
-            idle.append(conn)
-        else:
-            writer.close()
-        return status, got, out
-
-    async def _connection(self, process: int
-                          ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        idle = self._idle.get(process, [])
-        while idle:
-            reader, writer = idle.pop()
-            if not reader.at_eof() and not writer.is_closing():
-                return reader, writer
-            writer.close()  # closed by the other side: it stopped, or died and restarted
-        path = self.partition.socket_of(self.data_dir, process)
-        return await asyncio.open_unix_connection(str(path), limit=_MAX_HEAD)
-
-    async def close(self) -> None:
-        for conns in self._idle.values():
-            for _, writer in conns:
-                writer.close()
-        self._idle.clear()
-
-
-_MAX_HEAD = 1 << 20
-# Kept connections per other process: enough for the requests in flight at once between
-# two processes; more (after a burst of held requests) are closed when their answer comes.
-_MAX_IDLE = 64
-
-
-def _parse_head(raw: bytes) -> tuple[int, list[tuple[str, str]], int, bool]:
-    """(status, headers, content length, whether the connection stays open)."""
-    lines = raw.decode("utf-8", "surrogateescape").split("\r\n")
-    status = int(lines[0].split(" ", 2)[1])
-    if status < 200:  # an interim answer: nothing here asks for one
-        raise ValueError(f"an interim answer ({status}) from a peer")
-    headers: list[tuple[str, str]] = []
-    length, keep = None, True
-    for line in lines[1:]:
-        if not line:
-            continue
-        k, _, v = line.partition(":")
-        k, v = k.strip(), v.strip()
-        low = k.lower()
-        if low == "content-length":
-            length = int(v)
-        elif low == "connection":
-            keep = v.lower() != "close"
-        elif low == "transfer-encoding":
-            raise ValueError("a chunked answer from a peer")  # never sent by the front door
-        headers.append((k, v))
-    if length is None:
-        raise ValueError("an answer without a Content-Length from a peer")
-    return status, headers, length, keep
 
 
 async def forward(request: web.Request, process: int, body: bytes) -> web.Response:
@@ -361,7 +256,7 @@ async def _call(request: web.Request) -> web.Response:
         out = await asyncio.wrap_future(
             host.submit(host.call_here, ref, rec, sender, chain, deadline))
     except HostError as e:
-        return _cbor({"error": type(e).__name__, "message": str(e)})
+        return _cbor({"error": errors.wire_kind(e), "message": str(e)})
     return _cbor({"status": out.status, "headers": [list(h) for h in out.headers],
                   "body": out.body.encode("latin-1")})
 

@@ -42,7 +42,8 @@ from ..errors import HostError
 from ..logs import ClientFaults
 from ..storage import paths
 from .frontdoor import make_app
-from .peers import PeerClients, catch_up_clock
+from .peer_clients import PeerClients
+from .peers import catch_up_clock
 
 log = logging.getLogger("wkhost")
 http_log = logging.getLogger("wkhost.http")
