@@ -1,5 +1,5 @@
 """What a file named as a component is, read from its bytes alone: no guest code runs and
-nothing is compiled (a compile takes 6-25 s), so `wkhost serve` can refuse a wrong file
+nothing is compiled (a compile takes seconds), so `wkhost serve` can refuse a wrong file
 at once.
 
 A wasm binary is an 8-byte preamble (b"\\0asm", a 2-byte version, a 2-byte layer: layer 0

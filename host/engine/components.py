@@ -84,7 +84,7 @@ def _remember_key(memo: Path, key: str) -> None:
 def default_cache_dir() -> Path:
     """Where `wkhost serve` keeps compiled components unless told (--cache-dir):
     $XDG_CACHE_HOME/wkhost/compiled, else ~/.cache/wkhost/compiled, beside the build
-    cache (host/engine/build.py)."""
+    cache (host/engine/build_cache.py)."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "wkhost" / "compiled"
 

@@ -1,13 +1,17 @@
 """Cache wasmtime-py's component type reflection. Written against wasmtime-py 50.0.1 exactly.
 
+The one module over the size ceiling, on purpose: it patches wasmtime-py's private value
+conversion internals, pinned to one wasmtime version, and mirrors that code's structure
+so that it can be diffed against upstream after a bump.
+
 Why: wasmtime-py converts every component value by asking the C API for its type again,
 on every call. `Func.__call__` fetches the FuncType and its params/result, and each nested
 `RecordType.fields`, `VariantType.cases`, `ListType.element`, `OptionType.payload`,
 `ResultType.ok/err` and `VariantLikeType._tagged()` builds new ctypes structures and new
 ValType wrappers through `valtype_from_ptr`. A variant is even worse: lowering one value
 re-derives `_cases()` and `_tagged()` and the Python classes of every case. That
-reflection was most of a ~125 us `handle(request, sender) -> response` event and 30-40 us
-per typed `sqlite.value` (measured by bench/bench_conversion.py).
+reflection was most of the time of a `handle(request, sender) -> response` event, and of
+each typed `sqlite.value` (bench/bench_conversion.py).
 
 What `install()` changes (results and error messages are the same as upstream's, but for
 the AssertionErrors of values whose kind contradicts their type, which upstream raises
@@ -23,22 +27,21 @@ from bare asserts):
   its ValTypes, and the raw C valtypes. The C API passes a new temporary FuncType on every
   call and one host function may be imported by several components with different types,
   so each call first checks the incoming type against the cached one, param by param, in C
-  (`wasmtime_component_valtype_equal`; no ValType wrappers): ~1 us per plain param or
-  result, ~1.7 us per compound one.
+  (`wasmtime_component_valtype_equal`; no ValType wrappers).
   A host function marked with `pin_signature` (wkhost's: each class has a Linker of its
   own, so each import always comes with one type) skips that check after its first call,
-  but for the parameter count: ~1.4 us instead of ~7 for `exec-write`.
+  but for the parameter count: the check was most of the conversion time of a call
+  such as `exec-write`.
 - A list whose element is a variant of scalar payloads (the sqlite `value`s that most
   host calls carry) is lifted from bytes snapshots of the C values and freed whole in one
-  call; a string in one copy. The arguments of a workflow's `exec-write` (its SQL, ~6
-  values, a bool) take ~14 us instead of ~27.
+  call; a string in one copy.
 - Variant lowering no longer uses upstream's module-global `case_test_cache` set, which
   two threads converting variants at once could clear under each other.
 - `str_to_capi` (every string value, record field name and variant tag) copies once, in
-  one C call, instead of three times (~0.5 us instead of ~1.5 us).
+  one C call, instead of three times.
 
 Only Linkers whose functions are added after `install()` get the new host callback, so
-install it before building the Linker (wkhost: first thing in `engine.make_engine`).
+install it before building the Linker (wkhost: first thing in `components.make_engine`).
 Caches hold immutable tuples published with `dict.setdefault`, so threads racing on a
 miss both compute an equal answer and one of them is kept. Set WKHOST_FASTCONV=0 to run
 stock wasmtime-py (install() then does nothing and returns False).
@@ -222,8 +225,8 @@ def _lift(self: Any, tag: str, ptr: Any) -> Any:
 # element through a dozen ctypes field reads and frees its parts one by one. A list whose
 # element is a variant with no payload or a scalar one (s64, f64, string) is read here
 # from bytes snapshots of the C values instead, and freed whole by one vallist_delete at
-# the end (which drops the elements' parts, as upstream's per-element frees would have):
-# about 2.4 us less an element. Any other list goes upstream.
+# the end (which drops the elements' parts, as upstream's per-element frees would have).
+# Any other list goes upstream.
 _LIST_KIND = ffi.WASMTIME_COMPONENT_LIST.value
 _VARIANT_KIND = ffi.WASMTIME_COMPONENT_VARIANT.value
 _S64_KIND = ffi.WASMTIME_COMPONENT_S64.value
@@ -329,7 +332,7 @@ def _string_from_c(self: Any, c: Any) -> str:
 
 # -- strings: one C call instead of three copies -------------------------------------------
 # Upstream str_to_capi encodes, allocates the vec, copies into a ctypes array, then memmoves
-# (~1.5 us; every record field name goes through it on every call). A second prototype of
+# (every record field name goes through it on every call). A second prototype of
 # wasm_byte_vec_new that takes `char *` lets ctypes pass the bytes object's buffer directly.
 _byte_vec_new = ffi.dll["wasm_byte_vec_new"]  # a fresh function object, not _bindings' one
 _byte_vec_new.restype = None
@@ -450,8 +453,8 @@ _PIN = "_fastconv_pin"
 def pin_signature(fn: Any) -> Any:
     """Mark host function `fn` as added to a Linker that instantiates one component only,
     so that each import it is added as always comes with the same type. Its first call's
-    signature then serves every later call unchecked: the full check was ~7 us of a
-    call's ~25. Only the parameter count is still compared, a guard against misuse that
+    signature then serves every later call unchecked: the full check was a large part
+    of a call's time. Only the parameter count is still compared, a guard against misuse that
     falls back to the full check. Returns `fn`."""
     setattr(fn, _PIN, True)
     return fn

@@ -6,8 +6,9 @@ found from the source alone (ast): nothing of the app is imported or run.
     src.files       # the files those are, to hash
     src.protocols   # {"wk-workflow/v1"} for an app whose Handler is workflow.serve(...)
 
-The cache key of a build (host/build.py) hashes these files instead of the app's whole
-directory, so that editing one guest does not rebuild its neighbours. To stay sound:
+The cache key of a build (host/engine/build_cache.py) hashes these files instead of the
+app's whole directory, so that editing one guest does not rebuild its neighbours. To stay
+sound:
 - every import is followed, wherever it is (inside `if`, `try`, a function), since
   componentize-py imports whatever the app imports at build time; relative imports are
   resolved against the module's package;
