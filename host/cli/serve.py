@@ -16,7 +16,8 @@ from ..core.config import HostConfig
 from ..core.host import Access
 from ..errors import HostError
 from ..fetch import FetchPolicy
-from ..net.serve import ServeOptions, UsageError, preflight, serve, served_classes
+from ..net.preflight import UsageError, preflight, served_classes
+from ..net.serve import ServeOptions, serve
 from ..net.supervisor import MAX_PROCESSES, die_with, inherited_socket, pin_to_cores, supervise
 from ..partition import Partition
 from .options import with_exit_codes

@@ -40,7 +40,8 @@ from ..engine.components import compile_classes, make_engine
 from ..storage import paths
 from ..storage.files import make_dirs
 from ..storage.index import prepare_layout
-from .serve import ServeOptions, admin_token, reserve_address
+from .connections import reserve_address
+from .serve import ServeOptions, admin_token
 
 log = logging.getLogger("wkhost.supervisor")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from wkhost.errors import HostError
-from wkhost.net.serve import check_writable
+from wkhost.net.preflight import check_writable
 
 
 @pytest.mark.parametrize("code, says", [
