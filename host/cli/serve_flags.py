@@ -32,10 +32,10 @@ def add_config_option(p: argparse.ArgumentParser, f: Field[Any], spec: Flag) -> 
         p.add_argument(spec.option, action=action, default=f.default, help=spec.help)
         return
     p.add_argument(spec.option, type=spec.parse or type(f.default), metavar=spec.metavar,
-                   default=in_unit(f.default, spec.unit), help=spec.help)
+                   default=_in_unit(f.default, spec.unit), help=spec.help)
 
 
-def in_unit(value: Any, unit: int) -> Any:
+def _in_unit(value: Any, unit: int) -> Any:
     return value // unit if unit != 1 else value
 
 
