@@ -19,8 +19,7 @@ passing the others on (host/peers.py).
 - Each process runs on its own share of the cores (`--cpu-affinity auto`, the default),
   when there are at least as many cores as processes. A process's threads then hand the
   GIL to one another on one core, whose caches hold that process's code and data, instead
-  of waking the other core: with two processes on 2 cores, about 20% more three-step
-  workflows at concurrency 8 and 32, for 11-14% less CPU each (docs/performance.md).
+  of waking the other core: more workflows for less CPU each (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -85,6 +84,34 @@ def supervise(config: HostConfig, opts: ServeOptions, processes: int, argv: list
     this process may use, if there are enough of them (`core_shares`). `bound`: the
     sockets `reserve_address` bound for opts.host:port (default: bound here); the
     processes share the first."""
+    listen = _prepare(config, opts, processes, bound)
+    clock_start = time.time_ns() // 1_000_000 if opts.fake_clock else None
+    shares = _shares(processes) if pin_cores else None
+    procs = [_Process(k, processes, argv, (listen.fileno(), lock_fd), clock_start,
+                      shares[k] if shares else None)
+             for k in range(processes)]
+    stopping = _stop_on_signal()
+    try:
+        if not _start(procs, stopping):
+            return 1
+        if not stopping.is_set():
+            address = listen.getsockname()
+            log.info("%d processes serve %s", processes,
+                     ", ".join(n for n, _ in opts.actors))
+            print(f"wkhost: listening on http://{address[0]}:{address[1]}", flush=True)
+        while not stopping.wait(0.2):
+            for p in procs:
+                p.restart_if_dead()
+        return _stop(procs, opts.shutdown_timeout_s)
+    finally:
+        for p in procs:
+            p.kill()
+        listen.close()
+
+
+def _prepare(config: HostConfig, opts: ServeOptions, processes: int,
+             bound: list[socket.socket] | None) -> socket.socket:
+    """What every process needs before the first starts; the listening socket."""
     listen = _listening_socket(bound or reserve_address(opts.host, opts.port))
     prepare_layout(config.data_dir, processes)
     admin_token(config, opts.admin_token_file)  # made once, before any process reads it
@@ -95,16 +122,19 @@ def supervise(config: HostConfig, opts: ServeOptions, processes: int, argv: list
     _compile_once(config, opts)
     listen.listen(_BACKLOG)
     listen.set_inheritable(True)
-    address = listen.getsockname()
-    clock_start = time.time_ns() // 1_000_000 if opts.fake_clock else None
-    shares = None
-    if pin_cores and hasattr(os, "sched_setaffinity"):  # Linux
-        shares = core_shares(os.sched_getaffinity(0), processes)
-        if shares is None:
-            log.info("%d processes, not pinned: fewer usable cores than processes", processes)
-    procs = [_Process(k, processes, argv, (listen.fileno(), lock_fd), clock_start,
-                      shares[k] if shares else None)
-             for k in range(processes)]
+    return listen
+
+
+def _shares(processes: int) -> list[list[int]] | None:
+    if not hasattr(os, "sched_setaffinity"):  # Linux only
+        return None
+    shares = core_shares(os.sched_getaffinity(0), processes)
+    if shares is None:
+        log.info("%d processes, not pinned: fewer usable cores than processes", processes)
+    return shares
+
+
+def _stop_on_signal() -> threading.Event:
     stopping = threading.Event()
 
     def stop(signum: int, _frame: object) -> None:
@@ -112,31 +142,28 @@ def supervise(config: HostConfig, opts: ServeOptions, processes: int, argv: list
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    try:
-        for p in procs:
-            p.start()
-        for p in procs:
-            if not p.wait_ready(_READY_TIMEOUT_S, stopping) and not stopping.is_set():
-                log.error("process %d of %d did not start", p.index, processes)
-                return 1
-        if not stopping.is_set():
-            log.info("%d processes serve %s", processes,
-                     ", ".join(n for n, _ in opts.actors))
-            print(f"wkhost: listening on http://{address[0]}:{address[1]}", flush=True)
-        while not stopping.wait(0.2):
-            for p in procs:
-                p.restart_if_dead()
-        # Also when a signal came while they started: each stops as it would later.
-        log.info("stopping: every process lets its running events finish")
-        for p in procs:
-            p.terminate()
-        codes = [p.wait(opts.shutdown_timeout_s + 10) for p in procs]
-        # A process still starting has no handler yet: SIGTERM ends it by default.
-        return 0 if all(c in (0, -signal.SIGTERM) for c in codes) else 1
-    finally:
-        for p in procs:
-            p.kill()
-        listen.close()
+    return stopping
+
+
+def _start(procs: list[_Process], stopping: threading.Event) -> bool:
+    """Start every process; False if one did not get ready (a signal is no failure)."""
+    for p in procs:
+        p.start()
+    for p in procs:
+        if not p.wait_ready(_READY_TIMEOUT_S, stopping) and not stopping.is_set():
+            log.error("process %d of %d did not start", p.index, len(procs))
+            return False
+    return True
+
+
+def _stop(procs: list[_Process], shutdown_timeout_s: float) -> int:
+    # Also when a signal came while they started: each stops as it would later.
+    log.info("stopping: every process lets its running events finish")
+    for p in procs:
+        p.terminate()
+    codes = [p.wait(shutdown_timeout_s + 10) for p in procs]
+    # A process still starting has no handler yet: SIGTERM ends it by default.
+    return 0 if all(c in (0, -signal.SIGTERM) for c in codes) else 1
 
 
 def _listening_socket(socks: list[socket.socket]) -> socket.socket:
