@@ -9,7 +9,7 @@ An actor belongs to process `int(shard, 16) % N`, where `shard` is the first byt
 its id's sha256: the directory its database is in (paths.db_path). So the processes'
 files never mix within a directory, and each process's index can be rebuilt from the
 directories it owns. Which process answers a client does not matter: one that gets a
-request for another's actor passes it on (host/peers.py).
+request for another's actor passes it on (host/net/peers.py).
 """
 
 from __future__ import annotations

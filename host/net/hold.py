@@ -24,7 +24,7 @@ later event of the actor wakes the holds after its own work. A delivery again do
 wake the others, so two held requests never wake each other in turn.
 
 A held answer is checked as any answer for a client is (host/wire.py, from
-host/frontdoor.py) when the guest gives it, and so is each answer to a request delivered
+host/net/frontdoor.py) when the guest gives it, and so is each answer to a request delivered
 again: one that no client can be sent is a 500 at once, and its hold is dropped.
 
 An actor-to-actor call is never held: its caller is an event that cannot wait on the

@@ -103,7 +103,7 @@ def preflight(config: HostConfig, opts: ServeOptions, handed_lock_fd: int | None
 
 def check_components(actors: list[tuple[str, Path]]) -> None:
     """Each file is a component built for this host's world, read from its bytes alone
-    (host/component_file.py). Raises HostError naming the file and what it is."""
+    (host/engine/component_file.py). Raises HostError naming the file and what it is."""
     world = World.from_wit(wkguest.WIT_DIR)
     for _, wasm in actors:
         check_component(wasm, world)

@@ -4,16 +4,16 @@ The supervisor (this process) makes the listening socket, the admin token and th
 compiled components' cache entries once, then starts N copies of `wkhost serve` with
 the same arguments, each told which process it is (`--process K/N`) and handed the
 socket. Each accepts clients on it and serves the actors it owns (host/partition.py),
-passing the others on (host/peers.py).
+passing the others on (host/net/peers.py).
 
 - "listening on" is printed once every process is ready.
 - A process that dies is started again (after 1 s, doubling up to 30 s while it keeps
   dying within a minute); meanwhile its actors' requests get 503 with Retry-After. Its
   actors lose nothing: their databases are the truth, and the process rebuilds its index
   after an unclean stop, as one host does.
-- The supervisor holds the data directory's lock (host/serve.py, `lock_data_dir`) and
-  hands it to each process it starts: another server on the same data directory is
-  refused, and so is a process started by hand.
+- The supervisor holds the data directory's lock (host/net/data_lock.py) and hands it
+  to each process it starts: another server on the same data directory is refused, and
+  so is a process started by hand.
 - SIGTERM or SIGINT stops every process cleanly (each lets its running events finish),
   then the supervisor. The processes stop by themselves if the supervisor is killed.
 - Each process runs on its own share of the cores (`--cpu-affinity auto`, the default),
@@ -79,8 +79,8 @@ def supervise(config: HostConfig, opts: ServeOptions, processes: int, argv: list
               bound: list[socket.socket] | None = None) -> int:
     """Run `processes` copies of `wkhost serve argv...` until a signal. Returns the exit
     code: 0 after a clean stop. `lock_fd`: the data directory's lock, which this process
-    holds (host/serve.py, `lock_data_dir`); each process is handed it, and so holds it
-    too, as long as it runs. With `pin_cores`, each runs on its own share of the cores
+    holds (host/net/data_lock.py); each process is handed it, and so holds it too, as
+    long as it runs. With `pin_cores`, each runs on its own share of the cores
     this process may use, if there are enough of them (`core_shares`). `bound`: the
     sockets `reserve_address` bound for opts.host:port (default: bound here); the
     processes share the first."""
