@@ -40,7 +40,7 @@ from wkguest.workflow.errors import NOT_DECLARED, WorkflowError
 from wkguest.workflow.serve import PROTOCOL
 from wkguest.workflow.status import CONTENT_TYPE, PREFIX, Status, check_answer
 
-from ..net.hold import MAX_HOLD_MS
+from ..core.holds import MAX_HOLD_MS
 from .admin import NoAnswer, request
 
 __all__ = ["Started", "Status", "WorkflowAdmin", "WorkflowError"]

@@ -22,12 +22,16 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..errors import CallRefused, DeadlineExceeded
+from ..errors import CallRefused, DeadlineExceeded, HostError
 from ..storage.watch import Loan
 from ..types import ActorRef
 
 if TYPE_CHECKING:
     from .slot import ActorSlot
+
+
+class ActorGone(HostError):
+    """An event that must not create its actor found none."""
 
 
 @dataclass

@@ -7,6 +7,9 @@ ended cleanly to its next new actor (`host/spares.py`), whose on-init comes firs
 Any trap (fuel, epoch, a guest exception, memory, a host-side failure) leaves the
 instance and its Store unusable ("cannot enter component instance"), so the caller drops
 this object after any `GuestFailed`.
+
+This is core's one module that touches wasmtime: the rest of core names its Engine and
+Linker through here (re-exported), and hears of its failures as this module's errors.
 """
 
 from __future__ import annotations
@@ -16,13 +19,15 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from wasmtime import Engine, Store, WasiConfig, WasmtimeError
-from wasmtime.component import Component, ExportIndex, Func, Linker
+from wasmtime import Engine as Engine
+from wasmtime import Store, WasiConfig, WasmtimeError
+from wasmtime.component import Component, ExportIndex, Func
+from wasmtime.component import Linker as Linker
 
 from ..engine import guest_output
 from ..engine.components import ticks_for
 from ..engine.guest_output import OutputPipe
-from ..engine.pool import pool_memory
+from ..engine.pool import pool_exhausted, pool_memory
 from ..errors import BudgetExceeded, GuestFailed
 
 log = logging.getLogger("wkhost.instance")
@@ -49,6 +54,10 @@ class ComponentExports:
             self.index[name] = index
 
 
+class PoolExhausted(Exception):
+    """An instantiation failed only because every pooled instance slot is in use."""
+
+
 # Where a guest's stdout and stderr go: `output(data, full)`, after each call into it
 # (full: it wrote past the cap, where the pipe's writes fail), or, without the pipe (no libc
 # to hand wasmtime), `output(data)` at each write, whose answer may fail it (an errno).
@@ -59,23 +68,17 @@ class Instance:
     def __init__(self, engine: Engine, linker: Linker, exports: ComponentExports,
                  memory_limit: int, output: Output, output_cap: int = 16 << 10) -> None:
         store = Store(engine)
-        wasi = WasiConfig()  # no preopens, no environment, no argv, no sockets
         # The callbacks reach the output through this list, not through self: they live in
         # wasmtime-py's global table until the Store goes, so a reference to this object
         # there would keep it, and its Store, alive for good.
         self._output = [output]
         self._pipe: OutputPipe | None = None
         self._output_cap = output_cap
-        if guest_output.available():
-            self._pipe = OutputPipe(output_cap)
-            self._pipe.attach(wasi)
-        else:
-            sink = self._output
-            wasi.stdout_custom = lambda data: sink[0](data)
-            wasi.stderr_custom = lambda data: sink[0](data)
-        store.set_wasi(wasi)  # without it the first WASI call aborts the process
+        store.set_wasi(self._wasi())  # without it the first WASI call aborts the process
         store.set_limits(memory_size=memory_limit)
-        store.set_fuel(50_000_000)  # instantiation burns ~6k; the first call ~120k
+        # Far more than instantiation and a first call burn: the event's budget is set
+        # at each call.
+        store.set_fuel(50_000_000)
         store.set_epoch_deadline(ticks_for(30_000))  # must be set before instantiate
         self.store = store
         self.actors_served = 0  # how many actors it has served (reuse is bounded)
@@ -85,12 +88,34 @@ class Instance:
             # counts, the pool's idle pages are not released under it.
             pool.enter()
             weakref.finalize(self, pool.leave)
-        instance = linker.instantiate(store, exports.component)
-        self.funcs: dict[str, Func] = {}
+        self.funcs = self._instantiate(linker, exports)
+
+    def _wasi(self) -> WasiConfig:
+        """No preopens, no environment, no argv, no sockets; stdout and stderr to the
+        pipe, or to `output` at each write where there is no pipe."""
+        wasi = WasiConfig()
+        if guest_output.available():
+            self._pipe = OutputPipe(self._output_cap)
+            self._pipe.attach(wasi)
+        else:
+            sink = self._output
+            wasi.stdout_custom = lambda data: sink[0](data)
+            wasi.stderr_custom = lambda data: sink[0](data)
+        return wasi
+
+    def _instantiate(self, linker: Linker, exports: ComponentExports) -> dict[str, Func]:
+        try:
+            instance = linker.instantiate(self.store, exports.component)
+        except WasmtimeError as e:
+            if pool_exhausted(e):
+                raise PoolExhausted(str(e)) from None
+            raise
+        funcs: dict[str, Func] = {}
         for name, index in exports.index.items():
-            func = instance.get_func(store, index)
+            func = instance.get_func(self.store, index)
             assert func is not None, name
-            self.funcs[name] = func
+            funcs[name] = func
+        return funcs
 
     def set_output(self, output: Output) -> None:
         """Send the guest's stdout and stderr to `output` from now on (a reused instance

@@ -3,33 +3,31 @@
 The call runs on the caller's thread, inside the caller's host call: the callee's event
 takes the callee's lock (serialised with its other events) through the call graph, which
 refuses re-entry and cross-thread cycles at once. The caller's deadline bounds it. The
-depth of a chain is capped: each hop costs about a dozen Python frames inside a ctypes
+depth of a chain is capped: each hop costs several Python frames inside a ctypes
 callback, and a RecursionError there takes the whole process down.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..core import event
 from ..errors import HostError
 from ..types import ActorRef, Sender
-
-if TYPE_CHECKING:
-    from ..core.host import Host
+from .ports import ActorCalls, E
 
 
-def register(root: Any, guard: Any, host: Host) -> None:
-    max_depth = host.config.max_call_depth
+def register(root: Any, guard: Any, host: ActorCalls[E]) -> None:
+    max_depth = host.max_call_depth
+    current, actor_ref, call_actor = host.current_event, host.actor_ref, host.call_from_actor
 
     def call(_store: Any, target: Any, req: Any) -> Any:
-        caller = event.current()
+        caller = current()
         if len(caller.chain.stack) >= max_depth:
             return f"refused: the call chain is {max_depth} deep, the most allowed"
         try:
-            ref = host.actor_ref(getattr(target, "class"), target.id)
+            ref = actor_ref(getattr(target, "class"), target.id)
             sender = Sender.of_actor(caller.slot.ref)
-            return host.call_from_actor(ref, req, sender, caller)
+            return call_actor(ref, req, sender, caller)
         except HostError as e:
             return f"{_kind(e)}: {e}"
 

@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..core import event
-from ..fetch.transport import FetchError, FetchRequest, fetch
+from ..fetch import FetchError, FetchRequest, fetch
 from ..wire import record
-
-if TYPE_CHECKING:
-    from ..core.host import Host
+from .ports import E, Fetches
 
 
-def register(root: Any, guard: Any, host: Host) -> None:
-    policy = host.config.http
+def register(root: Any, guard: Any, host: Fetches[E]) -> None:
+    policy, current, long_wait = host.fetch_policy, host.current_event, host.long_wait
 
     def fetch_for_guest(_store: Any, req: Any) -> Any:
-        ev = event.current()
+        ev = current()
         try:
             request = FetchRequest(
                 method=req.method,
@@ -28,7 +25,7 @@ def register(root: Any, guard: Any, host: Host) -> None:
         except UnicodeEncodeError:
             return "invalid: the body is not bytes-as-Latin-1 (use wkguest's http.fetch)"
         try:
-            with host.long_wait():
+            with long_wait():
                 resp = fetch(request, policy, deadline=ev.deadline)
         except FetchError as e:
             return str(e)

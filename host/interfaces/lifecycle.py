@@ -3,31 +3,28 @@ delete me."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..core import event
 from ..wire import record
-
-if TYPE_CHECKING:
-    from ..core.host import Host
+from .ports import E, Lifecycle
 
 
-def register(root: Any, guard: Any, host: Host) -> None:
-    clock = host.clock
+def register(root: Any, guard: Any, host: Lifecycle[E]) -> None:
+    current, now_ms = host.current_event, host.now_ms
 
     def self_ref(_store: Any) -> Any:
-        ref = event.current().slot.ref
+        ref = current().slot.ref
         return record(**{"class": ref.cls, "id": ref.id})
 
     def now(_store: Any) -> int:
-        return clock.now_ms()
+        return now_ms()
 
     def delete_self(_store: Any) -> None:
-        event.current().delete_requested = True
+        current().delete_requested = True
 
     def last_trap(_store: Any) -> str | None:
-        ev = event.current()
-        ev.trap_read = True  # kept until this event ends without a trap (Host._after_event)
+        ev = current()
+        ev.trap_read = True  # kept until this event ends without a trap (core/settle.py)
         return ev.slot.last_trap
 
     with root.add_instance("wk:host/lifecycle@0.1.0") as iface:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from wasmtime import Engine, WasmtimeError
 from wasmtime.component import Linker
@@ -12,9 +12,7 @@ from wasmtime.component import Linker
 from ..engine import fastconv
 from . import actors, http, lifecycle, sqlite
 from . import alarm as alarms
-
-if TYPE_CHECKING:
-    from ..core.host import Host
+from .ports import E, HostPort
 
 log = logging.getLogger("wkhost.linker")
 
@@ -25,8 +23,8 @@ def guard(fn: HostFunc) -> HostFunc:
     """Keep Python exceptions from crossing into wasmtime-py.
 
     wasmtime-py parks an exception raised by a host function in a process-wide global and
-    re-raises it from whichever thread leaves wasm next; with two guests running, the spike
-    saw 8 of 400 delivered to the wrong thread. A WasmtimeError travels through wasmtime's
+    re-raises it from whichever thread leaves wasm next: with two guests running, the spike
+    saw some delivered to the wrong thread. A WasmtimeError travels through wasmtime's
     own error value instead, which stays on its thread. Either way the instance traps, which
     is right for a host function that failed unexpectedly.
     """
@@ -42,8 +40,9 @@ def guard(fn: HostFunc) -> HostFunc:
     return guarded
 
 
-def make_linker(engine: Engine, host: Host) -> Linker:
+def make_linker(engine: Engine, host: HostPort[E]) -> Linker:
     """A Linker for one component (one class): instantiate no other component with it.
+    Its host functions reach the host through `host` (interfaces/ports.py) only.
 
     Its host functions are new objects, whose signatures fastconv then learns once (see
     `fastconv.pin_signature`); a component with other import types would be converted
@@ -55,8 +54,8 @@ def make_linker(engine: Engine, host: Host) -> Linker:
         return fastconv.pin_signature(guard(fn))  # type: ignore[no-any-return]
 
     with linker.root() as root:
-        sqlite.register(root, pinned_guard)
-        alarms.register(root, pinned_guard)
+        sqlite.register(root, pinned_guard, host)
+        alarms.register(root, pinned_guard, host)
         actors.register(root, pinned_guard, host)
         http.register(root, pinned_guard, host)
         lifecycle.register(root, pinned_guard, host)

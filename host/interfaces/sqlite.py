@@ -11,6 +11,7 @@ from typing import Any
 from wasmtime.component import Variant
 
 from ..storage.actordb import ActorDb, SqlError, SqlValue
+from .ports import E, Events
 
 
 # -- conversion between WIT values and Python ---------------------------------------------
@@ -57,61 +58,65 @@ def pack_rows(columns: list[str], rows: list[tuple[Any, ...]]) -> str:
 
 
 # -- the `sqlite` interface ---------------------------------------------------------------
-def register(root: Any, guard: Any) -> None:
+def register(root: Any, guard: Any, host: Events[E]) -> None:
+    current = host.current_event
+
+    def _guest_exec(sql: str, params: list[Variant], durable: bool
+                    ) -> tuple[ActorDb, list[str], list[tuple[Any, ...]]]:
+        """Run guest SQL for the running event, within its deadline.
+
+        A statement's work is CPU, like the guest's, and keeps the event's run slot; only
+        the fsync of a durable write waits on the disk and gives the slot to another
+        event. (Giving it up around every statement cost a cold wake many context
+        switches.)"""
+        ev = current()
+        db = ev.slot.require_db()
+        columns, rows = db.guest_exec(sql, params_from_wit(params), durable, ev.deadline,
+                                      io_wait=ev.gate.waiting, loan=ev.loan())
+        return db, columns, rows
+
     with root.add_instance("wk:host/sqlite@0.1.0") as iface:
-        iface.add_func("exec", guard(_exec))
-        iface.add_func("exec-durable", guard(_exec_durable))
-        iface.add_func("query-packed", guard(_query_packed))
-        iface.add_func("exec-write", guard(_exec_write))
+        for name, fn in _functions(_guest_exec).items():
+            iface.add_func(name, guard(fn))
 
 
-def _guest_exec(sql: str, params: list[Variant], durable: bool
-                ) -> tuple[ActorDb, list[str], list[tuple[Any, ...]]]:
-    """Run guest SQL for the running event, within its deadline.
-
-    A statement's work is CPU, like the guest's, and keeps the event's run slot; only the
-    fsync of a durable write waits on the disk and gives the slot to another event. (Giving
-    it up around every statement cost a cold wake about 60 context switches.)"""
-    from ..core import event
-
-    ev = event.current()
-    db = ev.slot.require_db()
-    columns, rows = db.guest_exec(sql, params_from_wit(params), durable, ev.deadline,
-                                  io_wait=ev.gate.waiting, loan=ev.loan())
-    return db, columns, rows
+GuestExec = Callable[[str, list[Variant], bool],
+                     tuple[ActorDb, list[str], list[tuple[Any, ...]]]]
+Answer = Callable[[ActorDb, list[str], list[tuple[Any, ...]]], Any]
 
 
-def _exec(_store: Any, sql: str, params: list[Variant]) -> Any:
-    return _exec_typed(sql, params, durable=False)
+def _functions(guest_exec: GuestExec) -> dict[str, Callable[..., Any]]:
+    """The interface's functions, by WIT name, over `guest_exec`."""
 
+    def _exec_typed(sql: str, params: list[Variant], durable: bool,
+                    answer: Answer = rows_record) -> Any:
+        """`exec`'s result: `answer(...)`, or the error's text."""
+        try:
+            db, columns, rows = guest_exec(sql, params, durable)
+        except SqlError as e:
+            return str(e)
+        except OSError as e:  # the fsync itself failed: the write may not be durable
+            return f"durable sync failed: {e}"
+        return answer(db, columns, rows)
 
-def _exec_durable(_store: Any, sql: str, params: list[Variant]) -> Any:
-    return _exec_typed(sql, params, durable=True)
+    def _exec(_store: Any, sql: str, params: list[Variant]) -> Any:
+        return _exec_typed(sql, params, durable=False)
 
+    def _exec_durable(_store: Any, sql: str, params: list[Variant]) -> Any:
+        return _exec_typed(sql, params, durable=True)
 
-def _exec_typed(sql: str, params: list[Variant], durable: bool,
-                answer: Callable[[ActorDb, list[str], list[tuple[Any, ...]]], Any] = rows_record,
-                ) -> Any:
-    """`exec`'s result: `answer(...)`, or the error's text."""
-    try:
-        db, columns, rows = _guest_exec(sql, params, durable)
-    except SqlError as e:
-        return str(e)
-    except OSError as e:  # the fsync itself failed: the write may not be durable
-        return f"durable sync failed: {e}"
-    return answer(db, columns, rows)
+    def _query_packed(_store: Any, sql: str, params: list[Variant]) -> str | Variant:
+        try:
+            _db, columns, rows = guest_exec(sql, params, False)
+        except SqlError as e:
+            return Variant("err", str(e))
+        return Variant("ok", pack_rows(columns, rows))
 
+    def _exec_write(_store: Any, sql: str, params: list[Variant], durable: bool) -> int | str:
+        return _exec_typed(sql, params, durable, _changes)  # type: ignore[no-any-return]
 
-def _query_packed(_store: Any, sql: str, params: list[Variant]) -> str | Variant:
-    try:
-        _db, columns, rows = _guest_exec(sql, params, False)
-    except SqlError as e:
-        return Variant("err", str(e))
-    return Variant("ok", pack_rows(columns, rows))
-
-
-def _exec_write(_store: Any, sql: str, params: list[Variant], durable: bool) -> int | str:
-    return _exec_typed(sql, params, durable, _changes)  # type: ignore[no-any-return]
+    return {"exec": _exec, "exec-durable": _exec_durable, "query-packed": _query_packed,
+            "exec-write": _exec_write}
 
 
 def _changes(db: ActorDb, _columns: list[str], _rows: list[tuple[Any, ...]]) -> int:

@@ -33,11 +33,11 @@ from aiohttp import HttpVersion11, web
 from aiohttp.http_exceptions import HttpProcessingError
 
 from ..core.clock import FakeClock
+from ..core.holds import HOLD_STATE, is_hold_header
 from ..core.host import Host
 from ..errors import BadRequest, GuestFailed, HostError, NotServedHere, Overloaded, TooLarge
 from ..types import ActorRef, Request, Response, Sender
 from ..wire import answer_headers
-from .hold import HOLD_STATE, is_hold_header
 from .peer_clients import PeerClients
 from .peers import add_peer_routes, advance_clock, forward
 from .peers import list_actors as list_from_every_process

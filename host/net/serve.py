@@ -28,7 +28,7 @@ from ..errors import HostError
 from .connections import client_faults_logger, listen_for_clients, reserve_address
 from .frontdoor import make_app
 from .peer_clients import PeerClients
-from .peers import catch_up_clock
+from .peers import Peers, catch_up_clock
 
 log = logging.getLogger("wkhost")
 
@@ -64,7 +64,8 @@ def admin_token(config: HostConfig, path: Path | None) -> tuple[str, Path]:
 
 def build_host(config: HostConfig, opts: ServeOptions) -> Host:
     clock = FakeClock(opts.fake_clock_start_ms) if opts.fake_clock else SystemClock()
-    host = Host(config, clock)
+    remote = Peers(config.data_dir, config.partition) if config.partition.count > 1 else None
+    host = Host(config, clock, remote)
     compile_classes(host.engine, opts.actors, config.compile_cache())
     for name, wasm in opts.actors:
         log.info("loading class %s from %s", name, wasm)

@@ -6,8 +6,8 @@ import asyncio
 import threading
 
 import pytest
+from wkhost.core.holds import MAX_HOLD_MS, Holds, is_hold_header, parse_hold
 from wkhost.errors import Overloaded
-from wkhost.net.hold import MAX_HOLD_MS, Holds, is_hold_header, parse_hold
 from wkhost.types import ActorRef
 
 A = ActorRef("c", "a")

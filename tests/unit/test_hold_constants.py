@@ -11,7 +11,7 @@ from wkguest.workflow.config import Config
 from wkguest.workflow.runner import Runner
 from wkguest.workflow.status import PREFIX
 from wkguest.workflow.testing import FakeBackend
-from wkhost.net import hold as host
+from wkhost.core import holds as host
 
 
 def test_both_sides_name_the_same_headers() -> None:

@@ -1,0 +1,149 @@
+"""An actor's one durable alarm, from the guest's set to its fire and retries.
+
+Where its state lives, and who keeps each part true:
+- the actor's `_wk_host_alarm` row (storage/alarm_store.py) is the truth: the guest sets
+  and clears it (interfaces/alarm.py), and a fire clears it or re-sets it for a retry;
+- the index (storage/index.py) holds every actor's next time, so that a start finds them
+  all without opening every database; `sync` keeps it to the row after each event;
+- the scheduler's heap (core/scheduler.py) holds them in memory and hands due ones out;
+- `slot.alarm_seen` is the row as last synced, so that an unchanged row costs nothing.
+
+A fire runs the actor's on-alarm. On success the row is cleared; on a failure it is
+re-set with a growing delay (alarm_store.retry_delay_ms); if the event itself fails
+before either could be written (a full disk), the scheduler retries from memory.
+Unless the event set or cleared the alarm itself: its choice wins.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import GuestFailed, HostError
+from ..storage import alarm_store
+from ..storage.actordb import ActorDb
+from ..storage.index import Index
+from ..types import ActorRef
+from .clock import Clock
+from .config import HostConfig
+from .event import ActorGone, Chain, Event
+from .scheduler import Scheduler
+from .slot import ActorSlot
+
+log = logging.getLogger("wkhost")
+
+RunEvent = Callable[..., Any]  # core/lifecycle.py's EventRunner.run
+CallExport = Callable[[ActorSlot, Event, str, tuple[Any, ...]], Any]
+
+
+class Alarms:
+    def __init__(self, config: HostConfig, clock: Clock, scheduler: Scheduler, index: Index,
+                 run_event: RunEvent, call_export: CallExport) -> None:
+        self._config = config
+        self._clock = clock
+        self.scheduler = scheduler
+        self._index = index
+        self._run_event = run_event
+        self._call_export = call_export
+
+    # -- the index and the scheduler ------------------------------------------------------
+    def load(self) -> None:
+        """At start: every alarm of the index, into the scheduler."""
+        for ref, at_ms in self._index.alarms():
+            self.scheduler.set(ref, at_ms)
+
+    def opened(self, slot: ActorSlot, db: ActorDb) -> None:
+        """The actor's database has just been opened: what its row holds."""
+        # A database just made holds the template's alarm row: nothing to read.
+        slot.alarm_seen = alarm_store.NONE if db.created else alarm_store.read(db)
+
+    def after_event(self, slot: ActorSlot, ev: Event) -> None:
+        if ev.alarm_touched or ev.kind != "request":
+            self.sync(slot, fired=ev.kind == "alarm")
+
+    def sync(self, slot: ActorSlot, fired: bool = False) -> None:
+        """Tell the scheduler and the index what the actor's database now holds. After a
+        fire the scheduler has let go of the actor, so it is told even an unchanged time
+        (an alarm re-set to the time that just fired)."""
+        row = alarm_store.read(slot.require_db())
+        if fired or slot.alarm_seen is None or row.at_ms != slot.alarm_seen.at_ms:
+            self.scheduler.set(slot.ref, row.at_ms)
+            self._index.set_alarm(slot.ref, row.at_ms)
+        slot.alarm_seen = row
+
+    def forget(self, ref: ActorRef) -> None:
+        """The actor is gone: its alarm with it (the index forgets the actor whole)."""
+        self.scheduler.set(ref, None)
+
+    @staticmethod
+    def holds_one(slot: ActorSlot) -> bool:
+        """The actor's alarm, as last synced, is set."""
+        return slot.alarm_seen is not None and slot.alarm_seen.at_ms is not None
+
+    def next_is_far(self, slot: ActorSlot) -> bool:
+        """The actor's next alarm (as last synced) is none, or past the idle sweep's time:
+        nothing would keep it warm meanwhile."""
+        assert slot.alarm_seen is not None
+        at_ms = slot.alarm_seen.at_ms
+        far = self._clock.now_ms() + self._config.idle_instance_s * 1000
+        return at_ms is None or at_ms > far
+
+    # -- a fire ---------------------------------------------------------------------------
+    def fire(self, ref: ActorRef) -> None:
+        """Run the actor's due alarm (on an event thread), and let the scheduler know."""
+        deadline = time.monotonic() + self._config.wall_budget_ms / 1000
+        try:
+            self._run_event(ref, "alarm", Chain(), deadline, self._on_alarm, create=False)
+        except ActorGone:
+            # Deleted since its alarm was indexed: an alarm never creates an actor.
+            self._index.remove_actor(ref)
+        except HostError as e:
+            log.warning("%s: alarm event failed: %s", ref, e)
+            self._retry_in_memory(ref)
+        except Exception:
+            log.exception("%s: alarm event failed", ref)
+            self._retry_in_memory(ref)
+        finally:
+            self.scheduler.done(ref)
+
+    def _retry_in_memory(self, ref: ActorRef) -> None:
+        """The event failed before its alarm could be re-set or retried in its database
+        (a full disk, say): keep trying from memory, so the actor is not forgotten until a
+        restart. The database, once writable, takes over again."""
+        self.scheduler.set(ref, self._clock.now_ms() + self._config.alarm_retry_base_ms)
+
+    def _on_alarm(self, slot: ActorSlot, ev: Event) -> None:
+        db = slot.require_db()
+        before = alarm_store.read(db)
+        if before.at_ms is None or before.at_ms > self._clock.now_ms():
+            return  # stale: cleared or moved since it was scheduled
+        failure = self._call_on_alarm(slot, ev)
+        db.end_event()
+        if ev.delete_requested and failure is None:
+            # The actor is going away; leave its alarm as it is, so that a crash before
+            # the files are gone brings the event (and its delete-self) back.
+            return
+        if alarm_store.read(db).gen != before.gen:
+            return  # the event set or cleared the alarm: its choice wins
+        if failure is None:
+            alarm_store.host_clear(db)
+        else:
+            self._retry(slot, db, before, failure)
+
+    def _call_on_alarm(self, slot: ActorSlot, ev: Event) -> str | None:
+        """The guest's on-alarm: why it failed, or None."""
+        try:
+            err = self._call_export(slot, ev, "on-alarm", ())
+        except GuestFailed as e:
+            return str(e)
+        return None if err is None else f"on-alarm returned an error: {err}"
+
+    def _retry(self, slot: ActorSlot, db: ActorDb, before: alarm_store.AlarmRow,
+               failure: str) -> None:
+        config = self._config
+        delay = alarm_store.retry_delay_ms(before.retries, config.alarm_retry_base_ms,
+                                           config.alarm_retry_max_ms)
+        alarm_store.host_retry(db, self._clock.now_ms() + delay, before.retries + 1)
+        log.warning("%s: %s; retrying in %d ms", slot.ref, failure, delay)

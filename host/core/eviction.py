@@ -1,0 +1,129 @@
+"""Letting actors go: idle ones' instances and databases (memory and file descriptors
+stay bounded), a deleted one's files, and a new one that kept nothing."""
+
+from __future__ import annotations
+
+import heapq
+import time
+from operator import attrgetter
+
+from ..storage.files import delete_db_files
+from ..storage.index import Index
+from ..testing import crashpoints
+from .admission import Admission
+from .alarms import Alarms
+from .config import HostConfig
+from .instance import Instance
+from .registry import ActorClass
+from .slot import ActorSlot
+from .slots import SlotTable
+from .spares import SpareInstances
+
+
+class Eviction:
+    def __init__(self, config: HostConfig, slots: SlotTable, classes: dict[str, ActorClass],
+                 spares: SpareInstances, admission: Admission, alarms: Alarms,
+                 index: Index) -> None:
+        self._config = config
+        self._slots = slots
+        self._classes = classes
+        self._spares = spares
+        self._admission = admission
+        self._alarms = alarms
+        self._index = index
+
+    # -- idle actors ----------------------------------------------------------------------
+    def evict_idle(self, keep: int | None = None) -> int:
+        """Drop idle actors' instances and databases: those idle past idle_instance_s (or
+        followed_s, for a sleepy one), then the least recently used beyond `keep` (default
+        max_live_instances). Returns how many were dropped."""
+        config = self._config
+        now = time.monotonic()
+        slots = sorted(self._slots.all(), key=lambda s: s.last_used)
+        excess = len(slots) - (config.max_live_instances if keep is None else keep)
+        dropped = 0
+        for slot in slots:
+            idle_after = config.followed_s if slot.sleepy else config.idle_instance_s
+            if now - slot.last_used <= idle_after and dropped >= excess:
+                continue  # not idle, and the cap is kept: a sleepy one may still be
+            if self.drop_slot(slot):
+                dropped += 1
+        return dropped
+
+    def make_room(self) -> None:
+        """Drop the least recently used idle actors beyond the live cap: the part of
+        evict_idle that a new actor's event waits for (a few, not all of them)."""
+        with self._slots.lock:
+            excess = len(self._slots) - self._config.max_live_instances
+            if excess <= 0:
+                return
+            # A few more than the excess, in case some of them are busy.
+            oldest = heapq.nsmallest(excess + 4, self._slots.by_ref.values(),
+                                     key=attrgetter("last_used"))
+        for slot in oldest:
+            if excess <= 0:
+                break
+            if self.drop_slot(slot):
+                excess -= 1
+
+    def drop_slot(self, slot: ActorSlot) -> bool:
+        """Close an actor that no event holds or waits for, and let its slot go."""
+        table = self._slots
+        with table.lock:
+            if slot.waiting or not slot.lock.acquire(blocking=False):
+                return False
+            # One whose files go as it closes stays in the table until they are gone: a
+            # new event for it then waits for its lock, instead of opening those files
+            # through a slot of its own meanwhile.
+            forget = self.keeps_nothing(slot)
+            if not forget:
+                table.by_ref.pop(slot.ref, None)
+        # Closed outside the table's lock: closing a WAL database checkpoints it, which
+        # must not hold up every other event's lookup.
+        try:
+            self.close_slot(slot)
+            if forget:
+                with table.lock:
+                    if not slot.waiting:
+                        table.by_ref.pop(slot.ref, None)
+        finally:
+            slot.lock.release()
+        return True
+
+    def close_slot(self, slot: ActorSlot) -> None:
+        """Close the actor's instance and db (the caller holds its lock, or it is not
+        running), and forget an actor that keeps nothing; the instance may serve the
+        class's next new actor."""
+        forget = self.keeps_nothing(slot)
+        self.offer_spare(slot, slot.close())
+        if forget:
+            self.forget(slot)
+
+    @staticmethod
+    def keeps_nothing(slot: ActorSlot) -> bool:
+        """A new actor (its file made by this process) that has written no row of its own
+        and holds no alarm: when it closes, its files go with it, so that requests to
+        any number of ids leave no database per id. Not per event: a busy actor that
+        keeps nothing stays warm, its file with it, until it is let go."""
+        db = slot.db
+        return (db is not None and db.created and not db.wrote_rows
+                and not Alarms.holds_one(slot))
+
+    def offer_spare(self, slot: ActorSlot, inst: Instance | None) -> None:
+        if inst is not None and self._classes[slot.ref.cls].reuse_instances:
+            self._spares.offer(slot.ref.cls, inst)
+
+    # -- deleted actors -------------------------------------------------------------------
+    def destroy(self, slot: ActorSlot) -> None:
+        """Remove the actor: instance, database files, index entries and alarm."""
+        self.offer_spare(slot, slot.close())
+        if crashpoints.ARMED:
+            crashpoints.hit(f"delete:{slot.ref.cls}")
+        self.forget(slot)
+
+    def forget(self, slot: ActorSlot) -> None:
+        """Its files, index entries and alarm (its db closed, its lock held)."""
+        delete_db_files(slot.path)
+        self._admission.removed()
+        self._alarms.forget(slot.ref)
+        self._index.remove_actor(slot.ref)

@@ -1,0 +1,226 @@
+"""Running one event of one actor, from its lock to its end.
+
+An event takes its actor's lock through the call graph, opens the actor's database (before
+it takes a run slot), instantiates the guest and creates the actor (on-init) if it is
+new, runs its body (a request's handle, an alarm's on-alarm) in a run slot, settles its
+effects (core/settle.py), and lets go: the actor's instance and database too, should
+the actor now sleep, and the held requests it wakes (core/holds.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any, TypeVar
+
+from ..errors import GuestFailed, StorageFailed
+from ..storage.actordb import ActorDb
+from ..storage.files import delete_db_files
+from ..storage.index import Index
+from ..storage.watch import Loan
+from ..testing import crashpoints
+from ..types import ActorRef
+from . import event
+from .admission import Admission
+from .alarms import Alarms
+from .config import HostConfig
+from .event import ActorGone, CallGraph, Chain, Event, RunGate
+from .eviction import Eviction
+from .holds import Holds
+from .instances import InstanceSource
+from .registry import ActorClass
+from .schema_learning import image_for, learn_schema
+from .settle import Settle
+from .slot import ActorSlot
+from .slots import SlotTable
+from .storage_errors import StorageError
+
+log = logging.getLogger("wkhost")
+T = TypeVar("T")
+Body = Callable[[ActorSlot, Event], T]
+CallExport = Callable[[ActorSlot, Event, str, tuple[Any, ...]], Any]
+
+
+def call_export(slot: ActorSlot, ev: Event, export: str, args: tuple[Any, ...],
+                config: HostConfig) -> Any:
+    """Call the guest's `export` within the event's budgets. A trap drops the instance,
+    marks the event as trapped, and raises GuestFailed."""
+    inst = slot.instance
+    assert inst is not None
+    wall_ms = max(0.0, ev.remaining_s() * 1000)
+    try:
+        return inst.call(export, args, config.fuel_per_event(), wall_ms)
+    except GuestFailed as e:
+        slot.instance = None  # a trap poisons the instance and its Store
+        if slot.output.flooded:  # what the trap itself says is only its last step
+            e = GuestFailed(f"the guest's output flooded: it wrote past the "
+                            f"{config.max_guest_output_bytes}-byte cap, where "
+                            f"writes fail, and then trapped ({e})")
+        ev.trapped = str(e)
+        raise e from None
+
+
+class EventRunner:
+    def __init__(self, *, config: HostConfig, classes: dict[str, ActorClass],
+                 slots: SlotTable, graph: CallGraph, gate: RunGate, holds: Holds,
+                 admission: Admission, index: Index, alarms: Alarms, eviction: Eviction,
+                 instances: InstanceSource, settle: Settle, call_export: CallExport,
+                 long_wait: Callable[[], AbstractContextManager[object]],
+                 statement_loan: Callable[[], Loan | None]) -> None:
+        self._config = config
+        self._classes = classes
+        self._slots = slots
+        self._graph = graph
+        self._gate = gate
+        self._holds = holds
+        self._admission = admission
+        self._index = index
+        self._alarms = alarms
+        self._eviction = eviction
+        self._instances = instances
+        self._settle = settle
+        self._call_export = call_export
+        self._long_wait = long_wait
+        self._statement_loan = statement_loan
+
+    # -- one event ------------------------------------------------------------------------
+    def run(self, ref: ActorRef, kind: str, chain: Chain, deadline: float, body: Body[T],
+            create: bool = True, wakes_holds: bool = True) -> T:
+        """Run `body` as an event of `kind` of the actor, within `deadline`. `create`:
+        make the actor if it does not exist (else ActorGone); `wakes_holds`: its end
+        delivers the actor's held requests again."""
+        slot = self._take(ref, chain, deadline)
+        ev = Event(slot, kind, deadline, chain, self._gate, self._long_wait,
+                   self._statement_loan)
+        stack = event.stack()
+        # Opening the database before the run slot, and closing it with the instance
+        # after, keeps that work off the one core that runs events: SQLite and munmap
+        # run beside the next event instead.
+        sleeps = False
+        try:
+            exists = self._open_storage(slot, create)
+            with self._gate.running():
+                stack.append(ev)
+                try:
+                    return self._enter(slot, ev, body, exists, create)
+                finally:
+                    stack.pop()
+                    sleeps = self._settle.after_event(slot, ev)
+        finally:
+            self._let_go(slot, ev, sleeps, wakes_holds)
+
+    def _take(self, ref: ActorRef, chain: Chain, deadline: float) -> ActorSlot:
+        """The actor's slot, its lock taken for `chain` (or DeadlineExceeded)."""
+        slot = self._slots.enqueue(ref)
+        try:
+            self._graph.acquire(chain, slot, deadline - time.monotonic(), self._long_wait)
+        finally:
+            self._slots.dequeue(slot)
+        return slot
+
+    def _enter(self, slot: ActorSlot, ev: Event, body: Body[T], exists: bool,
+               create: bool) -> T:
+        if not exists or not self._ready(slot, ev, create):
+            raise ActorGone(f"{slot.ref} does not exist")
+        return body(slot, ev)
+
+    def _let_go(self, slot: ActorSlot, ev: Event, sleeps: bool, wakes_holds: bool) -> None:
+        if sleeps:
+            self._eviction.close_slot(slot)  # the instance and the db connection: nothing warm
+        # Before the lock goes: see core/holds.py for why no wake-up is lost.
+        if wakes_holds:
+            self._holds.wake(slot.ref)
+        if ev.hold_ms:
+            ev.hold = self._holds.add(slot.ref)
+        self._graph.release(ev.chain, slot)
+
+    # -- the actor's database and instance ----------------------------------------------
+    def _open_storage(self, slot: ActorSlot, create: bool) -> bool:
+        """Open the actor's db, unless it is open. False: the actor does not exist."""
+        if slot.db is None:
+            if not slot.path.exists():
+                if not create:
+                    return False
+                self._admission.admit()
+            db = self._open_db(slot)
+            if db.created:
+                self._admission.added()
+            try:
+                self._alarms.opened(slot, db)
+            except StorageError as e:
+                db.close()
+                raise StorageFailed(f"{slot.ref}'s database cannot be read: {e}") from None
+            slot.db = db
+        return True
+
+    def _open_db(self, slot: ActorSlot) -> ActorDb:
+        config = self._config
+        image = image_for(self._classes.get(slot.ref.cls), config.schema_images)
+        try:
+            return ActorDb(slot.path, config.db_max_bytes // 4096, image,
+                           config.db_max_value_bytes)
+        except (StorageError, OSError) as e:
+            raise StorageFailed(f"{slot.ref}'s database cannot be opened: {e}") from None
+
+    def _ready(self, slot: ActorSlot, ev: Event, create: bool) -> bool:
+        """An instance for the open db; create the actor (on-init) if it is new."""
+        if slot.initialized is None:
+            self._read_meta(slot)
+        if slot.instance is None:
+            slot.instance = self._instances.instance_for(
+                slot, creating=create and not slot.initialized)
+        if not slot.initialized:
+            if not create:
+                return False
+            self.create(slot, ev)
+        return True
+
+    def _read_meta(self, slot: ActorSlot) -> None:
+        """Whether the actor was created, and why its last event trapped, from its db."""
+        db = slot.require_db()
+        # A database just made has no meta yet: nothing to read.
+        meta = {} if db.created else dict(db.host_exec("SELECT k, v FROM main._wk_host_meta"))
+        slot.initialized = meta.get("initialized") == 1
+        trap = meta.get("trap")
+        slot.last_trap = None if trap is None else str(trap)
+        if not slot.initialized and (meta or not db.created):
+            # An earlier on-init never finished (the host died in it), or the host
+            # died before it began, in a database made from a schema image that the
+            # on-init had yet to take up: start clean.
+            slot.close()
+            delete_db_files(slot.path)
+            self._admission.removed()
+            self._open_storage(slot, create=True)
+            slot.initialized = False
+
+    # -- a new actor ----------------------------------------------------------------------
+    def create(self, slot: ActorSlot, ev: Event) -> None:
+        """Make the actor: its meta rows, its on-init, and its place in the index."""
+        db = slot.require_db()
+        db.first_host_write("INSERT OR REPLACE INTO main._wk_host_meta VALUES ('class', ?), "
+                            "('id', ?), ('initialized', 0)", (slot.ref.cls, slot.ref.id))
+        self._run_on_init(slot, ev, db)
+        learn_schema(self._classes[slot.ref.cls], db, self._config.schema_images)
+        db.end_event()
+        if crashpoints.ARMED:
+            crashpoints.hit(f"init:{slot.ref.cls}")
+        # Committed like an exec, not fsynced: a power loss that loses it loses every later
+        # commit of this database too (WAL frames survive as a prefix), so the actor is
+        # then simply not created yet; the first exec-durable makes it durable.
+        db.host_exec("UPDATE main._wk_host_meta SET v = 1 WHERE k = 'initialized'")
+        slot.initialized = True
+        self._index.add_actor(slot.ref)
+
+    def _run_on_init(self, slot: ActorSlot, ev: Event, db: ActorDb) -> None:
+        """The guest's on-init; should it fail, the actor is removed again."""
+        try:
+            err = self._call_export(slot, ev, "on-init", ())
+            if err is not None:
+                raise GuestFailed(f"on-init failed: {err}")
+            db.end_speculation()
+        except GuestFailed as e:
+            log.warning("%s: on-init failed, the actor was not created: %s", slot.ref, e)
+            self._eviction.destroy(slot)
+            raise GuestFailed(f"{slot.ref} could not be created: {e}") from None

@@ -1,0 +1,123 @@
+"""Requests to actors: from outside (the public, an operator), from an actor of this
+process, and from an actor of another one; who may reach a class, the caps on bodies,
+the deadline, and the hold an answer may ask for (core/holds.py)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from contextlib import AbstractContextManager
+from typing import Any
+
+from ..errors import TooLarge
+from ..testing import crashpoints
+from ..types import ActorRef, Request, Response, Sender
+from ..wire import request_record, response_from_record, sender_variant
+from . import holds
+from .config import HostConfig
+from .event import Chain, Event
+from .lifecycle import CallExport
+from .registry import ActorClass, check_access, check_protocol
+from .remote import RemoteCalls
+from .slot import ActorSlot
+
+RunEvent = Callable[..., Any]  # core/lifecycle.py's EventRunner.run
+
+
+class Requests:
+    def __init__(self, *, config: HostConfig, classes: dict[str, ActorClass],
+                 holds: holds.Holds, remote: RemoteCalls, run_event: RunEvent,
+                 call_export: CallExport,
+                 long_wait: Callable[[], AbstractContextManager[object]]) -> None:
+        self._config = config
+        self._classes = classes
+        self._holds = holds
+        self._remote = remote
+        self._run_event = run_event
+        self._call_export = call_export
+        self._long_wait = long_wait
+
+    def _handle(self, slot: ActorSlot, ev: Event, record: Any, sender: Sender) -> Any:
+        return self._call_export(slot, ev, "handle", (record, sender_variant(sender)))
+
+    # -- from outside ---------------------------------------------------------------------
+    def request(self, ref: ActorRef, req: Request, sender: Sender, may_hold: bool,
+                again: bool) -> Response:
+        """See Host.request."""
+        cls = self._classes[ref.cls]
+        check_access(cls, sender)
+        check_protocol(cls, req.headers)
+        cap = self._config.max_body_bytes
+        if len(req.body) > cap:
+            raise TooLarge(f"the body is over the {cap}-byte cap")
+        record = request_record(req)
+        answer = _Answer(lambda slot, ev: self._handle(slot, ev, record, sender), may_hold)
+        deadline = time.monotonic() + self._config.wall_budget_ms / 1000
+        try:
+            out = self._run_event(ref, "request", Chain(), deadline, answer.body,
+                                  wakes_holds=not again)
+            resp = response_from_record(out, cap)
+        except BaseException:
+            if answer.hold is not None:  # nobody will wait on it
+                self._holds.discard(ref, answer.hold)
+            raise
+        return answer.response(resp)
+
+    # -- from actors ----------------------------------------------------------------------
+    def call_from_actor(self, ref: ActorRef, record: Any, sender: Sender, caller: Event) -> Any:
+        """See Host.call_from_actor."""
+        if crashpoints.ARMED:
+            crashpoints.hit(f"call:{ref.cls}")
+        cap = self._config.max_body_bytes
+        if len(record.body) > cap:  # Latin-1 on the wire: one character per byte
+            raise TooLarge(f"the request body is over the {cap}-byte cap")
+        deadline = min(caller.deadline,
+                       time.monotonic() + self._config.wall_budget_ms / 1000)
+        if not self._config.partition.owns(ref.id):
+            with self._long_wait():
+                return self._remote.call(ref, record, sender, caller.chain.stack, deadline)
+        return self.call_here(ref, record, sender, caller.chain, deadline)
+
+    def call_here(self, ref: ActorRef, record: Any, sender: Sender, chain: Chain,
+                  deadline: float) -> Any:
+        """See Host.call_here."""
+        check_protocol(self._classes[ref.cls], record.headers)
+        cap = self._config.max_body_bytes
+        out = self._run_event(ref, "request", chain, deadline,
+                              lambda slot, ev: self._handle(slot, ev, record, sender))
+        if len(out.body) > cap:
+            raise TooLarge(f"{ref}'s response body ({len(out.body)} bytes) is over the "
+                           f"{cap}-byte cap")
+        return out
+
+
+class _Answer:
+    """One request from outside as its event runs it (`handle`): the event, and the hold
+    its answer asked for (ms, state), should the caller wait on one (`may_hold`)."""
+
+    def __init__(self, handle: Callable[[ActorSlot, Event], Any], may_hold: bool) -> None:
+        self._handle, self._may_hold = handle, may_hold
+        self.ran: Event | None = None
+        self.asked: tuple[int, str | None] = (0, None)
+
+    @property
+    def hold(self) -> Future[None] | None:
+        """The future the actor's next event completes, once the event has ended."""
+        return None if self.ran is None else self.ran.hold
+
+    def body(self, slot: ActorSlot, ev: Event) -> Any:
+        self.ran = ev
+        out = self._handle(slot, ev)
+        if self._may_hold:
+            self.asked = holds.parse_hold(out.headers)
+            ev.hold_ms = self.asked[0]
+        return out
+
+    def response(self, resp: Response) -> Response:
+        """`resp`, with its hold, and without the host's `wk-hold-*` headers."""
+        if self.hold is not None:
+            resp.hold, (resp.hold_ms, resp.hold_state) = self.hold, self.asked
+        if any(holds.is_hold_header(k) for k, _ in resp.headers):
+            resp.headers = [(k, v) for k, v in resp.headers if not holds.is_hold_header(k)]
+        return resp

@@ -1,0 +1,87 @@
+"""After an event: its effects settled while it still holds its actor's lock (the
+guest's output logged, a transaction left open rolled back, a trap kept, a delete done,
+the alarm synced), and whether the actor now sleeps."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from ..storage.actordb import ActorDb
+from .alarms import Alarms
+from .config import HostConfig
+from .event import Event
+from .eviction import Eviction
+from .guest_log import flush_output
+from .slot import ActorSlot
+from .slots import SlotTable
+
+log = logging.getLogger("wkhost")
+
+
+class Settle:
+    def __init__(self, config: HostConfig, slots: SlotTable, alarms: Alarms,
+                 eviction: Eviction) -> None:
+        self._config = config
+        self._slots = slots
+        self._alarms = alarms
+        self._eviction = eviction
+
+    def after_event(self, slot: ActorSlot, ev: Event) -> bool:
+        """Settle the event's effects. True: the actor sleeps, and its instance and
+        database connection go as soon as the event has left its run slot."""
+        flush_output(slot, ev, self._config.max_guest_output_bytes)
+        db = slot.db
+        if db is None:
+            return False
+        if db.end_event():
+            log.info("%s: rolled back a transaction the event left open", slot.ref)
+        keep_trap(slot, ev, db)
+        if ev.delete_requested and slot.instance is not None:
+            self._eviction.destroy(slot)
+            return False
+        self._alarms.after_event(slot, ev)
+        return self._sleeps(slot, ev)
+
+    def _sleeps(self, slot: ActorSlot, ev: Event) -> bool:
+        now = time.monotonic()
+        slot.last_used = now
+        if ev.kind == "request":
+            slot.last_request, slot.sleepy = now, False
+        if self._asleep(slot, ev):
+            if now - slot.last_request < self._config.followed_s:
+                # Asked something a moment ago (a workflow just started, its client about
+                # to read the result): the next question should find it warm.
+                slot.sleepy = True
+            else:
+                return True
+        elif self._config.always_fresh_instance:
+            slot.instance = None
+        return False
+
+    def _asleep(self, slot: ActorSlot, ev: Event) -> bool:
+        """An alarm event that leaves the next alarm far away (or none), while live actors
+        fill more than half the instance cap: the actor sleeps, so its instance (several
+        MiB) and its database connection go now rather than at the idle sweep. A request
+        may still come; it pays an instantiation and an open."""
+        if ev.kind != "alarm" or slot.alarm_seen is None:
+            return False
+        if len(self._slots) <= self._config.max_live_instances // 2:
+            # Room to spare: keep it warm (a parked workflow woken by events replays from
+            # its cached journal); the idle sweep still drops it in time.
+            return False
+        return self._alarms.next_is_far(slot)
+
+
+def keep_trap(slot: ActorSlot, ev: Event, db: ActorDb) -> None:
+    """Keep why a trapped event ended, in the actor's database, for the guest's next
+    events (`lifecycle.last-trap`); forget it once an event that asked for it ends
+    cleanly. Committed like an exec: the reason is for the guest's bookkeeping."""
+    if ev.trapped is not None:
+        log.warning("%s: its %s event trapped: %s", slot.ref, ev.kind, ev.trapped)
+        slot.last_trap = ev.trapped
+        db.host_exec("INSERT OR REPLACE INTO main._wk_host_meta VALUES ('trap', ?)",
+                     (ev.trapped,))
+    elif ev.trap_read and slot.last_trap is not None:
+        slot.last_trap = None
+        db.host_exec("DELETE FROM main._wk_host_meta WHERE k = 'trap'")

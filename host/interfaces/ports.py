@@ -1,0 +1,110 @@
+"""What the WIT interfaces need from the host: small ports, never the `Host` itself.
+
+Each interface module registers its host functions on one class's Linker and reaches the
+host only through these Protocols. core implements them (core/links.py) and hands them
+to `make_linker`, so no interface module imports core: core sits above the interfaces,
+with no import circle between them.
+
+A host call is hot: each `register` takes the members it calls once, at link time, and
+each call reads the running event once. `E` is core's event type, which the interfaces
+only pass back (an actor call names its caller).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol, TypeVar
+
+from ..fetch import FetchPolicy
+from ..storage.actordb import ActorDb
+from ..storage.watch import Loan
+from ..types import ActorRef, Sender
+
+
+class EventActor(Protocol):
+    """The actor whose event is running (core/slot.py's ActorSlot)."""
+
+    @property
+    def ref(self) -> ActorRef: ...
+
+    @property
+    def last_trap(self) -> str | None: ...
+
+    def require_db(self) -> ActorDb: ...
+
+
+class EventChain(Protocol):
+    """The actors of the running chain of nested calls, in call order."""
+
+    @property
+    def stack(self) -> Sequence[ActorRef]: ...
+
+
+class EventGate(Protocol):
+    """The run gate (core/event.py's RunGate): a wait gives the event's run slot up."""
+
+    def waiting(self) -> AbstractContextManager[object]: ...
+
+
+class RunningEvent(Protocol):
+    """The event a host function runs in (core/event.py's Event): what it reads, and the
+    marks it leaves for the host to settle after the event."""
+
+    alarm_touched: bool
+    delete_requested: bool
+    trap_read: bool
+
+    @property
+    def slot(self) -> EventActor: ...
+
+    @property
+    def deadline(self) -> float: ...
+
+    @property
+    def chain(self) -> EventChain: ...
+
+    @property
+    def gate(self) -> EventGate: ...
+
+    def loan(self) -> Loan | None: ...
+
+
+E = TypeVar("E", bound=RunningEvent)
+E_co = TypeVar("E_co", bound=RunningEvent, covariant=True)
+
+
+class Events(Protocol[E_co]):
+    """The sqlite and alarm interfaces: the running event (on this thread) only."""
+
+    def current_event(self) -> E_co: ...
+
+
+class ActorCalls(Events[E], Protocol[E]):
+    """The actors interface: a synchronous call from the running event's actor."""
+
+    @property
+    def max_call_depth(self) -> int: ...
+
+    def actor_ref(self, cls: str, actor_id: str) -> ActorRef: ...
+
+    def call_from_actor(self, ref: ActorRef, record: Any, sender: Sender, caller: E) -> Any: ...
+
+
+class Fetches(Events[E_co], Protocol[E_co]):
+    """The http interface: the fetch policy, and a wait that lends the event's run slot."""
+
+    @property
+    def fetch_policy(self) -> FetchPolicy: ...
+
+    def long_wait(self) -> AbstractContextManager[object]: ...
+
+
+class Lifecycle(Events[E_co], Protocol[E_co]):
+    """The lifecycle interface: the host's clock, as the guest sees it."""
+
+    def now_ms(self) -> int: ...
+
+
+class HostPort(ActorCalls[E], Fetches[E], Lifecycle[E], Protocol[E]):
+    """Everything the linker's interfaces need, together."""
