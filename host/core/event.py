@@ -53,7 +53,7 @@ class Event:
     # among the working event threads both serve other events meanwhile.
     long_wait: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext
     # Called on the thread of a guest statement as it starts: what the statement lends if
-    # it runs long (host/sql_watch.py), or None.
+    # it runs long (storage/watch.py), or None.
     statement_loan: Callable[[], Loan | None] = lambda: None
     _loan: Loan | None = field(default=None, repr=False)  # `loan()`'s, once made
     _loan_made: bool = field(default=False, repr=False)
@@ -61,7 +61,7 @@ class Event:
     alarm_touched: bool = False   # the guest set or cleared its alarm in this event
     trapped: str | None = None    # why the guest's call trapped or was cut, if it was
     trap_read: bool = False       # the guest asked for its last trap (lifecycle.last-trap)
-    # A request whose answer asked to be held (host/hold.py): how long, and, once the
+    # A request whose answer asked to be held (core/holds.py): how long, and, once the
     # event has ended, the future that the actor's next event completes.
     hold_ms: int = 0
     hold: Future[None] | None = None
@@ -87,15 +87,15 @@ class RunGate:
     and while a SQLite statement of its runs long.
 
     Why: the event threads are many so that waiting events do not hold up the others,
-    but running ones fight. With 16 threads on 2 cores a cold wake cost 16.6 ms of CPU
-    against 11.1 with 2 (GIL hand-offs, and a TLB shootdown for each copy-on-write fault
-    of a fresh instance while another thread of the host runs on the other core).
+    but running ones fight: with many more threads than cores, a cold wake cost far more
+    CPU (GIL hand-offs, and a TLB shootdown for each copy-on-write fault of a fresh
+    instance while another thread of the host runs on the other core).
 
     A thread back from a wait goes ahead of the events that have not started: finishing
     the events in flight first keeps fewer of them open at once (instances, connections,
     threads waiting for the GIL). In first-come order, one whose fsync was done queued
-    behind every event that came meanwhile, which cost 2-6% more CPU per three-step
-    workflow at concurrency 32. Not always ahead, though: while both kinds wait, every
+    behind every event that came meanwhile, which cost more CPU per workflow under
+    load. Not always ahead, though: while both kinds wait, every
     other slot goes to a new event, so that events which keep waiting and coming back
     (a guest's statements that each run long) cannot hold every new one off. A freed
     slot is handed to the next thread directly, so that no thread that comes later
@@ -148,7 +148,7 @@ class RunGate:
 
     def lend(self) -> None:
         """Give up, for another event, the slot of a thread that is stuck in a long call
-        (host/sql_watch.py): called by another thread, on its behalf."""
+        (storage/watch.py): called by another thread, on its behalf."""
         self._give()
 
     def reclaim(self) -> None:

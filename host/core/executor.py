@@ -3,17 +3,17 @@ in for threads that wait on the network or on another actor.
 
 Why not a plain `ThreadPoolExecutor(16)`: it hands each new event to a thread of its own
 at once, so at concurrency 8 eight events were open together: one running (the run
-gate, host/event.py), the others opening their databases, converting their requests and
+gate, core/event.py), the others opening their databases, converting their requests and
 answers, waiting for the run slot, each a thread that wants the GIL and a wake-up to
-hand it over. With only two threads (`--workers 2`) the same server did up to 16% more
-three-step workflows at concurrency 8 and 32: an event that ends takes the next one
+hand it over. With only two threads (`--workers 2`) the same server did more
+workflows under load: an event that ends takes the next one
 from the queue itself, without a wake-up, and at most two are open. But two threads
 could be stuck behind two events that wait on an outgoing fetch.
 
 So here `active` threads (the run slots plus one, for the database of the next event to
 open beside the running one) take events from the queue, and a thread that begins a
 long wait (`blocking`: a fetch, a call into another process, another actor's lock, a
-guest's SQLite statement still running after a tick of host/sql_watch.py) stops
+guest's SQLite statement still running after a tick of storage/watch.py) stops
 counting, so that another thread takes the next event meanwhile, up to `max_threads`
 in all. An fsync is not a long wait here: it is short, and the thread that waits for it
 still holds its event's instance and connection.
@@ -144,7 +144,7 @@ class EventExecutor:
 
     def lend_place(self) -> None:
         """`blocking`'s start on behalf of a thread stuck in a long call, from another
-        thread (host/sql_watch.py): another thread may take the next event."""
+        thread (storage/watch.py): another thread may take the next event."""
         with self._cv:
             self._active -= 1
             self._wake_one()

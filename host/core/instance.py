@@ -2,7 +2,7 @@
 
 By default an instance serves one id for its whole life, so a guest's module globals
 never leak between actors. A class served with `--reuse-instances` hands an instance that
-ended cleanly to its next new actor (`host/spares.py`), whose on-init comes first.
+ended cleanly to its next new actor (`core/spares.py`), whose on-init comes first.
 
 Any trap (fuel, epoch, a guest exception, memory, a host-side failure) leaves the
 instance and its Store unusable ("cannot enter component instance"), so the caller drops

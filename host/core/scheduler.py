@@ -55,8 +55,8 @@ class Scheduler:
 
     def set(self, ref: ActorRef, at_ms: int | None) -> None:
         """Schedule (or unschedule, with None) the actor's alarm. The scheduler's thread
-        is woken only if its next wake-up moves earlier: a workflow's retention alarm, an
-        hour away, cost two context switches for nothing.
+        is woken only if its next wake-up moves earlier: a workflow's retention alarm, far
+        away, cost context switches for nothing.
 
         An alarm already due is still handed out by that thread, never by the setter:
         a setter is an event that holds the run gate, and alarm events handed out from

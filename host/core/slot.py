@@ -13,7 +13,7 @@ from ..storage.alarm_store import AlarmRow
 from ..types import ActorRef
 from .instance import Instance
 
-# Without the output pipe (host/guest_output.py), every write is a call into the host:
+# Without the output pipe (engine/guest_output.py), every write is a call into the host:
 # writes past the cap are dropped quietly this many times, then fail with EIO, so that
 # a flood costs the guest its own handling of the error, as past the pipe it does.
 DROPPED_WRITES_BEFORE_EIO = 256
@@ -77,14 +77,14 @@ class ActorSlot:
     db: ActorDb | None = None
     instance: Instance | None = None
     initialized: bool | None = None      # None: not read from the db yet
-    alarm_seen: AlarmRow | None = None   # the row as last synced to the index
+    alarm_seen: AlarmRow | None = None   # the row as last synced (core/alarms.py)
     last_used: float = 0.0
     last_request: float = 0.0            # when someone last asked it something
-    # Asleep (see Host._asleep) but kept warm a little while, as someone asked it
+    # Asleep (see core/settle.py) but kept warm a little while, as someone asked it
     # something just before: the idle sweep drops it after followed_s, not idle_instance_s.
     sleepy: bool = False
     output: GuestOutput = field(default_factory=lambda: GuestOutput())
-    # Why its last trapped event ended, as kept in its database (Host._keep_trap).
+    # Why its last trapped event ended, as kept in its database (core/settle.py's keep_trap).
     last_trap: str | None = None
 
     def require_db(self) -> ActorDb:

@@ -1,9 +1,9 @@
 """Instances kept for the next new actor of a class served with `--reuse-instances`.
 
-Why: a new actor otherwise pays a new instance (about 1 ms: the Store, the pooled slot's
-set-up, wasmtime's lazy table entries) and the old one's drop (about 0.7 ms, the pooled
-slot's reset), and its guest runs cold code for the first time. For a workflow, one actor
-per instance, that was about a third of its CPU.
+Why: a new actor otherwise pays a new instance (the Store, the pooled slot's set-up,
+wasmtime's lazy table entries) and the old one's drop (the pooled slot's reset), and its
+guest runs cold code for the first time. For a workflow, one actor per instance, that
+was a large share of its CPU.
 
 What the guest may then see: its module globals outlive an actor. The actor object does
 not: the SDK makes a new one at on-init, which always comes first in a reused instance,
