@@ -1,7 +1,6 @@
 """The network: HTTP in, between the processes of one host, and serving it.
 
     frontdoor.py     the front door: /{class}/{id}/{path...} to the actor, /_wk/... routes
-    hold.py          answers held until the actor's next event (wk-hold-ms)
     connections.py   the clients' connections: head timeout, client faults, listening sockets
     peers.py         what the processes of `--processes N` ask each other (Peers: an
                      actor's call; forward, list_actors, the test clock; the peer routes)

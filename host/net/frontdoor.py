@@ -15,8 +15,9 @@
 - A body is read only up to the cap: a declared length over it is refused (413) before
   any of it is read, and a body must arrive within `body_timeout_s` (408). A client that
   goes before its body has arrived is logged as one line, not as an error.
-- An answer may ask to be held until the actor's next event (`wk-hold-ms`, host/net/hold.py):
-  the request then waits here, on a future, and is delivered again when woken.
+- An answer may ask to be held until the actor's next event (`wk-hold-ms`,
+  host/core/holds.py): the request then waits here, on a future, and is delivered again
+  when woken.
 - `/_wk/...` is the host's own: health, listing a class's actors (operator only), and, with
   `--fake-clock` only, moving the clock (tests).
 """
@@ -196,7 +197,7 @@ def _deliver(host: Host, ref: ActorRef, req: Request, sender: Sender, again: boo
 async def _held(host: Host, ref: ActorRef, req: Request, sender: Sender,
                 resp: Response, gone: Callable[[], bool]) -> Response:
     """Wait for the actor's next event, then deliver the request again, until an answer
-    is not held, the first hold's time is up, or the client has `gone` (host/net/hold.py)."""
+    is not held, the first hold's time is up, or the client has `gone` (host/core/holds.py)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + resp.hold_ms / 1000
     while resp.hold is not None:
