@@ -15,11 +15,10 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
+from wkhost.cli.admin import request
 from wkhost.cli.client import WorkflowAdmin
 from wkhost.engine.build import cached_build
 
@@ -71,17 +70,17 @@ class Served:
 
 
 def http(method: str, url: str, body: Any = None) -> tuple[int, Any]:
+    """A public request (no token) with a JSON body: its status and its JSON (an error's
+    text, if that is not JSON)."""
     data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(url, data=data, method=method)
+    answer = request(method, url, body=data, timeout=30)
+    if 200 <= answer.status < 300:  # what urllib does not raise as an HTTPError
+        return answer.status, json.loads(answer.body)
+    text = answer.body.decode(errors="replace").strip()
     try:
-        with urllib.request.urlopen(req, timeout=30) as resp:
-            return resp.status, json.loads(resp.read())
-    except urllib.error.HTTPError as e:
-        text = e.read().decode(errors="replace").strip()
-        try:
-            return e.code, json.loads(text)
-        except ValueError:
-            return e.code, text
+        return answer.status, json.loads(text)
+    except ValueError:
+        return answer.status, text
 
 
 def describe(s: dict[str, Any]) -> str:
