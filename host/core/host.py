@@ -143,8 +143,9 @@ class Host:
         return cls
 
     def _interface_host(self) -> InterfaceHost:
-        return InterfaceHost(self.config, self.clock, self.actor_ref, self.call_from_actor,
-                             self.long_wait)
+        # The Requests' own call_from_actor: an actor call skips the façade's delegate.
+        return InterfaceHost(self.config, self.clock, self.actor_ref,
+                             self._requests.call_from_actor, self.long_wait)
 
     def start(self) -> None:
         if self.index.was_unclean:
