@@ -27,9 +27,10 @@ neither:
 - `call_kind`: what an actor that called the failing one is answered, as "KIND: message"
   (the `actors` interface; `call_kind`): unknown, invalid, refused, callee-lost, timeout,
   callee-budget, callee-trapped, too-large, storage, or error for the others.
-A subclass defined elsewhere (frontdoor.SlowClient, build.BuildError...) that names
-neither is sent under its class name, is read back as a plain HostError, and is "error"
-to a caller.
+Every subclass must name its `kind` (a class without one is a TypeError when it is
+defined); `call_kind` defaults to "error". A kind that is not one of this module's
+classes (frontdoor.SlowClient, componentize.BuildError...) is read back as a plain
+HostError.
 """
 
 from __future__ import annotations
@@ -50,10 +51,9 @@ class HostError(Exception):
 
     def __init_subclass__(cls) -> None:
         super().__init_subclass__()
-        # A subclass is another error: it names itself, or takes today's names for one
-        # defined elsewhere (the module docstring), never its parent's.
+        # A subclass is another error: it names itself, never takes its parent's names.
         if "kind" not in cls.__dict__:
-            cls.kind = cls.__name__
+            raise TypeError(f"{cls.__qualname__} must name its wire kind: kind = \"...\"")
         if "call_kind" not in cls.__dict__:
             cls.call_kind = "error"
 

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 class ActorGone(HostError):
     """An event that must not create its actor found none."""
 
+    kind = "_Gone"  # the name it has always crossed processes under
+
 
 @dataclass
 class Chain:

@@ -29,6 +29,7 @@ from ..engine.pool import pool_memory
 from ..errors import HostError, UnknownClass
 from ..interfaces.linker import make_linker
 from ..storage import paths
+from ..storage.actordb import StorageError
 from ..storage.files import wait_new_files
 from ..storage.index import Index, prepare_layout
 from ..storage.policy import set_heap_limit
@@ -55,7 +56,6 @@ from .settle import Settle
 from .slot import ActorSlot
 from .slots import SlotTable
 from .spares import SpareInstances
-from .storage_errors import StorageError
 
 __all__ = ["Access", "ActorClass", "Host"]
 

@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
 from ..errors import GuestFailed, StorageFailed
-from ..storage.actordb import ActorDb
+from ..storage.actordb import ActorDb, StorageError
 from ..storage.files import delete_db_files
 from ..storage.index import Index
 from ..storage.watch import Loan
@@ -35,7 +35,6 @@ from .schema_learning import image_for, learn_schema
 from .settle import Settle
 from .slot import ActorSlot
 from .slots import SlotTable
-from .storage_errors import StorageError
 
 log = logging.getLogger("wkhost")
 T = TypeVar("T")

@@ -11,9 +11,9 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from ..errors import TooLarge
+from ..interfaces.records import request_record, response_from_record, sender_variant
 from ..testing import crashpoints
 from ..types import ActorRef, Request, Response, Sender
-from ..wire import request_record, response_from_record, sender_variant
 from . import holds
 from .config import HostConfig
 from .event import Chain, Event

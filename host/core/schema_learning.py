@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import logging
 
-from ..storage.actordb import ActorDb
+from ..storage.actordb import ActorDb, StorageError
 from ..storage.images import SchemaImage, build_schema_image
 from .registry import ActorClass
-from .storage_errors import StorageError
 
 log = logging.getLogger("wkhost")
 

@@ -32,6 +32,8 @@ class BuildError(HostError):
     """A build failed. `str(e)` is a one-line summary; `details` holds the relevant part
     of componentize-py's output (or of the source), for a human."""
 
+    kind = "BuildError"
+
     def __init__(self, summary: str, details: str = "") -> None:
         super().__init__(summary)
         self.details = details

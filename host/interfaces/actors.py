@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import HostError
+from ..errors import HostError, call_kind
 from ..types import ActorRef, Sender
 from .ports import ActorCalls, E
 
@@ -29,26 +29,10 @@ def register(root: Any, guard: Any, host: ActorCalls[E]) -> None:
             sender = Sender.of_actor(caller.slot.ref)
             return call_actor(ref, req, sender, caller)
         except HostError as e:
-            return f"{_kind(e)}: {e}"
+            return f"{call_kind(e)}: {e}"
 
     with root.add_instance("wk:host/actors@0.1.0") as iface:
         iface.add_func("call", guard(call))
-
-
-def _kind(e: HostError) -> str:
-    return {
-        "UnknownClass": "unknown",
-        "BadRequest": "invalid",
-        "CallRefused": "refused",
-        "Overloaded": "refused",
-        "PeerUnavailable": "refused",
-        "PeerLost": "callee-lost",
-        "DeadlineExceeded": "timeout",
-        "BudgetExceeded": "callee-budget",
-        "GuestFailed": "callee-trapped",
-        "TooLarge": "too-large",
-        "StorageFailed": "storage",
-    }.get(type(e).__name__, "error")
 
 
 __all__ = ["register", "ActorRef"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..fetch import FetchError, FetchRequest, fetch
-from ..wire import record
 from .ports import E, Fetches
+from .records import record
 
 
 def register(root: Any, guard: Any, host: Fetches[E]) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..wire import record
 from .ports import E, Lifecycle
+from .records import record
 
 
 def register(root: Any, guard: Any, host: Lifecycle[E]) -> None:

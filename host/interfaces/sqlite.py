@@ -12,6 +12,7 @@ from wasmtime.component import Variant
 
 from ..storage.actordb import ActorDb, SqlError, SqlValue
 from .ports import E, Events
+from .records import record
 
 
 # -- conversion between WIT values and Python ---------------------------------------------
@@ -39,8 +40,6 @@ def value_to_wit(v: Any) -> Variant:
 
 
 def rows_record(db: ActorDb, columns: list[str], rows: list[tuple[Any, ...]]) -> Any:
-    from ..wire import record
-
     return record(columns=columns, rows=[[value_to_wit(v) for v in row] for row in rows],
                   changes=db.conn.changes(),
                   **{"last-insert-rowid": db.conn.last_insert_rowid()})

@@ -51,6 +51,8 @@ _PEER_WRAPPER_BYTES = 1 << 20
 class SlowClient(HostError):
     """The request's body did not arrive within the body timeout."""
 
+    kind = "SlowClient"
+
     http_status = 408
 
 

@@ -37,9 +37,10 @@ from aiohttp import web
 from .. import errors
 from ..core.event import Chain
 from ..errors import DeadlineExceeded, HostError, PeerUnavailable
+from ..interfaces.records import record
 from ..partition import Partition
 from ..types import ActorRef, Sender
-from ..wire import HOP_BY_HOP, answer_headers, record
+from ..wire import HOP_BY_HOP, answer_headers
 from .peer_clients import PeerClients, lost, unavailable
 
 if TYPE_CHECKING:

@@ -45,6 +45,8 @@ def check_writable(d: Path, flag: str) -> None:
 class UsageError(HostError):
     """A mistake in the command line's options (exit code 2)."""
 
+    kind = "UsageError"
+
 
 def served_classes(actors: list[tuple[str, str]], access: list[tuple[str, str]],
                    reuse: list[str]) -> tuple[list[tuple[str, Path]], dict[str, Access]]:

@@ -52,6 +52,9 @@ from .watch import WATCH, Loan, StatementWatch
 
 SqlValue = None | int | float | str | bytes
 
+# What core catches of SQLite's failures, without naming apsw (storage's alone).
+StorageError = apsw.Error
+
 
 class SqlError(Exception):
     """An expected failure of guest SQL; its text goes back to the guest as the err."""

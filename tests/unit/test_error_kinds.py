@@ -65,13 +65,25 @@ def test_kinds_are_unique() -> None:
     assert len(set(kinds)) == len(kinds)
 
 
-def test_a_class_defined_elsewhere_keeps_its_old_names() -> None:
-    class Elsewhere(errors.StorageFailed):
-        pass
+def test_an_error_class_must_name_its_kind() -> None:
+    with pytest.raises(TypeError, match="Unnamed must name its wire kind"):
+        class Unnamed(errors.StorageFailed):
+            pass
 
-    e = Elsewhere("why")
-    assert (errors.wire_kind(e), errors.call_kind(e)) == (old_peer_kind(e), old_call_kind(e))
-    assert errors.error_class("Elsewhere") is HostError is old_decoded("Elsewhere")
+
+def test_a_class_defined_elsewhere_names_its_old_kind_and_is_read_back_as_a_host_error(
+) -> None:
+    from wkhost.core.event import ActorGone
+    from wkhost.engine.componentize import BuildError
+    from wkhost.net.frontdoor import SlowClient
+    from wkhost.net.preflight import UsageError
+
+    old_names = {ActorGone: "_Gone", BuildError: "BuildError", SlowClient: "SlowClient",
+                 UsageError: "UsageError"}
+    for cls, old in old_names.items():
+        e = cls("why")
+        assert (errors.wire_kind(e), errors.call_kind(e)) == (old, "error")
+        assert errors.error_class(old) is HostError
 
 
 @pytest.mark.parametrize("name", ["Nothing", "annotations", "wire_kind", ""])
