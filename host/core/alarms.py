@@ -21,12 +21,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ..clock import Clock
 from ..errors import GuestFailed, HostError
 from ..storage import alarm_store
 from ..storage.actordb import ActorDb
 from ..storage.index import Index
 from ..types import ActorRef
-from .clock import Clock
 from .config import HostConfig
 from .event import ActorGone, Chain, Event
 from .scheduler import Scheduler

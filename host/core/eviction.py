@@ -9,7 +9,7 @@ from operator import attrgetter
 
 from ..storage.files import delete_db_files
 from ..storage.index import Index
-from ..testing import crashpoints
+from ..testing import TestSwitches
 from .admission import Admission
 from .alarms import Alarms
 from .config import HostConfig
@@ -23,8 +23,9 @@ from .spares import SpareInstances
 class Eviction:
     def __init__(self, config: HostConfig, slots: SlotTable, classes: dict[str, ActorClass],
                  spares: SpareInstances, admission: Admission, alarms: Alarms,
-                 index: Index) -> None:
+                 index: Index, testing: TestSwitches) -> None:
         self._config = config
+        self._testing = testing
         self._slots = slots
         self._classes = classes
         self._spares = spares
@@ -117,8 +118,8 @@ class Eviction:
     def destroy(self, slot: ActorSlot) -> None:
         """Remove the actor: instance, database files, index entries and alarm."""
         self.offer_spare(slot, slot.close())
-        if crashpoints.ARMED:
-            crashpoints.hit(f"delete:{slot.ref.cls}")
+        if self._testing.crash_armed:
+            self._testing.crash(f"delete:{slot.ref.cls}")
         self.forget(slot)
 
     def forget(self, slot: ActorSlot) -> None:

@@ -24,6 +24,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..clock import Clock, SystemClock
 from ..engine.components import EpochTicker, make_engine
 from ..engine.pool import pool_memory
 from ..errors import HostError, UnknownClass
@@ -34,10 +35,10 @@ from ..storage.files import wait_new_files
 from ..storage.index import Index, prepare_layout
 from ..storage.policy import set_heap_limit
 from ..storage.watch import Loan
+from ..testing import TestSwitches
 from ..types import ActorRef, Request, Response, Sender
 from .admission import Admission
 from .alarms import Alarms
-from .clock import Clock, SystemClock
 from .config import HostConfig
 from .event import CallGraph, Chain, Event, RunGate
 from .eviction import Eviction
@@ -74,6 +75,7 @@ class Host:
         (`serve --processes N`: host/net/peers.py's Peers); none for one process."""
         self.config = config
         self.clock = clock or SystemClock()
+        self.testing = TestSwitches(self.clock, config.always_fresh_instance)
         self.engine = make_engine(config.pool())
         self.pool_memory = pool_memory(self.engine)
         self.classes: dict[str, ActorClass] = {}
@@ -119,19 +121,20 @@ class Host:
         self._table = SlotTable(config)
         self._slots = self._table.by_ref
         self.eviction = Eviction(config, self._table, self.classes, self.spares,
-                                 self.admission, self.alarms, self.index)
+                                 self.admission, self.alarms, self.index, self.testing)
         instances = InstanceSource(self.engine, config, self.classes, self._table,
                                    self.spares, self.eviction)
         self._runner = EventRunner(
             config=config, classes=self.classes, slots=self._table, graph=self.graph,
             gate=self.gate, holds=self.holds, admission=self.admission, index=self.index,
             alarms=self.alarms, eviction=self.eviction, instances=instances,
-            settle=Settle(config, self._table, self.alarms, self.eviction),
+            settle=Settle(config, self._table, self.alarms, self.eviction, self.testing),
             call_export=self._call, long_wait=self.long_wait,
-            statement_loan=self._statement_loan)
+            statement_loan=self._statement_loan, testing=self.testing)
         self._requests = Requests(
             config=config, classes=self.classes, holds=self.holds, remote=self.remote,
-            run_event=self._run_event, call_export=self._call, long_wait=self.long_wait)
+            run_event=self._run_event, call_export=self._call, long_wait=self.long_wait,
+            testing=self.testing)
 
     # -- set-up and shutdown ------------------------------------------------------------
     def add_class(self, name: str, wasm: Path, access: Access = "public",

@@ -20,7 +20,7 @@ from ..storage.actordb import ActorDb, StorageError
 from ..storage.files import delete_db_files
 from ..storage.index import Index
 from ..storage.watch import Loan
-from ..testing import crashpoints
+from ..testing import TestSwitches
 from ..types import ActorRef
 from . import event
 from .admission import Admission
@@ -67,8 +67,9 @@ class EventRunner:
                  admission: Admission, index: Index, alarms: Alarms, eviction: Eviction,
                  instances: InstanceSource, settle: Settle, call_export: CallExport,
                  long_wait: Callable[[], AbstractContextManager[object]],
-                 statement_loan: Callable[[], Loan | None]) -> None:
+                 statement_loan: Callable[[], Loan | None], testing: TestSwitches) -> None:
         self._config = config
+        self._testing = testing
         self._classes = classes
         self._slots = slots
         self._graph = graph
@@ -203,8 +204,8 @@ class EventRunner:
         self._run_on_init(slot, ev, db)
         learn_schema(self._classes[slot.ref.cls], db, self._config.schema_images)
         db.end_event()
-        if crashpoints.ARMED:
-            crashpoints.hit(f"init:{slot.ref.cls}")
+        if self._testing.crash_armed:
+            self._testing.crash(f"init:{slot.ref.cls}")
         # Committed like an exec, not fsynced: a power loss that loses it loses every later
         # commit of this database too (WAL frames survive as a prefix), so the actor is
         # then simply not created yet; the first exec-durable makes it durable.

@@ -7,10 +7,10 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
+from ..clock import Clock
 from ..fetch import FetchPolicy
 from ..types import ActorRef, Sender
 from . import event
-from .clock import Clock
 from .config import HostConfig
 from .event import Event
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import TooLarge
 from ..interfaces.records import request_record, response_from_record, sender_variant
-from ..testing import crashpoints
+from ..testing import TestSwitches
 from ..types import ActorRef, Request, Response, Sender
 from . import holds
 from .config import HostConfig
@@ -29,8 +29,10 @@ class Requests:
     def __init__(self, *, config: HostConfig, classes: dict[str, ActorClass],
                  holds: holds.Holds, remote: RemoteCalls, run_event: RunEvent,
                  call_export: CallExport,
-                 long_wait: Callable[[], AbstractContextManager[object]]) -> None:
+                 long_wait: Callable[[], AbstractContextManager[object]],
+                 testing: TestSwitches) -> None:
         self._config = config
+        self._testing = testing
         self._classes = classes
         self._holds = holds
         self._remote = remote
@@ -67,8 +69,8 @@ class Requests:
     # -- from actors ----------------------------------------------------------------------
     def call_from_actor(self, ref: ActorRef, record: Any, sender: Sender, caller: Event) -> Any:
         """See Host.call_from_actor."""
-        if crashpoints.ARMED:
-            crashpoints.hit(f"call:{ref.cls}")
+        if self._testing.crash_armed:
+            self._testing.crash(f"call:{ref.cls}")
         cap = self._config.max_body_bytes
         if len(record.body) > cap:  # Latin-1 on the wire: one character per byte
             raise TooLarge(f"the request body is over the {cap}-byte cap")

@@ -13,8 +13,8 @@ import logging
 import threading
 from collections.abc import Callable
 
+from ..clock import Clock
 from ..types import ActorRef
-from .clock import Clock
 
 log = logging.getLogger("wkhost.scheduler")
 

@@ -8,6 +8,7 @@ import logging
 import time
 
 from ..storage.actordb import ActorDb
+from ..testing import TestSwitches
 from .alarms import Alarms
 from .config import HostConfig
 from .event import Event
@@ -21,8 +22,9 @@ log = logging.getLogger("wkhost")
 
 class Settle:
     def __init__(self, config: HostConfig, slots: SlotTable, alarms: Alarms,
-                 eviction: Eviction) -> None:
+                 eviction: Eviction, testing: TestSwitches) -> None:
         self._config = config
+        self._testing = testing
         self._slots = slots
         self._alarms = alarms
         self._eviction = eviction
@@ -55,7 +57,7 @@ class Settle:
                 slot.sleepy = True
             else:
                 return True
-        elif self._config.always_fresh_instance:
+        elif self._testing.always_fresh_instance:
             slot.instance = None
         return False
 

@@ -216,11 +216,8 @@ async def advance_clock(app: web.Application, now_ms: int) -> None:
 async def catch_up_clock(app: web.Application) -> None:
     """A process started again: bring its test clock to where the others' are (they
     may have moved since the supervisor's start). Those not up yet are skipped."""
-    from ..core.clock import FakeClock
-
     host: Host = app["host"]
-    clock, partition = host.clock, host.config.partition
-    assert isinstance(clock, FakeClock)
+    testing, partition = host.testing, host.config.partition
     for process in range(partition.count):
         if process == partition.me:
             continue
@@ -229,7 +226,7 @@ async def catch_up_clock(app: web.Application) -> None:
             now = int(cbor2.loads(body)["now"])
         except (PeerUnavailable, ValueError, KeyError, cbor2.CBORDecodeError):
             continue
-        clock.set(now)
+        testing.set_clock(now)
 
 
 # -- the routes only the Unix socket serves ------------------------------------------------
@@ -269,9 +266,7 @@ async def _actors(request: web.Request) -> web.Response:
 
 
 async def _clock(request: web.Request) -> web.Response:
-    from ..core.clock import FakeClock
-
-    host: Host = request.app["host"]
-    if not isinstance(host.clock, FakeClock):
+    testing = request.app["host"].testing
+    if testing.fake_clock is None:
         return web.Response(status=404, text="no test clock here\n")
-    return _cbor({"now": host.clock.set(int(request.query["at"]))})
+    return _cbor({"now": testing.set_clock(int(request.query["at"]))})

@@ -20,11 +20,12 @@ from pathlib import Path
 
 from aiohttp import web
 
-from ..core.clock import FakeClock, SystemClock
+from ..clock import SystemClock
 from ..core.config import HostConfig
 from ..core.host import Access, Host
 from ..engine.components import compile_classes
 from ..errors import HostError
+from ..testing import FakeClock
 from .connections import client_faults_logger, listen_for_clients, reserve_address
 from .frontdoor import make_app
 from .peer_clients import PeerClients

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from wkhost.core.clock import FakeClock
 from wkhost.core.config import HostConfig
 from wkhost.core.host import Host
+from wkhost.testing import FakeClock
 
 from .support import COMPILED, START_MS, MakeProbe, Probe
 

@@ -11,8 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from wkhost.core.clock import FakeClock
 from wkhost.core.host import Host
+from wkhost.testing import FakeClock
 from wkhost.types import Request, Response, Sender
 
 REPO = Path(__file__).resolve().parents[2]

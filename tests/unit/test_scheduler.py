@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
-from wkhost.core.clock import FakeClock
 from wkhost.core.scheduler import Scheduler
+from wkhost.testing import FakeClock
 from wkhost.types import ActorRef
 
 
