@@ -9,7 +9,7 @@ from operator import attrgetter
 
 from ..storage.files import delete_db_files
 from ..storage.index import Index
-from ..testing import TestSwitches
+from ..testing import Switches
 from .admission import Admission
 from .alarms import Alarms
 from .config import HostConfig
@@ -23,7 +23,7 @@ from .spares import SpareInstances
 class Eviction:
     def __init__(self, config: HostConfig, slots: SlotTable, classes: dict[str, ActorClass],
                  spares: SpareInstances, admission: Admission, alarms: Alarms,
-                 index: Index, testing: TestSwitches) -> None:
+                 index: Index, testing: Switches) -> None:
         self._config = config
         self._testing = testing
         self._slots = slots

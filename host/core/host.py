@@ -35,7 +35,7 @@ from ..storage.files import wait_new_files
 from ..storage.index import Index, prepare_layout
 from ..storage.policy import set_heap_limit
 from ..storage.watch import Loan
-from ..testing import TestSwitches
+from ..testing import Switches
 from ..types import ActorRef, Request, Response, Sender
 from .admission import Admission
 from .alarms import Alarms
@@ -75,7 +75,7 @@ class Host:
         (`serve --processes N`: host/net/peers.py's Peers); none for one process."""
         self.config = config
         self.clock = clock or SystemClock()
-        self.testing = TestSwitches(self.clock, config.always_fresh_instance)
+        self.testing = Switches(self.clock, config.always_fresh_instance)
         self.engine = make_engine(config.pool())
         self.pool_memory = pool_memory(self.engine)
         self.classes: dict[str, ActorClass] = {}

@@ -20,7 +20,7 @@ from ..storage.actordb import ActorDb, StorageError
 from ..storage.files import delete_db_files
 from ..storage.index import Index
 from ..storage.watch import Loan
-from ..testing import TestSwitches
+from ..testing import Switches
 from ..types import ActorRef
 from . import event
 from .admission import Admission
@@ -67,7 +67,7 @@ class EventRunner:
                  admission: Admission, index: Index, alarms: Alarms, eviction: Eviction,
                  instances: InstanceSource, settle: Settle, call_export: CallExport,
                  long_wait: Callable[[], AbstractContextManager[object]],
-                 statement_loan: Callable[[], Loan | None], testing: TestSwitches) -> None:
+                 statement_loan: Callable[[], Loan | None], testing: Switches) -> None:
         self._config = config
         self._testing = testing
         self._classes = classes

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import TooLarge
 from ..interfaces.records import request_record, response_from_record, sender_variant
-from ..testing import TestSwitches
+from ..testing import Switches
 from ..types import ActorRef, Request, Response, Sender
 from . import holds
 from .config import HostConfig
@@ -30,7 +30,7 @@ class Requests:
                  holds: holds.Holds, remote: RemoteCalls, run_event: RunEvent,
                  call_export: CallExport,
                  long_wait: Callable[[], AbstractContextManager[object]],
-                 testing: TestSwitches) -> None:
+                 testing: Switches) -> None:
         self._config = config
         self._testing = testing
         self._classes = classes

@@ -8,7 +8,7 @@ import logging
 import time
 
 from ..storage.actordb import ActorDb
-from ..testing import TestSwitches
+from ..testing import Switches
 from .alarms import Alarms
 from .config import HostConfig
 from .event import Event
@@ -22,7 +22,7 @@ log = logging.getLogger("wkhost")
 
 class Settle:
     def __init__(self, config: HostConfig, slots: SlotTable, alarms: Alarms,
-                 eviction: Eviction, testing: TestSwitches) -> None:
+                 eviction: Eviction, testing: Switches) -> None:
         self._config = config
         self._testing = testing
         self._slots = slots

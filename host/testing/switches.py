@@ -18,7 +18,7 @@ class NoFakeClock(Exception):
     """The clock moves only on a host started with --fake-clock."""
 
 
-class TestSwitches:
+class Switches:
     __slots__ = ("fake_clock", "always_fresh_instance")
 
     # Read once per process: crash points are armed in the environment of a child.
