@@ -17,9 +17,13 @@ $(STAMP): pyproject.toml
 test: $(STAMP)
 	$(PY) -m pytest -q
 
+# The layout's contracts (pyproject.toml [tool.importlinter]) and size ceilings
+# (tests/lint/ceilings.py) are part of the lint: docs/architecture.md says why.
 lint: $(STAMP)
 	$(VENV)/bin/ruff check host guest_sdk tests bench examples
 	$(VENV)/bin/mypy host guest_sdk/wkguest
+	$(VENV)/bin/lint-imports --no-cache
+	$(PY) -m tests.lint.ceilings host guest_sdk/wkguest
 
 bench: $(STAMP)
 	$(PY) -m bench
