@@ -1,4 +1,4 @@
-"""wasmtime-py value conversion, stock vs patched by host/fastconv.py, through the real Host.
+"""wasmtime-py value conversion, stock vs patched by host/engine/fastconv.py, through the real Host.
 
     .venv/bin/python bench/bench_conversion.py [--repeats 7] [--calls 500] [--per-event 25]
 

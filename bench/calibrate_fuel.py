@@ -4,7 +4,7 @@
 
 A guest busy loop (`while True: pass`, the worst case for the interpreter) runs until the
 fuel budget cuts it; the calling thread's CPU time over that call is the CPU the budget
-bought. host/engine.py's FUEL_PER_MS is chosen from this figure.
+bought. host/engine/components.py's FUEL_PER_MS is chosen from this figure.
 """
 
 from __future__ import annotations

@@ -132,7 +132,7 @@ def exec_durable(sql: str, params: Sequence[object] = ()) -> Rows:
 def write(sql: str, params: Sequence[object] = (), durable: bool = False) -> int:
     """As `exec` (or `exec_durable` when `durable`), for a write whose rows you do not
     need: returns the number of rows it changed, and skips carrying a `Rows` back
-    (about 25 us less a call, host and guest).
+    (a cheaper call, host and guest: docs/performance.md).
 
     Raises SqliteError, TypeError (as `exec`).
     """

@@ -3,7 +3,7 @@
 SQLite's `instr(X, Y)` and `replace(X, Y, Z)` compare Y at every position of X, and
 `trim(X, Y)` (with `ltrim` and `rtrim`) looks each character of X up in Y by a scan: a
 cost of len(X) * len(Y) in one VM step, which neither the deadline nor the run slot's
-hand-off can cut short (host/sql_watch.py). Even with values capped, one such call on
+hand-off can cut short (host/storage/watch.py). Even with values capped, one such call on
 two values of a few MiB runs for hours. These do the same with Python's string search,
 which is linear (two-way), and a character class, with SQLite's semantics: NULL in,
 NULL out; a pattern or a set of characters read up to its first NUL; two BLOBs compared

@@ -11,7 +11,7 @@
         fleet.verify()                             # outputs, acknowledged state, reruns
 
 `Host` is tests/e2e/server.Server with an environment (the crash-point switch of
-host/crashpoints.py is read from WKHOST_CRASH_AT / WKHOST_CRASH_SKIP when the process
+host/testing/crashpoints.py is read from WKHOST_CRASH_AT / WKHOST_CRASH_SKIP when the process
 starts). `Fleet` keeps what each order's `start` and `send_event` answered across
 restarts, and checks that it stays true. `snapshot` reads every actor database of a
 data directory from a copy (never the live files), so a test can see exactly what a

@@ -2,7 +2,7 @@
 lost, no unfinished instance is left without its alarm, no recorded step runs again, and
 every step that ran twice was counted (at-least-once, bounded).
 
-The switch is host/crashpoints.py (WKHOST_CRASH_AT, WKHOST_CRASH_SKIP on the `wkhost
+The switch is host/testing/crashpoints.py (WKHOST_CRASH_AT, WKHOST_CRASH_SKIP on the `wkhost
 serve` process): the runner tags its statements (/*wk:result*/ ...), the host kills
 itself with SIGKILL at the named hit. The restart runs without the switch.
 """

@@ -375,7 +375,7 @@ def test_guest_sql_cannot_reach_the_file_or_weaken_durability(
             allowed.append((text, body))
     assert not allowed, allowed
     # Through a view or a trigger of its own, the host's tables stay out of reach: one
-    # that names them is not even made (host/sql_policy.py).
+    # that names them is not even made (host/storage/policy.py).
     for text in ["CREATE VIEW v AS SELECT * FROM _wk_host_alarm",
                  "CREATE TRIGGER tr AFTER INSERT ON t BEGIN "
                  "UPDATE _wk_host_alarm SET at_ms = 0; END"]:

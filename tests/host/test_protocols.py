@@ -1,5 +1,5 @@
 """A request that names its protocol (`wk-protocol`) reaches only a class whose
-component declares it (host/engine.py's `component_protocols`): the probe declares none,
+component declares it (host/engine/components.py's `component_protocols`): the probe declares none,
 so such a request runs none of its code, from an operator or from another actor."""
 
 from __future__ import annotations

@@ -118,7 +118,7 @@ def test_guest_output_is_captured_capped_and_logged_with_the_actor(
 
 def test_an_output_flood_fails_the_guests_writes_and_its_neighbour_is_served(
         make_probe: MakeProbe, caplog: pytest.LogCaptureFixture) -> None:
-    """A write past the output pipe fails (host/guest_output.py), so the guest's own
+    """A write past the output pipe fails (host/engine/guest_output.py), so the guest's own
     code pays for a flood. The probe does not handle the error: its event ends with it."""
     p = make_probe(max_guest_output_bytes=2000)
     with caplog.at_level(logging.INFO, logger="wkhost.guest"), \
@@ -130,7 +130,7 @@ def test_an_output_flood_fails_the_guests_writes_and_its_neighbour_is_served(
 
 
 def test_output_pipes_close_with_their_instances(make_probe: MakeProbe) -> None:
-    """Each instance's output pipe (host/guest_output.py) is closed once its Store is
+    """Each instance's output pipe (host/engine/guest_output.py) is closed once its Store is
     gone, its write ends by wasmtime itself: instances made and dropped leave no file
     descriptor behind."""
     import gc

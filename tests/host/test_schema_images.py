@@ -1,4 +1,4 @@
-"""Schema images (host/sqlite.py): a class's new actors start from the template with the
+"""Schema images (host/storage/actordb.py): a class's new actors start from the template with the
 schema their on-init makes already applied, and no guest ever sees a table it did not
 make. The probe's actors "schema-a..." and "schema-b..." run one script each in on-init
 (SCHEMA_A, SCHEMA_B in tests/guests/probe.py); the others run two statements."""

@@ -1,4 +1,4 @@
-"""A build's cache key covers the files the app imports (host/guest_sources.py), not its
+"""A build's cache key covers the files the app imports (host/engine/guest_sources.py), not its
 whole directory: a neighbouring guest's edit rebuilds nothing, and the key stays sound.
 And the protocols a build declares, found from the app's source.
 

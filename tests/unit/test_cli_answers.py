@@ -1,4 +1,4 @@
-"""How `wkhost call` shows an answer on a terminal (host/cli.py `readable_body`), case by
+"""How `wkhost call` shows an answer on a terminal (host/cli/main.py `readable_body`), case by
 case; tests/e2e/test_cli_contract.py runs the same through a real server and a pty."""
 
 from __future__ import annotations

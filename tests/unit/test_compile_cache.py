@@ -1,4 +1,4 @@
-"""host/engine.py's compile cache, shared by every server: each compile says so, and the
+"""host/engine/components.py's compile cache, shared by every server: each compile says so, and the
 cache keeps the artifacts used last, not every one ever compiled.
 
 Real compiles of tiny components made from WAT (milliseconds each).

@@ -1,5 +1,5 @@
-"""Which cores each process of `serve --processes N` runs on (host/supervisor.py), and
-what a process pinned to fewer cores runs at once (host/config.py)."""
+"""Which cores each process of `serve --processes N` runs on (host/net/supervisor.py), and
+what a process pinned to fewer cores runs at once (host/core/config.py)."""
 
 from __future__ import annotations
 

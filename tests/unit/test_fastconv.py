@@ -1,4 +1,5 @@
-"""host/fastconv.py: with the patch, wasmtime-py converts component values exactly as without.
+"""host/engine/fastconv.py: with the patch, wasmtime-py converts component values exactly
+as without.
 
 Every comparison runs the same calls twice, stock (patch uninstalled, WKHOST_FASTCONV=0)
 and patched, each with a Linker built in that mode (the host-function callback is chosen

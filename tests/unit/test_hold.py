@@ -1,4 +1,4 @@
-"""host/hold.py: reading a hold from an answer's headers, and the held futures by actor."""
+"""host/core/holds.py: reading a hold from an answer's headers, and the held futures by actor."""
 
 from __future__ import annotations
 

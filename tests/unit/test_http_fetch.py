@@ -1,4 +1,4 @@
-"""Outgoing HTTP (host/http_fetch.py) against real sockets on 127.0.0.1 only.
+"""Outgoing HTTP (host/fetch/transport.py) against real sockets on 127.0.0.1 only.
 
 Two guards are on in every test: real DNS is off (a name resolves only through the
 `net.dns` table a test fills in; numeric hosts go through getaddrinfo with

@@ -1,4 +1,4 @@
-"""The host's index of actors and alarms (host/index.py), on a real SQLite file: writes
+"""The host's index of actors and alarms (host/storage/index.py), on a real SQLite file: writes
 are kept and made together, in order, before any read and at a clean stop."""
 
 from __future__ import annotations

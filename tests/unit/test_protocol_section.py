@@ -1,4 +1,4 @@
-"""host/component_file.py: what a component file is and which protocols it declares,
+"""host/engine/component_file.py: what a component file is and which protocols it declares,
 read from its top-level sections alone (nothing compiled, no guest code run).
 
 Small components are made from WAT by wasmtime's own `wat2wasm`; the real ones are the

@@ -1,4 +1,4 @@
-"""host/serve.py's checks before any compile, where a real server cannot show them: a
+"""host/net/serve.py's checks before any compile, where a real server cannot show them: a
 directory refused for a reason this test's user (often root) is never refused for."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Hostile guest SQL against a real actor database (host/sql_policy.py, host/sql_watch.py,
-host/sql_functions.py): each class of hole of Hardening I, tried several ways. Every test
+"""Hostile guest SQL against a real actor database (host/storage/policy.py, host/storage/watch.py,
+host/storage/functions.py): each class of hole of Hardening I, tried several ways. Every test
 asserts the outcome (refused, cut, or answered right) and that the database, and the
 host's own statements on it, still work after."""
 

@@ -1,4 +1,4 @@
-"""host/workflow_client.py against a tiny stand-in for the front door (stdlib HTTP server
+"""host/cli/client.py against a tiny stand-in for the front door (stdlib HTTP server
 on 127.0.0.1, the FakeHost behind it): paths, quoting, the token, answers, errors."""
 
 from __future__ import annotations
