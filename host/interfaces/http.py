@@ -1,4 +1,4 @@
-"""The `http` interface: the guest's outgoing fetch, done by `http_fetch` on its thread."""
+"""The `http` interface: the guest's outgoing fetch, done by host/fetch/ on its thread."""
 
 from __future__ import annotations
 
