@@ -267,7 +267,7 @@ def bench_replay(repeats: int, sizes: tuple[int, ...]) -> dict[str, Any]:
             st = run_until(host, ref, ("waiting",))
             assert st["positions"] == n + 1, st
             for mode in ("warm", "fresh"):
-                host.config.always_fresh_instance = mode == "fresh"
+                host.testing.always_fresh_instance = mode == "fresh"
                 for _ in range(2):
                     alarm_event(host, ref)  # settle: the cache filled, or the instance dropped
                 samples = [alarm_event(host, ref) for _ in range(repeats)]
@@ -280,7 +280,7 @@ def bench_replay(repeats: int, sizes: tuple[int, ...]) -> dict[str, Any]:
                     "fuel_per_pos": _median_of(samples, "fuel", per, scale=1.0),
                     "event_ms": _median_of(samples, "event_ns", scale=1e-6),
                 }
-            host.config.always_fresh_instance = False
+            host.testing.always_fresh_instance = False
             st = wf_call(host, ref, "status", {})
             assert st["state"] == "waiting" and st["positions"] == n + 1, st
     finally:
@@ -470,7 +470,7 @@ def bench_big(repeats: int) -> dict[str, Any]:
                                "record_delta_us": summary(
                                    [b - s for b, s in zip(rec["big"], rec["small"], strict=True)])}
         for mode in ("warm", "fresh"):
-            host.config.always_fresh_instance = mode == "fresh"
+            host.testing.always_fresh_instance = mode == "fresh"
             got: dict[str, list[dict[str, float]]] = {}
             for label in ("small", "big"):
                 for _ in range(2):
@@ -483,7 +483,7 @@ def bench_big(repeats: int) -> dict[str, Any]:
             out[f"replay_{mode}_hostfn_us"] = _median_of(got["big"], "host_ns")
             out[f"replay_{mode}_guest_us"] = summary(
                 [(b["call_ns"] - b["host_ns"]) / 1e3 for b in got["big"]])
-        host.config.always_fresh_instance = False
+        host.testing.always_fresh_instance = False
     finally:
         host.close()
     return out

@@ -19,6 +19,9 @@ class NoFakeClock(Exception):
 
 
 class Switches:
+    """`always_fresh_instance` starts as HostConfig's and may be flipped while the host
+    runs (bench/bench_workflows.py times the same replay warm and fresh)."""
+
     __slots__ = ("fake_clock", "always_fresh_instance")
 
     # Read once per process: crash points are armed in the environment of a child.
