@@ -165,12 +165,12 @@ class HostConfig:
         True, "--schema-images", "start a class's new actors from the template with the "
         "schema its on-init makes already applied, once an on-init has run one schema-only "
         "script (default: on)")
-    # Instances from wasmtime's pooling allocator (see engine.InstancePool): slots for the
+    # Instances from wasmtime's pooling allocator (see engine/pool.py's InstancePool): slots for the
     # live cap plus room for the events in flight; each reserves 4 GiB of address space.
     # A fresh instance starts without most of its page faults. The price: a slot once
     # used keeps pool_keep_resident_bytes resident until no instance has lived for
     # pool_release_idle_s, when the janitor gives every idle slot's pages back
-    # (engine.PoolMemory).
+    # (engine/pool.py's PoolMemory).
     instance_pool: bool = flag(
         True, "--instance-pool", "take instances from wasmtime's pooling allocator: a fresh "
         "instance costs about a fifth less CPU, but a slot once used keeps "
