@@ -1,8 +1,9 @@
 """New positions: what a run does past the recorded journal.
 
 At most one position per run is new work that may stop the run: a step's attempt (with
-its retries and backoff), a sleep, or a wait. Recorded positions never get here; they
-are answered by `Run` from the journal.
+its retries and backoff), a sleep, or a wait. The deterministic helpers' values and patch
+markers are new positions too, recorded without stopping (`record`). Recorded positions
+never get here; they are answered by `Run` from the journal.
 """
 
 from __future__ import annotations
@@ -16,6 +17,11 @@ from .config import Retry
 from .errors import NonRetryable, Reordered, Suspend, UnsupportedValue, ValueTooLarge
 from .journal import Journal
 from .kinds import (
+    NOW,
+    NOW_TAKEN,
+    PATCH_MARKER,
+    PATCHED,
+    RANDOM,
     SLEEP,
     SLEEP_PASSED,
     SLEEPING,
@@ -24,6 +30,7 @@ from .kinds import (
     STEP_RETRYING,
     STEP_RETURNED,
     STEP_RETURNED_TAGGED,
+    UUID,
     WAIT,
     WAIT_TIMED_OUT,
     WAIT_TOOK_EVENT,
@@ -32,6 +39,7 @@ from .kinds import (
     Pending,
     call_of,
 )
+from .recorded import put_recorded
 from .store import Store
 from .values import encode, revive
 
@@ -56,12 +64,27 @@ def describe(e: BaseException) -> str:
 
 
 def reordered(pos: int, kind: str, recorded: str, call: str, name: str) -> Reordered:
+    hint = "" if kind != PATCH_MARKER else (
+        f" (a patch marker: where the code no longer asks wf.patched({recorded!r}), keep "
+        f"wf.deprecate_patch({recorded!r}) until no running instance holds the marker)")
     return Reordered(
         f"the code changed the order of its steps: position {pos} was recorded as "
-        f"{call_of(kind)} {recorded!r}, and the code now reaches {call} "
-        f"{name!r} there. Running instances need the recorded order (new steps may only "
-        "follow the recorded ones); serve changed code as a new class."
+        f"{_named(call_of(kind), recorded)}{hint}, and the code now reaches "
+        f"{_named(call, name)} there. Running instances need the recorded order (new "
+        "steps may only follow the recorded ones); serve changed code as a new class."
     )
+
+
+def _named(call: str, name: str) -> str:
+    """A position's primitive as an error names it: "step 'charge'", "wf.now()"."""
+    if call in _HELPERS:
+        return f"wf.{call}()"
+    if call == PATCHED:
+        return f"wf.patched({name!r})"
+    return f"{call} {name!r}"
+
+
+_HELPERS = frozenset({NOW, RANDOM, UUID})
 
 
 class Frontier:
@@ -214,3 +237,19 @@ class Frontier:
             self.store.put_pending(pos, WAITING, name, deadline, now)
             self.pending = Pending(pos, WAITING, name, 0, None, deadline, None)
         raise Suspend("waiting", deadline, name)
+
+    # -- recorded values -----------------------------------------------------------
+
+    def record(self, pos: int, kind: str, name: str, value: Any) -> Any:
+        """Record a helper's `value` (a scalar, which JSON gives back as itself) or a
+        patch marker at the new position `pos`, with the run's next commit (recorded.py).
+        Raises Reordered where the pending entry is: the old code reached a step there."""
+        p = self.pending
+        if p is not None and p.pos == pos:
+            raise reordered(pos, p.kind, p.name, call_of(kind), name)
+        text = encode(value, self.limit, f"the value of wf.{call_of(kind)}()")[0]
+        at = value if kind == NOW_TAKEN else self.db.now()
+        put_recorded(self.db, pos, kind, name, text, at)
+        self.unsynced = True
+        self.journal.append(kind, name, text, value)
+        return value

@@ -12,13 +12,18 @@ is only ever at the last position, until a final one replaces it.
     WAIT_TOOK_EVENT        E  a wait took an event            its payload (plain)
     WAIT_TOOK_EVENT_TAGGED F  a wait took an event            its payload (tagged)
     WAIT_TIMED_OUT         O  a wait timed out                null
+    NOW_TAKEN              N  wf.now() took the time          the time (int ms)
+    RANDOM_TAKEN           R  wf.random() took a number       the float, in [0, 1)
+    UUID_TAKEN             U  wf.uuid() took an id            the UUID's text
+    PATCH_MARKER           V  wf.patched(id) answered True    true (the name is the id)
 
     pending
     STEP_RETRYING          p  a step, with its attempts so far (and maybe a backoff)
     SLEEPING               w  a sleep until wake_at
     WAITING                q  a wait until wake_at
 
-Plain and tagged JSON: see values.py.
+The helpers' entries (N, R, U) are named after their call ("now", "random", "uuid"); a
+marker's name is its change id. Plain and tagged JSON: see values.py.
 """
 
 from __future__ import annotations
@@ -32,6 +37,10 @@ SLEEP_PASSED = "Z"
 WAIT_TOOK_EVENT = "E"
 WAIT_TOOK_EVENT_TAGGED = "F"
 WAIT_TIMED_OUT = "O"
+NOW_TAKEN = "N"
+RANDOM_TAKEN = "R"
+UUID_TAKEN = "U"
+PATCH_MARKER = "V"
 STEP_RETRYING = "p"
 SLEEPING = "w"
 WAITING = "q"
@@ -40,10 +49,14 @@ WAITING = "q"
 STEP = "step"
 SLEEP = "sleep"
 WAIT = "wait"
+NOW = "now"
+RANDOM = "random"
+UUID = "uuid"
+PATCHED = "patched"
 
 
 class Kind(NamedTuple):
-    call: str  # the primitive that records it: STEP, SLEEP or WAIT
+    call: str  # the primitive that records it: STEP, SLEEP, WAIT, NOW, ... PATCHED
     final: bool  # it ends its position
     state: str  # the position's state in the steps route
 
@@ -56,12 +69,16 @@ KINDS: dict[str, Kind] = {
     WAIT_TOOK_EVENT: Kind(WAIT, True, "done"),
     WAIT_TOOK_EVENT_TAGGED: Kind(WAIT, True, "done"),
     WAIT_TIMED_OUT: Kind(WAIT, True, "timed-out"),
+    NOW_TAKEN: Kind(NOW, True, "done"),
+    RANDOM_TAKEN: Kind(RANDOM, True, "done"),
+    UUID_TAKEN: Kind(UUID, True, "done"),
+    PATCH_MARKER: Kind(PATCHED, True, "done"),
     STEP_RETRYING: Kind(STEP, False, "retrying"),
     SLEEPING: Kind(SLEEP, False, "sleeping"),
     WAITING: Kind(WAIT, False, "waiting"),
 }
 
-FINAL_KINDS = "".join(k for k, v in KINDS.items() if v.final)  # "STXZEFO"
+FINAL_KINDS = "".join(k for k, v in KINDS.items() if v.final)  # "STXZEFONRUV"
 PENDING_KINDS = "".join(k for k, v in KINDS.items() if not v.final)  # "pwq"
 
 

@@ -27,18 +27,24 @@ from .errors import (
     WorkflowSignal,
 )
 from .frontier import Frontier, Outcome, reordered
+from .helpers import Helpers
 from .journal import Journal
 from .kinds import (
+    NOW_TAKEN,
+    PATCH_MARKER,
+    RANDOM_TAKEN,
     SLEEP,
     SLEEP_PASSED,
     STEP,
     STEP_FAILED,
     STEP_RETURNED,
     STEP_RETURNED_TAGGED,
+    UUID_TAKEN,
     WAIT,
     WAIT_TIMED_OUT,
     WAIT_TOOK_EVENT,
     WAIT_TOOK_EVENT_TAGGED,
+    call_of,
 )
 from .values import check_name, revive
 
@@ -64,11 +70,13 @@ class StepOptions(TypedDict, total=False):
     max_backoff_ms: int
 
 
-class Run:
-    """The handle a workflow function gets: `def order(wf: Run, input): ...`."""
+class Run(Helpers):
+    """The handle a workflow function gets: `def order(wf: Run, input): ...`.
+
+    Its deterministic helpers and `patched` come from `Helpers` (helpers.py)."""
 
     __slots__ = ("_pos", "_kinds", "_keys", "_journal", "_results", "_front", "_retry",
-                 "_busy", "run_id", "stopped")
+                 "_busy", "_patches", "run_id", "stopped")
 
     def __init__(self, journal: Journal, front: Frontier, retry: Retry, run_id: str) -> None:
         self._pos = 0
@@ -79,6 +87,7 @@ class Run:
         self._front = front
         self._retry = retry
         self._busy = False  # a step's function is running: primitives may not nest
+        self._patches: dict[str, bool] | None = None  # patched()'s answers in this run
         self.run_id = run_id
         self.stopped: WorkflowSignal | None = None
 
@@ -270,6 +279,12 @@ class Run:
     def _replay_wait_timed_out(self, pos: int, call: str, name: str) -> None:
         self._expect(pos, call, name, WAIT)
 
+    def _replay_recorded(self, pos: int, call: str, name: str) -> Any:
+        # A helper's value (helpers.py). A patch marker raises here: patched() reads
+        # markers itself, so only another primitive replays one, which is a reorder.
+        self._expect(pos, call, name, call_of(self._kinds[pos]))
+        return self._results[pos]
+
 
 # How each kind of final entry answers its position when replayed (the pending kinds are
 # never in a journal: the Frontier handles them).
@@ -281,6 +296,10 @@ _REPLAY: dict[str, Callable[[Run, int, str, str], Any]] = {
     WAIT_TOOK_EVENT: Run._replay_wait_took_event,
     WAIT_TOOK_EVENT_TAGGED: Run._replay_wait_took_event_tagged,
     WAIT_TIMED_OUT: Run._replay_wait_timed_out,
+    NOW_TAKEN: Run._replay_recorded,
+    RANDOM_TAKEN: Run._replay_recorded,
+    UUID_TAKEN: Run._replay_recorded,
+    PATCH_MARKER: Run._replay_recorded,
 }
 
 
