@@ -3,13 +3,14 @@
     BaseException
     ├── WorkflowSignal        the runner's own control flow: never catch it (nor BaseException)
     │   ├── Suspend           "stop here": the run waits (a sleep, an event, a backoff, the budget)
-    │   ├── Reordered         the code reached another step than the recorded one (fails the
-    │   │                     instance: "the code changed the order of its steps")
+    │   ├── Reordered         the code reached another step than the recorded one (parks
+    │   │                     the instance: "the code changed the order of its steps")
     │   ├── StoreFault        a database or alarm call of the runner failed (retried, never a
     │   │                     failed workflow)
-    │   ├── JournalError      a recorded entry this runner cannot read (retried with backoff)
+    │   ├── JournalError      a recorded entry this runner cannot read (parks the instance;
+    │   │                     met in the warm cache, it is read again from the database first)
     │   └── CodeError         a mistake in the workflow's code that the runner refuses: an
-    │                         unknown or ill-typed step option, a negative duration (fails
+    │                         unknown or ill-typed step option, a negative duration (parks
     │                         the instance at once, naming it: retrying cannot fix code)
     └── Exception
         ├── NonRetryable      raise it from a step's function: no more attempts
@@ -24,6 +25,11 @@
 
 The signals derive from BaseException so that a workflow's `except Exception:` around a
 step cannot swallow "stop here" and carry on as if the step had returned.
+
+Parked, not failed: Reordered, JournalError and CodeError are failures of the deploy or
+of the code, not of the workflow, so they park the instance (runner.py): unfinished, its
+journal as recorded, running nothing until an operator moves it. Only the workflow's own
+failures (StepFailed uncaught, Fail) fail it.
 """
 
 from __future__ import annotations

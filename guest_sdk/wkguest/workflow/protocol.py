@@ -6,10 +6,11 @@ Routes (`/wk-workflow/v1/<route>`, CBOR map bodies; docs/workflow-protocol.md):
                        instance is left as it is (start is idempotent while kept)
     status   GET|POST  the status map
                        start and status take `wait_ms`: the host holds the answer until
-                       the instance has finished, for up to that long (a single request
-                       that answers when the workflow is done)
-    event    POST      record an event, alarm to now
-    cancel   POST      mark cancelled at once, alarm to the end of retention
+                       the instance rests (finished or parked), for up to that long (a
+                       single request that answers when the workflow is done)
+    event    POST      record an event, alarm to now (a parked instance: no alarm)
+    cancel   POST      mark cancelled at once, alarm to the end of retention (a parked
+                       instance too: cancelling it runs nothing)
     steps    GET|POST  the recorded positions, a page at a time (operators' `steps`)
     summary  GET|POST  the status map without the output (for listing many instances)
 
@@ -32,11 +33,11 @@ from .errors import CborError, StoreFault, UnsupportedValue, ValueTooLarge
 from .kinds import STEP_RETRYING, call_of, state_of
 from .runner import Runner
 from .status import CONTENT_TYPE
-from .store import FINISHED, StatusRow
+from .store import FINISHED, PARKED, RESTING, StatusRow
 from .values import check_name, decode, encode
 
 MAX_PAGE = 500
-# The host's held answers (wkhost's host/net/hold.py, which spells them too: no module
+# The host's held answers (wkhost's host/core/holds.py, which spells them too: no module
 # crosses the WIT boundary, so tests/unit/test_hold_constants.py checks that both agree).
 # Only the front door honours them.
 HOLD_MS = "wk-hold-ms"
@@ -81,7 +82,7 @@ class Protocol:
         try:
             new_actor, self.r.just_created = self.r.just_created, False
             row = None if new_actor else self.store.status()
-            if row is not None and row.state not in FINISHED and _reads_status(path):
+            if row is not None and row.state not in RESTING and _reads_status(path):
                 error = self.r.note_trap()
                 if error is not None:
                     row.error = error
@@ -203,13 +204,14 @@ class Protocol:
 
     def _held(self, msg: dict[str, Any], row: StatusRow, answer: dict[str, Any],
               state: str | None = None) -> Reply:
-        """`answer`, which the host holds while the instance has not finished, for up to
-        the message's `wait_ms`: the host delivers the request again after each event
-        of the instance, until it has finished or the time is up (wkhost's host/net/hold.py).
-        `state` comes back to `handle` as `hold_state` with the request delivered again."""
+        """`answer`, which the host holds while the instance moves on, for up to the
+        message's `wait_ms`: the host delivers the request again after each event of the
+        instance, until it rests (finished, or parked: nothing of its own moves it then)
+        or the time is up (wkhost's host/core/holds.py). `state` comes back to `handle`
+        as `hold_state` with the request delivered again."""
         out = reply(answer)
         wait_ms = _int_field(msg, "wait_ms", 0)
-        if wait_ms and row.state not in FINISHED:
+        if wait_ms and row.state not in RESTING:
             out.headers.append((HOLD_MS, str(wait_ms)))
             if state is not None:
                 out.headers.append((HOLD_STATE, state))
@@ -230,7 +232,8 @@ class Protocol:
         text, tagged = _encode(msg.get("payload"), self.r.config.max_value_bytes,
                                "the event's payload")
         now = self.db.now()
-        self.db.alarm_set(now)
+        if row.state != PARKED:  # kept for when an operator moves it: it runs nothing
+            self.db.alarm_set(now)
         self.store.add_event(str(name), text, tagged, now)
         return reply({"events_pending": row.events_pending + 1})
 
@@ -259,6 +262,8 @@ class Protocol:
             "updated_at": row.updated_at, "finished_at": row.finished_at,
             "events_pending": row.events_pending,
         }
+        if row.state == PARKED:  # nothing writes its row until an operator moves it on
+            m["parked_at"] = row.updated_at
         if output and row.state == "completed" and row.output is not None:
             m["output"] = decode(row.output, row.output_tagged)
         return m

@@ -5,20 +5,30 @@ new instance's first run in its own event (`create_and_run`). Each run, in order
 
 1. reads the instance and the journal delta (one query);
 2. a finished instance: deletes itself once its retention is over, else re-arms for it;
+   a parked one: runs nothing and holds no alarm;
 3. counts the run as "bad" and sets the alarm to that count's backoff (the watchdog),
    before running anything: a run that ends without the function returning (a trap
    outside any step, a replay over the CPU budget) leaves both behind, so the next run
-   backs off, and after 2 × attempts such runs in a row the instance fails, saying why.
+   backs off, and after 2 × attempts such runs in a row the instance parks, saying why.
    A run that reaches a step's attempt, or ends cleanly, clears the count;
 4. calls the workflow function, which replays the journal and does new work;
 5. records where it stopped (exec_durable when the state changed or a step's outcome was
    recorded in this run: the step results ride on this one fsync) and sets the alarm to
    its wake time, or finishes: output or error, durably, and the retention alarm.
 
-While the instance is unfinished its alarm is therefore always set. A StoreFault (the
-runner's own database or alarm failed) is never a failed workflow: the event gives back
-its bad-run count and asks for another try in a second; if even that fails, it traps and
-the alarm as last committed stands.
+While the instance is unfinished and not parked its alarm is therefore always set. A
+StoreFault (the runner's own database or alarm failed) is never a failed workflow: the
+event gives back its bad-run count and asks for another try in a second; if even that
+fails, it traps and the alarm as last committed stands.
+
+Parking: a failure that is not the workflow's own parks the instance instead of failing
+it (`_park`): a reordered deploy (Reordered), a mistake in the code (CodeError), a
+recorded entry that does not decode (JournalError, in a run that read its whole journal
+from the database; one met in the warm cache drops the cache and tries again, as a bad
+run), and too many bad runs in a row. Parked is not finished: its state says why, its
+journal stays as recorded, nothing runs, it holds no alarm and retention never deletes
+it. It waits for an operator. Only the workflow's own failures (a step out of attempts,
+`wf.fail`, an output that cannot be recorded) fail it.
 """
 
 from __future__ import annotations
@@ -46,7 +56,7 @@ from .frontier import Frontier, describe
 from .journal import Journal
 from .kinds import STEP_RETRYING
 from .run import Run
-from .store import FINISHED, Loaded, Store
+from .store import FINISHED, PARKED, RESTING, Loaded, Store
 from .values import encode
 
 Workflow = Callable[[Run, Any], Any]
@@ -63,6 +73,7 @@ class Runner:
         self.journal: Journal | None = None  # the warm cache: this instance's journal
         self.store_fault: str | None = None  # why the last run could not use its database
         self._began = False
+        self._warm = False  # this run's journal came from the warm cache, not a fresh load
         # What this event's run finished the instance as: (state, output, tagged, error,
         # at), once the finish was written; None otherwise.
         self.finished_as: tuple[str, str | None, bool, str | None, int] | None = None
@@ -137,14 +148,16 @@ class Runner:
             self.db.delete_self()
             return
         now = self.db.now()
-        if loaded.state not in FINISHED:
+        if loaded.state not in RESTING:
             self._note_trap(loaded)
-        if loaded.state in FINISHED:
+        if loaded.state == PARKED:
+            self.db.alarm_clear()  # a stray alarm (say, the host's retry): it holds none
+        elif loaded.state in FINISHED:
             self._retain(loaded, now)
         elif loaded.retry_at is not None and now < loaded.retry_at:
             self.db.alarm_set(loaded.retry_at)  # a bad run's backoff is pending
         elif loaded.bad_runs >= self.config.max_bad_runs:
-            self._finish("failed", None, False, self._too_many_bad_runs(loaded.error))
+            self._park(self._too_many_bad_runs(loaded.error))
         else:
             self._run(loaded, now)
 
@@ -189,8 +202,7 @@ class Runner:
             journal = self._journal(loaded)
             input_value = journal.begin_run(loaded)  # before Run takes its lists
         except JournalError as e:
-            self.forget()
-            return self._bad_run(bad, str(e))
+            return self._unreadable(e, bad)
         front = Frontier(self.store, self.db, journal, loaded.pending,
                          self.config.max_value_bytes, self.config.run_budget_ms, now)
         front.alarm_at = watchdog
@@ -208,6 +220,7 @@ class Runner:
 
     def _journal(self, loaded: Loaded) -> Journal:
         j = self.journal
+        self._warm = j is not None and j.run_id == loaded.run_id and len(j) > 0
         if j is None or j.run_id != loaded.run_id:
             if loaded.input is None:
                 raise JournalError("the instance's input was not loaded")
@@ -233,10 +246,9 @@ class Runner:
         if isinstance(s, Suspend):
             return self._suspend(s, loaded, front)
         if isinstance(s, Reordered | CodeError):
-            return self._finish("failed", None, False, str(s))
+            return self._park(str(s))
         if isinstance(s, JournalError):
-            self.forget()
-            return self._bad_run(bad, str(s))
+            return self._unreadable(s, bad)
         raise s  # StoreFault, or a signal this runner does not know: on_alarm handles it
 
     def _suspend(self, s: Suspend, loaded: Loaded, front: Frontier) -> None:
@@ -250,9 +262,20 @@ class Runner:
                            durable=changed or front.unsynced)
         front.arm(wake)
 
+    def _unreadable(self, e: JournalError, bad: int) -> None:
+        """A recorded entry this runner cannot read. Read fresh from the database, the
+        history itself is at fault, and retrying the same code cannot change it: park.
+        Met in the warm cache, the cache may be: drop it, and the next run (after a bad
+        run's backoff) reads everything again."""
+        warm, self._warm = self._warm, False
+        self.forget()
+        if not warm:
+            return self._park(str(e))
+        self._bad_run(bad, str(e))
+
     def _bad_run(self, bad: int, reason: str, sync: bool = False) -> None:
         if bad >= self.config.max_bad_runs:
-            return self._finish("failed", None, False, self._too_many_bad_runs(reason))
+            return self._park(self._too_many_bad_runs(reason))
         # The watchdog alarm set at the start brings the next run after its backoff.
         # `sync`: steps of this run recorded outcomes that the next status would report.
         self.store.note_bad_run(reason, self.db.now(), durable=sync)
@@ -263,6 +286,12 @@ class Runner:
             "returning (an exception or trap outside any step, or a replay over the event's "
             f"budget); the last reason known: {last or 'none recorded (a trap or a cut)'}"
         )
+
+    def _park(self, reason: str) -> None:
+        """Park the instance (see the module's doc): durably, then its alarm cleared, in
+        that order, so that a cut in between leaves an alarm that finds it parked."""
+        self.store.park(reason, self.db.now())
+        self.db.alarm_clear()
 
     def _finish(self, state: str, output: str | None, tagged: bool, error: str | None) -> None:
         now = self.db.now()

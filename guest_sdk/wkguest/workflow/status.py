@@ -11,8 +11,13 @@ from typing import Any
 
 from .errors import WorkflowError
 
-STATES = ("running", "waiting", "completed", "failed", "cancelled")
-FINISHED_STATES = frozenset(STATES[2:])
+STATES = ("running", "waiting", "completed", "failed", "cancelled", "parked")
+FINISHED_STATES = frozenset({"completed", "failed", "cancelled"})
+# Where an instance rests: nothing of its own moves it on. A finished one, or a parked one:
+# stopped by a failure that is not the workflow's own (a reordered deploy, a value that no
+# longer decodes, runs that keep ending without returning, a mistake in the code), kept
+# unfinished until an operator moves it. A wait for the end (`wait_ms`) ends at either.
+RESTING_STATES = FINISHED_STATES | {"parked"}
 PREFIX = "/wk-workflow/v1/"
 CONTENT_TYPE = "application/cbor"
 
@@ -24,8 +29,9 @@ class Status:
     state: one of STATES. wake_at: when its alarm next runs it (ms, host clock), or None.
     waiting_for: the event names it waits for. output: the workflow's return value (None
     unless completed). error: why it failed (or, while running, why its last run did not
-    end cleanly). positions: how many positions are recorded. run_id: this run's id (a new
-    start after retention gets a new one).
+    end cleanly; while parked, why it parked). positions: how many positions are recorded.
+    run_id: this run's id (a new start after retention gets a new one). parked_at: when it
+    parked (None unless parked).
     """
 
     state: str
@@ -39,10 +45,22 @@ class Status:
     # existed, whether the start's input differs from the instance's (it was ignored).
     created: bool = False
     input_differs: bool = False
+    parked_at: int | None = None
 
     @property
     def is_finished(self) -> bool:
         return self.state in FINISHED_STATES
+
+    @property
+    def is_parked(self) -> bool:
+        """Stopped by a failure that is not the workflow's own; not finished (see
+        RESTING_STATES): it runs nothing until an operator moves it."""
+        return self.state == "parked"
+
+    @property
+    def is_resting(self) -> bool:
+        """Finished or parked: nothing of its own moves it on."""
+        return self.state in RESTING_STATES
 
     @classmethod
     def from_map(cls, m: Any) -> Status:
@@ -60,6 +78,7 @@ class Status:
             run_id=str(m.get("run_id", "")),
             created=m.get("created") is True,
             input_differs=m.get("input_differs") is True,
+            parked_at=_opt_int(m.get("parked_at")),
         )
 
 

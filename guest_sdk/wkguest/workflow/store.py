@@ -39,6 +39,11 @@ from .kinds import (
 from .schema import SCHEMA
 
 FINISHED = frozenset({"completed", "failed", "cancelled"})
+# Not finished, but nothing of its own moves it on (status.py's RESTING_STATES): its row
+# is written only by an operator's move (cancel, for now), so its updated_at is when it
+# parked.
+PARKED = "parked"
+RESTING = FINISHED | {PARKED}
 
 # The journal since position ?1, as one row, in the split form of replay-floor.md: kinds
 # concatenated, keys joined by U+001E, results as one JSON array. A key is the name of a
@@ -250,8 +255,11 @@ class Store:
         self.db.exec("UPDATE _wk_wf SET bad_runs = max(bad_runs - 1, 0), retry_at = NULL")
 
     def note_bad_run(self, error: str, now: int, durable: bool = False) -> None:
+        # Never over a parked instance's reason (a storage fault in the event that found
+        # it parked is noted here too).
         write = self._durable if durable else self.db.exec
-        write("UPDATE _wk_wf SET error = ?, updated_at = ?", (error, now))
+        write(f"UPDATE _wk_wf SET error = ?, updated_at = ? WHERE state != '{PARKED}'",
+              (error, now))
 
     def end_run(self, state: str, wake_at: int | None, waiting_for: str | None, now: int,
                 durable: bool) -> None:
@@ -272,6 +280,16 @@ class Store:
             " updated_at = ?, finished_at = ?"
             " WHERE state NOT IN ('completed', 'failed', 'cancelled')",
             (state, output, int(tagged), error, now, now),
+        ) > 0
+
+    def park(self, reason: str, now: int) -> bool:
+        """Park the unfinished instance, durably, with `reason` as its error: no wake time,
+        no bad-run count. Its journal stays as recorded. False if it had finished."""
+        return self._durable(
+            f"/*wk:park*/ UPDATE _wk_wf SET state = '{PARKED}', error = ?, wake_at = NULL,"
+            " waiting_for = NULL, bad_runs = 0, retry_at = NULL, updated_at = ?"
+            " WHERE state NOT IN ('completed', 'failed', 'cancelled')",
+            (reason, now),
         ) > 0
 
     def add_event(self, name: str, text: str, tagged: bool, now: int) -> None:

@@ -1,5 +1,5 @@
 """Mistakes in the workflow's code that the runner refuses (CodeError): an unknown or
-ill-typed step option, a negative or non-finite duration. Each fails the instance in its
+ill-typed step option, a negative or non-finite duration. Each parks the instance in its
 first run, with a message that names the primitive and the option; nothing is retried,
 and the step's function never runs."""
 
@@ -28,7 +28,7 @@ CASES = [
 
 
 @pytest.mark.parametrize("call, named", CASES)
-def test_a_mistake_fails_the_instance_at_once_naming_it(
+def test_a_mistake_parks_the_instance_at_once_naming_it(
         any_host: FakeHost, call: Any, named: str) -> None:
     ran: list[int] = []
 
@@ -41,14 +41,14 @@ def test_a_mistake_fails_the_instance_at_once_naming_it(
     c.start("1")
     any_host.run_due()
     s = c.status("1")
-    assert s.state == "failed", s
+    assert s.state == "parked", s
     assert named in (s.error or ""), s.error
     assert ran == []
     assert any_host.instance("w", "1").backend.rows(
         "SELECT count(*) FROM _wk_wf_step")[0][0] == 0
 
 
-def test_a_mistake_caught_by_the_code_still_fails_it(host: FakeHost) -> None:
+def test_a_mistake_caught_by_the_code_still_parks_it(host: FakeHost) -> None:
     """CodeError is a signal: an `except Exception` around the call cannot swallow it."""
     def wf(run: Run, _: Any) -> Any:
         try:
@@ -62,7 +62,7 @@ def test_a_mistake_caught_by_the_code_still_fails_it(host: FakeHost) -> None:
     c.start("1")
     host.run_due()
     s = c.status("1")
-    assert s.state == "failed" and "timeout_ms" in (s.error or ""), s
+    assert s.state == "parked" and "timeout_ms" in (s.error or ""), s
 
 
 def test_good_options_of_every_type_are_taken(host: FakeHost) -> None:

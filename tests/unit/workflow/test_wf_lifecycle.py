@@ -12,7 +12,7 @@ from wkguest.workflow.testing import FakeHost, Trap
 DAY = 86_400_000
 
 
-def test_traps_outside_steps_back_off_then_fail_saying_why(host: FakeHost) -> None:
+def test_traps_outside_steps_back_off_then_park_saying_why(host: FakeHost) -> None:
     def wf(run: Run, _: Any) -> Any:
         raise Trap("replay over its CPU budget")
 
@@ -30,7 +30,7 @@ def test_traps_outside_steps_back_off_then_fail_saying_why(host: FakeHost) -> No
     assert c.status("1").state == "running"
     host.advance(100_000)
     s = c.status("1")
-    assert s.state == "failed"
+    assert s.state == "parked"
     assert "4 runs in a row ended without the workflow function returning" in (s.error or "")
     assert host.traps == 4
 
@@ -96,14 +96,14 @@ def test_exceptions_between_steps_are_bad_runs_with_their_reason(host: FakeHost)
     assert (s.state, s.output, s.error) == ("completed", "fixed", None)
 
 
-def test_exceptions_fail_after_twice_the_attempts(host: FakeHost) -> None:
+def test_exceptions_park_after_twice_the_attempts(host: FakeHost) -> None:
     host.serve("w", lambda run, _: [][1], Config(attempts=1))
     c = host.client("w")
     c.start("1")
     host.run_due()
     host.advance(1000)
     s = c.status("1")
-    assert s.state == "failed"
+    assert s.state == "parked"
     assert "2 runs in a row" in (s.error or "") and "IndexError" in (s.error or "")
 
 

@@ -143,7 +143,7 @@ def test_step_keyed_gets_run_id_and_position(host: FakeHost) -> None:
     assert c.status("1").output == f"{run_id}-1"
 
 
-def test_reordered_steps_fail_naming_both_and_the_position(host: FakeHost) -> None:
+def test_reordered_steps_park_naming_both_and_the_position(host: FakeHost) -> None:
     version = {"v": 1}
 
     def wf(run: Run, _: Any) -> Any:
@@ -160,7 +160,7 @@ def test_reordered_steps_fail_naming_both_and_the_position(host: FakeHost) -> No
     version["v"] = 2  # a deploy that swaps two steps of running instances
     host.advance(100)
     s = c.status("1")
-    assert s.state == "failed"
+    assert s.state == "parked"
     assert s.error is not None
     assert "the code changed the order of its steps" in s.error
     assert "position 0" in s.error and "'reserve'" in s.error and "'charge'" in s.error
@@ -357,7 +357,7 @@ def test_bad_names_are_bugs_in_the_workflow(host: FakeHost) -> None:
     host.run_due()
     host.advance(10_000)
     s = c.status("1")
-    assert s.state == "failed" and "control character" in (s.error or "")
+    assert s.state == "parked" and "control character" in (s.error or "")
 
 
 def test_suspend_is_a_base_exception() -> None:

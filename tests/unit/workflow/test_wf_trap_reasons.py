@@ -1,6 +1,6 @@
 """Why an event was cut reaches the runner in its next event (the host's
 `lifecycle.last-trap`, FakeHost's here): on the attempt it cut, in the status while the
-instance retries, and in the final failure, which no longer says "none recorded"."""
+instance retries, and in the final failure or parking, which no longer says "none recorded"."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def test_a_trap_in_a_step_is_on_its_attempt_and_in_the_status(any_host: FakeHost
     assert "none recorded" not in (s.error or "")
 
 
-def test_runs_cut_outside_any_step_fail_with_the_last_reason(host: FakeHost) -> None:
+def test_runs_cut_outside_any_step_park_with_the_last_reason(host: FakeHost) -> None:
     def wf(run: Run, _: Any) -> Any:
         run.step("a", lambda: 1)
         raise Trap("sys.exit(3)")
@@ -42,7 +42,7 @@ def test_runs_cut_outside_any_step_fail_with_the_last_reason(host: FakeHost) -> 
     for _ in range(20):
         host.advance(1000)
     s = c.status("1")
-    assert s.state == "failed", s
+    assert s.state == "parked", s
     assert "its last event was cut: guest trapped: Trap: sys.exit(3)" in (s.error or ""), s
     assert "none recorded" not in (s.error or "")
 
