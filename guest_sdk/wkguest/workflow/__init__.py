@@ -15,11 +15,14 @@
 and from any other actor: `workflow.Client("orders").start("order-42", {...})`.
 
 Two rules. Between steps, the function must make the same decisions every time: it runs
-from the top in every event, and anything that varies (time, randomness, reads, HTTP)
-belongs inside a step. And a step may run more than once (its result is recorded after
-it returns): make it idempotent, or pass `step_keyed`'s key to the service it calls.
+from the top in every event, and anything that varies (reads, HTTP) belongs inside a
+step, or, for the time and randomness, comes from `wf.now()`, `wf.random()` and
+`wf.uuid()`, which record it. And a step may run more than once (its result is recorded
+after it returns): make it idempotent, or pass `step_keyed`'s key to the service it calls.
+Code changed under live instances branches on `wf.patched(change_id)`.
 
-Modules: `run` (the Run API and the replay core), `frontier` (new positions), `journal`
+Modules: `run` (the Run API and the replay core), `helpers` (wf.now, random, uuid and
+patched), `recorded` (what they record), `frontier` (new positions), `journal`
 (the cached journal), `runner` (on_alarm), `protocol` (the routes), `client`, `status`,
 `store` (all SQL), `values` (value types and encoding), `cbor`, `config`, `backend`,
 `errors` (the exception tree), `serve`, and `testing` (fakes, a test host, replaying
