@@ -4,7 +4,7 @@
     admin.start("orders", "order-42", {"item": "book"})   # a Started; idempotent while kept
     admin.send_event("orders", "order-42", "approved", {"by": "ann"})
     admin.status("orders", "order-42")                     # Status
-    admin.status("orders", "order-42", wait=30)            # Status once finished (<= 30 s)
+    admin.status("orders", "order-42", wait=30)            # Status once at rest (<= 30 s)
     admin.steps("orders", "order-42")                      # every recorded position
     admin.cancel("orders", "order-42")
     admin.list("orders", state="waiting")                  # [(id, summary), ...]
@@ -74,13 +74,16 @@ class WorkflowAdmin:
     def start(self, cls: str, id: str, input: Any = None, *, wait: float = 0) -> Started:
         """Start `id` with `input`, or find it: an instance that exists is left as it is
         (`created` False; `input_differs` True if `input` is not its input, which is then
-        ignored). With `wait` (seconds), the answer comes once the instance has finished,
-        or when `wait` is up with the status of that moment: one request, no polling."""
+        ignored). With `wait` (seconds), the answer comes once the instance rests
+        (finished, or parked: `Status.is_resting`), or when `wait` is up with the status
+        of that moment: one request, no polling."""
         return Started.from_start(self._call(cls, id, "start",
                                              {"input": input, **_wait(wait)}, wait))
 
     def status(self, cls: str, id: str, *, wait: float = 0) -> Status:
-        """With `wait` (seconds), as for start: the status once finished, or at `wait`."""
+        """With `wait` (seconds), as for start: the status once finished or parked, or
+        at `wait`. A parked instance's status says why (`error`) and since when
+        (`parked_at`)."""
         return Status.from_map(self._call(cls, id, "status", _wait(wait), wait))
 
     def send_event(self, cls: str, id: str, name: str, payload: Any = None) -> None:

@@ -34,8 +34,8 @@ class Exit(IntEnum):
     # 10-19: an instance's state, for the commands that report one (workflow start/status).
     WORKFLOW_FAILED = 10
     WORKFLOW_CANCELLED = 11
-    WORKFLOW_PARKED = 12      # reserved: states that later releases add
-    WORKFLOW_PAUSED = 13
+    WORKFLOW_PARKED = 12
+    WORKFLOW_PAUSED = 13      # reserved, as 14: states that later releases add
     WORKFLOW_TERMINATED = 14
     INTERRUPTED = 130         # 128 + SIGINT, as a shell reports Ctrl-C
     BROKEN_PIPE = 141         # 128 + SIGPIPE, as a shell reports `cmd | head` for any tool
@@ -87,7 +87,9 @@ CONTRACT = (
              "then is printed)", STATEFUL),
     Row("10", "the instance failed", STATEFUL),
     Row("11", "the instance was cancelled", STATEFUL),
-    Row("12", "reserved: the instance is parked", STATEFUL),
+    Row("12", "the instance is parked: a failure that is not the workflow's own (a "
+              "reordered deploy, say) stopped it, unfinished, until an operator moves it; "
+              "its reason is printed", STATEFUL),
     Row("13", "reserved: the instance is paused", STATEFUL),
     Row("14", "reserved: the instance was terminated", STATEFUL),
     Row("15-19", "reserved for more states", STATEFUL),

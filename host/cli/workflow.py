@@ -61,8 +61,8 @@ def add_workflow_command(sub: Any) -> None:
 
 
 def _add_specific(name: str, p: argparse.ArgumentParser) -> None:
-    wait_help = ("wait until it finishes (or fails, or is cancelled): one request the "
-                 "host holds, asked again every 120 s")
+    wait_help = ("wait until it finishes (or fails, or is cancelled) or parks: one "
+                 "request the host holds, asked again every 120 s")
     timeout_help = ("with --wait: give up after this many seconds, print the status of "
                     "that moment and exit 4 (default %(default)s)")
     if name == "start":
@@ -79,7 +79,8 @@ def _add_specific(name: str, p: argparse.ArgumentParser) -> None:
         p.add_argument("--payload", default="null", help="the payload, as JSON or @FILE")
     elif name == "list":
         p.add_argument("--status", dest="state", default=None,
-                       choices=["running", "waiting", "completed", "failed", "cancelled"],
+                       choices=["running", "waiting", "completed", "failed", "cancelled",
+                                "parked"],
                        help="only instances in this state")
 
 
@@ -115,7 +116,9 @@ def _list(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([{"id": i, **s} for i, s in rows], default=str))
     for actor_id, s in rows if not args.json else []:
-        print(f"{actor_id}\t{s.get('state')}\t{s.get('positions', 0)} positions")
+        line = f"{actor_id}\t{s.get('state')}\t{s.get('positions', 0)} positions"
+        # A parked instance waits for an operator: the list says why, on its line.
+        print(f"{line}\t{s.get('error')}" if s.get("state") == "parked" else line)
     return Exit.OK
 
 
@@ -171,8 +174,9 @@ _RUN = {"list": _list, "steps": _steps, "send-event": _send_event, "cancel": _ca
 
 
 def _ended(s: Status) -> bool:
-    """Where a wait ends: a finished state, or one that has an exit code of its own."""
-    return s.is_finished or s.state in STATE_EXITS
+    """Where a wait ends: a resting state (finished, parked), or one that has an exit
+    code of its own."""
+    return s.is_resting or s.state in STATE_EXITS
 
 
 def _follow(admin: WorkflowAdmin, cls: str, actor_id: str, status: Status,
@@ -204,6 +208,8 @@ def _print_status(cls: str, actor_id: str, s: Status, as_json: bool,
         line += f", waiting for {', '.join(s.waiting_for)}"
     if s.wake_at is not None:
         line += f", wakes at {_when(s.wake_at)}"
+    if s.parked_at is not None:
+        line += f", since {_when(s.parked_at)}"
     print(line)
     if s.output is not None:
         print(f"  output: {json.dumps(s.output, default=repr)}")
@@ -214,6 +220,8 @@ def _print_status(cls: str, actor_id: str, s: Status, as_json: bool,
 def _status_doc(s: Status, started: Started | None) -> dict[str, Any]:
     doc = {"state": s.state, "wake_at": s.wake_at, "waiting_for": list(s.waiting_for),
            "output": s.output, "error": s.error, "positions": s.positions, "run_id": s.run_id}
+    if s.parked_at is not None:
+        doc["parked_at"] = s.parked_at
     if started is not None:
         doc |= {"created": started.created, "input_differs": started.input_differs,
                 "created_at": started.created_at}

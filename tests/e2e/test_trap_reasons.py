@@ -62,15 +62,16 @@ def test_the_cut_is_in_the_status_the_failure_and_the_log(
     ("type", "wf.step('work'): step option 'backoff_ms' must be a whole number"),
     ("sleep", "wf.sleep('nap') must be 0 or more milliseconds, not -5000"),
 ])
-def test_a_mistake_in_the_code_fails_at_once_naming_it(
+def test_a_mistake_in_the_code_parks_at_once_naming_it(
         make_server: MakeServer, traps_wasm: Path, mistake: str, named: str) -> None:
-    """Not retried as a transient failure: failed in its first run, with no attempt of
-    the step made (Hardening II, item 3)."""
+    """Not retried as a transient failure: parked in its first run (a mistake in the code
+    is not the workflow's own failure), with no attempt of the step made (Hardening II,
+    item 3; Workflows II, item 3)."""
     server = make_server({"cut": traps_wasm}, access={})
     admin = WorkflowAdmin(server.url, server.token)
     admin.start("cut", "m1", {"mistake": mistake})
     server.advance(0)
     status = admin.status("cut", "m1")
-    assert status.state == "failed", status
+    assert status.state == "parked", status
     assert named in (status.error or ""), status.error
     assert admin.steps("cut", "m1") == []

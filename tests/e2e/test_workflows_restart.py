@@ -7,17 +7,23 @@ starts from the real time again, so each test first moves it to where the old on
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from functools import partial
 from typing import Any
 
 from . import workflow_support
+from .server import REPO
 from .workflow_support import (
     CUT_1,
+    FINISHED,
+    RETENTION,
     Shop,
     ShopFactory,
     eventually,
     expected_output,
     finished,
+    in_state,
     ledger_key,
     wait_until,
     waiting_for,
@@ -36,8 +42,10 @@ REORDERED = (
 
 # -- 9. a deploy that changed the order of the steps ------------------------------------------
 
-def test_a_deploy_of_reordered_steps_fails_the_running_order(shop_factory: ShopFactory,
+def test_a_deploy_of_reordered_steps_parks_the_running_order(shop_factory: ShopFactory,
                                                             tmp_path: Any) -> None:
+    """Not the workflow's failure but the deploy's: the order parks, unfinished, with the
+    reason, holds no alarm, and `wkhost workflow status` says so with exit code 12."""
     data = tmp_path / "deploy"
     v1 = shop_factory(data=data)
     v1.app_start("o1", cool_off_ms=0)
@@ -49,10 +57,21 @@ def test_a_deploy_of_reordered_steps_fails_the_running_order(shop_factory: ShopF
     v2.advance_to(now)
     assert v2.status("o1") == before  # nothing ran the new code yet
     assert v2.approve("o1") == (200, {"sent": "approved"})
-    s = v2.wait_for("o1", finished)
-    assert (s["state"], s["error"]) == ("failed", REORDERED), s
+    s = v2.wait_for("o1", in_state("parked", *FINISHED))
+    assert (s["state"], s["error"]) == ("parked", REORDERED), s
+    assert (s["wake_at"], s["finished_at"], s["parked_at"]) == (None, None, s["updated_at"])
     assert v2.steps("o1") == steps  # no history mixed in: nothing recorded after it
     assert v2.calls() == calls  # and the reordered code's charge never ran
+    assert v2.admin.status("orders", "o1").is_parked
+    cli = subprocess.run(
+        [sys.executable, "-m", "wkhost.cli", "workflow", "status", "orders", "o1",
+         "--server", v2.server.url, "--data", str(v2.server.data)],
+        capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert cli.returncode == 12, (cli.returncode, cli.stdout, cli.stderr)
+    assert cli.stdout.startswith("orders/o1: parked, "), cli.stdout
+    assert f"  error: {REORDERED}\n" in cli.stdout, cli.stdout
+    v2.advance(RETENTION + 1000)  # past any backoff, and past the class's retention
+    assert v2.status("o1") == s  # nothing ran it, and retention kept it
 
     # A new order runs the new code from its start.
     v2.app_start("o2")
