@@ -232,7 +232,7 @@ def run_until(host: Any, ref: Any, states: tuple[str, ...], timeout: float = 300
 def alarm_event(host: Any, ref: Any) -> dict[str, float]:
     """One on_alarm event of `ref`, run now on this thread through the host's event path
     (slot, lock, instance, the guest's on-alarm, the alarm sync after it). It skips only
-    the host's check that the alarm is due (the instance is parked on a far sleep)."""
+    the host's check that the alarm is due (the instance is sleeping on a far sleep)."""
     from wkhost.core.event import Chain
 
     def body(slot: Any, ev: Any) -> Any:
@@ -263,7 +263,7 @@ def bench_replay(repeats: int, sizes: tuple[int, ...]) -> dict[str, Any]:
     try:
         for n in sizes:
             ref = host.actor_ref(WF, f"replay-{n}")
-            wf_call(host, ref, "start", {"input": {"n": n, "park": True}})
+            wf_call(host, ref, "start", {"input": {"n": n, "sleeping": True}})
             st = run_until(host, ref, ("waiting",))
             assert st["positions"] == n + 1, st
             for mode in ("warm", "fresh"):
@@ -459,7 +459,7 @@ def bench_big(repeats: int) -> dict[str, Any]:
             for label, k in (("small", 1), ("big", BIG)):
                 ref = refs[label] = host.actor_ref(WF, f"{label}-{r}")
                 seen = host.alarm_count(ref)
-                wf_call(host, ref, "start", {"input": {"big": k, "park": True}})
+                wf_call(host, ref, "start", {"input": {"big": k, "sleeping": True}})
                 host.wait_alarm(ref, seen, 60)
                 st = run_until(host, ref, ("waiting",))
                 assert st["positions"] == 2, st

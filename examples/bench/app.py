@@ -4,10 +4,10 @@ One function, shaped by its input (a JSON object), so one component covers every
 workload of `bench/bench_workflows.py`:
 
     {"n": N}                 N trivial steps (small dict results), then returns {"steps": N}
-    {"n": N, "park": true}   the same N steps, then a sleep until the far future: the
-                             instance keeps N recorded positions and every on_alarm event
-                             replays all of them (the replay benchmark)
-    {"big": K, "park": ...}  one step whose result is a string of K characters (1 MiB)
+    {"n": N, "sleeping": true}  the same N steps, then a sleep until the far future: the
+                                instance keeps N recorded positions and every on_alarm
+                                event replays all of them (the replay benchmark)
+    {"big": K, "sleeping": ...} one step whose result is a string of K characters (1 MiB)
     {"wake_at": T}           sleeps until T (host clock, ms), then records lifecycle.now()
                              in a step and returns it: the wake lateness is now - T
 
@@ -32,14 +32,14 @@ def bench(wf: workflow.Run, inp: Any) -> Any:
     if "big" in inp:
         k = int(inp["big"])
         value = wf.step("big", lambda: "x" * k)
-        if inp.get("park"):
-            wf.sleep("park", FAR)
+        if inp.get("sleeping"):
+            wf.sleep("sleeping", FAR)
         return {"len": len(value)}
     n = int(inp.get("n", 3))
     for i in range(n):
         wf.step("step", lambda i=i: {"order": f"ord-{i:06d}", "status": "charged", "n": i})
-    if inp.get("park"):
-        wf.sleep("park", FAR)
+    if inp.get("sleeping"):
+        wf.sleep("sleeping", FAR)
     return {"steps": n}
 
 

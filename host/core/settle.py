@@ -69,7 +69,7 @@ class Settle:
         if ev.kind != "alarm" or slot.alarm_seen is None:
             return False
         if len(self._slots) <= self._config.max_live_instances // 2:
-            # Room to spare: keep it warm (a parked workflow woken by events replays from
+            # Room to spare: keep it warm (a sleeping workflow woken by events replays from
             # its cached journal); the idle sweep still drops it in time.
             return False
         return self._alarms.next_is_far(slot)
