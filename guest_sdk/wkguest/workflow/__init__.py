@@ -19,12 +19,15 @@ from the top in every event, and anything that varies (reads, HTTP) belongs insi
 step, or, for the time and randomness, comes from `wf.now()`, `wf.random()` and
 `wf.uuid()`, which record it. And a step may run more than once (its result is recorded
 after it returns): make it idempotent, or pass `step_keyed`'s key to the service it calls.
-Code changed under live instances branches on `wf.patched(change_id)`.
+Code changed under live instances branches on `wf.patched(change_id)`. A step given
+`tx=True` (or `tx=Tables(...)`) writes the instance's own tables through the handle its
+function gets, in one transaction with the step's recorded result.
 
 Modules: `run` (the Run API and the replay core), `helpers` (wf.now, random, uuid and
 patched), `recorded` (what they record), `frontier` (new positions), `journal`
 (the cached journal), `runner` (on_alarm), `protocol` (the routes), `client`, `status`,
-`store` (all SQL), `values` (value types and encoding), `cbor`, `config`, `backend`,
+`store` (all SQL), `tx` (a step's own SQL, committed with its result) and `sqlscan`
+(its checks of that SQL), `values` (value types and encoding), `cbor`, `config`, `backend`,
 `errors` (the exception tree), `serve`, and `testing` (fakes, a test host, replaying
 recorded histories, and the replay benchmark; imported only on demand).
 """
@@ -54,6 +57,7 @@ from .run import Run, StepResult
 from .runner import Runner, Workflow
 from .serve import serve
 from .status import FINISHED_STATES, STATES, Status
+from .tx import Tables, TxDb, TxRefused
 
 __all__ = [
     "FINISHED_STATES",
@@ -78,7 +82,10 @@ __all__ = [
     "StepResult",
     "StoreFault",
     "Suspend",
+    "Tables",
     "Transport",
+    "TxDb",
+    "TxRefused",
     "UnsupportedValue",
     "ValueTooLarge",
     "Workflow",

@@ -1,7 +1,8 @@
 """New positions: what a run does past the recorded journal.
 
 At most one position per run is new work that may stop the run: a step's attempt (with
-its retries and backoff), a sleep, or a wait. The deterministic helpers' values and patch
+its retries and backoff; a tx step's is one transaction with its record, tx.py), a sleep,
+or a wait. The deterministic helpers' values and patch
 markers are new positions too, recorded without stopping (`record`). Recorded positions
 never get here; they are answered by `Run` from the journal.
 """
@@ -41,6 +42,7 @@ from .kinds import (
 )
 from .recorded import put_recorded
 from .store import Store
+from .tx import Tables, Transaction
 from .values import encode, revive
 
 # Exact types, not subclasses: an IntEnum or a str subclass decodes as its base type.
@@ -132,7 +134,11 @@ class Frontier:
 
     # -- steps ---------------------------------------------------------------------
 
-    def step(self, pos: int, name: str, fn: Callable[[], Any], retry: Retry) -> Outcome:
+    def step(self, pos: int, name: str, fn: Callable[..., Any], retry: Retry,
+             tables: Tables | None = None) -> Outcome:
+        """One attempt of step `name` (or its final error, if the attempts ran out).
+        `tables`: a tx step (tx.py), whose attempt is one transaction with its record;
+        `fn` then takes the transaction's handle."""
         p = self._pending(pos, STEP_RETRYING, STEP, name)
         attempts = p.attempts if p else 0
         if attempts >= retry.attempts:  # the last attempt was cut: no result will come
@@ -155,22 +161,31 @@ class Frontier:
             self.bad_runs_open = False
         self.new_steps += 1
         self.pending = None
+        tx = None if tables is None else Transaction(self.db, name, tables, self.journal.made)
         try:
-            value = fn()
+            # A tx attempt's exception has rolled its writes back before it gets here.
+            value = fn() if tx is None else tx.run(fn)
         except NonRetryable as e:
             return self._give_up(pos, name, describe(e), attempt)
         except Exception as e:
             return self._failed(pos, name, describe(e), attempt, retry)
-        return self._returned(pos, name, value, attempt)
+        return self._returned(pos, name, value, attempt, tx)
 
-    def _returned(self, pos: int, name: str, value: Any, attempt: int) -> Outcome:
+    def _returned(self, pos: int, name: str, value: Any, attempt: int,
+                  tx: Transaction | None) -> Outcome:
         try:
             text, tagged = encode(value, self.limit, f"the result of step {name!r}")
         except (UnsupportedValue, ValueTooLarge) as e:
             # Not retried: the same code would most likely return the same kind of value.
+            if tx is not None:
+                tx.rollback()
             return self._give_up(pos, name, str(e), attempt)
         kind = STEP_RETURNED_TAGGED if tagged else STEP_RETURNED
-        self.store.put_final(pos, kind, name, text, self.db.now(), durable=False)
+        if tx is None:
+            self.store.put_final(pos, kind, name, text, self.db.now(), durable=False)
+        else:  # the result inside the attempt's transaction, then its COMMIT
+            tx.commit(lambda: self.store.put_final(pos, kind, name, text, self.db.now(),
+                                                   durable=False))
         self.unsynced = True
         # A plain scalar comes back from its JSON as itself: decoding it again (slow for a
         # big str in a guest) would only make an equal copy.

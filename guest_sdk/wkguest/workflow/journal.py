@@ -30,7 +30,7 @@ _MUT = (dict, list)
 
 class Journal:
     __slots__ = ("run_id", "kinds", "keys", "results", "_pristine", "_nested", "_texts",
-                 "_containers", "_runs", "_input", "_input_tagged")
+                 "_containers", "_runs", "_input", "_input_tagged", "made")
 
     def __init__(self, run_id: str, input_text: str, input_tagged: bool) -> None:
         self.run_id = run_id
@@ -45,6 +45,9 @@ class Journal:
         self._runs = 0
         self._input = input_text
         self._input_tagged = input_tagged
+        # The tx steps' Tables (tx.py) made in the database since this cache began: made
+        # again, idempotently, by the first tx step of a fresh cache.
+        self.made: set[Any] = set()
 
     def __len__(self) -> int:
         return len(self.kinds)

@@ -46,6 +46,7 @@ from .kinds import (
     WAIT_TOOK_EVENT_TAGGED,
     call_of,
 )
+from .tx import Tables, tables_of
 from .values import check_name, revive
 
 
@@ -62,12 +63,15 @@ class StepResult:
 
 
 class StepOptions(TypedDict, total=False):
-    """Per-step retry options (see `Retry`): any of them, the others from the Config."""
+    """Per-step options: the retry options (see `Retry`), any of them, the others from
+    the Config; and `tx` (True or a `Tables`, not with step_keyed): the step's function
+    gets a database handle, and its writes commit with the step's result (tx.py)."""
 
     attempts: int
     backoff_ms: int
     factor: float
     max_backoff_ms: int
+    tx: bool | Tables
 
 
 class Run(Helpers):
@@ -113,7 +117,9 @@ class Run(Helpers):
         An exception from `f` is retried with backoff (options: attempts, backoff_ms,
         factor, max_backoff_ms); when the attempts run out (or `f` raised NonRetryable)
         this raises StepFailed, which fails the workflow unless it is caught. The value
-        comes back as it will on every replay (see values.py).
+        comes back as it will on every replay (see values.py). With `tx=True` (or
+        `tx=Tables(...)`), `f(db)` gets a `TxDb`, and what it writes commits in one
+        transaction with the step's result (tx.py).
         """
         # The replay fast path, inlined here and in step_keyed on purpose: it runs once
         # per recorded position in every event, and a shared helper would add a call.
@@ -158,12 +164,14 @@ class Run(Helpers):
             return out
         check_name(name, "step")
         try:
+            tables = tables_of(opts.pop("tx", False), keyed)
             retry = self._retry.override(**opts)
         except (TypeError, ValueError) as e:
             self.stopped = CodeError(f"wf.step({name!r}): {e}")
             raise self.stopped from None
         fn = (lambda: f(self.key(pos))) if keyed else f
-        out = self._new(pos, lambda: self._front.step(pos, name, self._no_nesting(fn), retry))
+        out = self._new(pos, lambda: self._front.step(pos, name, self._no_nesting(fn), retry,
+                                                      tables))
         return out
 
     # -- sleeps and events ---------------------------------------------------------
@@ -225,11 +233,11 @@ class Run(Helpers):
         self._pos = pos + 1
         return out
 
-    def _no_nesting(self, fn: Callable[[], Any]) -> Callable[[], Any]:
-        def guarded() -> Any:
+    def _no_nesting(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def guarded(*args: Any) -> Any:  # a tx step's function takes its handle
             self._busy = True
             try:
-                return fn()
+                return fn(*args)
             finally:
                 self._busy = False
 
