@@ -8,7 +8,9 @@ Inert unless the environment names a point when the process starts:
 Points:
     sql-before:TAG, sql-after:TAG   a guest statement whose text starts with /*TAG*/
                                     (the workflow runner tags its statements: wk:attempt,
-                                    wk:result, wk:sleep, wk:event, wk:create, ...)
+                                    wk:result, wk:sleep, wk:event, wk:create, ...; a
+                                    tx=True step's wk:tx-begin, wk:tx-tables, wk:tx-check,
+                                    wk:tx-commit, wk:tx-rollback)
     call:CLASS                      an actor call into CLASS, before the callee runs
     init:CLASS                      on-init of an actor of CLASS returned, before the
                                     actor is marked created
