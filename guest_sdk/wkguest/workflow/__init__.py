@@ -13,6 +13,9 @@
     Handler = workflow.serve(order, workflow.Config())
 
 and from any other actor: `workflow.Client("orders").start("order-42", {...})`.
+`wf.emit(name, payload)` appends to the instance's durable event stream (read with
+`Client.events`), and `wf.query(name, handler)` answers `Client.query` from the state a
+replay of the recorded journal reaches, running nothing new.
 
 Two rules. Between steps, the function must make the same decisions every time: it runs
 from the top in every event, and anything that varies (reads, HTTP) belongs inside a
@@ -28,7 +31,9 @@ patched), `recorded` (what they record), `frontier` (new positions), `journal`
 (the cached journal), `runner` (on_alarm), `protocol` (the routes), `client`, `status`,
 `store` (all SQL), `tx` (a step's own SQL, committed with its result) and `sqlscan`
 (its checks of that SQL), `values` (value types and encoding), `cbor`, `config`, `backend`,
-`errors` (the exception tree), `serve`, and `testing` (fakes, a test host, replaying
+`errors` (the exception tree), `serve`, `emit` (wf.emit and wf.query), `stream` (the
+emitted events' SQL), `dry` (the dry replay that answers queries), `reads` (the events and
+query routes), and `testing` (fakes, a test host, replaying
 recorded histories, and the replay benchmark; imported only on demand).
 """
 
@@ -56,7 +61,7 @@ from .protocol import Protocol, Reply
 from .run import Run, StepResult
 from .runner import Runner, Workflow
 from .serve import serve
-from .status import FINISHED_STATES, STATES, Status
+from .status import FINISHED_STATES, STATES, Event, Status
 from .tx import Tables, TxDb, TxRefused
 
 __all__ = [
@@ -68,6 +73,7 @@ __all__ = [
     "Config",
     "Fail",
     "CodeError",
+    "Event",
     "JournalError",
     "NonRetryable",
     "Protocol",

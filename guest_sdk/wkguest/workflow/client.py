@@ -6,6 +6,8 @@
     orders.send_event("order-42", "approved", {"by": "ann"})
     status = orders.status("order-42")
     orders.cancel("order-42")
+    events = orders.events("order-42", after=0)  # what it emitted (wf.emit), from offset 0
+    progress = orders.query("order-42", "progress")  # a query handler's answer (wf.query)
 
 Every call is one `actors.call` to the instance that only records or reads, so it
 returns quickly; the instance runs in its own event afterwards, never inside this call.
@@ -25,7 +27,7 @@ from typing import Any
 from . import cbor
 from .errors import NOT_DECLARED, CborError, WorkflowError
 from .serve import PROTOCOL
-from .status import CONTENT_TYPE, PREFIX, Status, check_answer
+from .status import CONTENT_TYPE, PREFIX, Event, Status, check_answer, events_of
 
 try:  # inside a component build; on plain CPython the bindings do not exist
     from wkguest import actors as _actors
@@ -64,6 +66,19 @@ class Client:
         """Cancel at once (a step running now finishes first, its result unused).
         Cancelling a finished instance changes nothing. Raises WorkflowError."""
         return Status.from_map(self._call(id, "cancel", {}))
+
+    def events(self, id: str, after: int = 0, limit: int = 100) -> list[Event]:
+        """Up to `limit` (at most 500) events the instance emitted, from offset `after`
+        (the first `after` are skipped: pass the last offset read + 1 to go on).
+        Raises WorkflowError."""
+        return events_of(self._call(id, "events", {"after": after, "limit": limit}))
+
+    def query(self, id: str, name: str, arg: Any = None) -> Any:
+        """The answer of the instance's query handler `name` to `arg`, over the state its
+        recorded journal replays to (nothing new runs). Raises WorkflowError ("no-query":
+        the workflow registers no such query; "refused" with status 409: its journal does
+        not replay with this code, 422: the handler raised)."""
+        return self._call(id, "query", {"name": name, "arg": arg}).get("result")
 
     def _call(self, id: str, route: str, msg: dict[str, Any]) -> Any:
         status, body = self._send(id, "POST", PREFIX + route, cbor.dumps(msg))

@@ -17,7 +17,7 @@
         │   └── Fail          raise it (or call `wf.fail`) to fail the workflow on purpose
         ├── StepFailed        `wf.step` ran out of attempts; catch it to handle the error
         ├── WorkflowError     the client's error: kind unknown | finished | call |
-        │                     not-a-workflow | refused
+        │                     not-a-workflow | no-query | refused
         └── ValueError
             ├── UnsupportedValue  a value outside the documented types (`values.py`)
             ├── ValueTooLarge     an encoded value over `Config.max_value_bytes`
@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-ErrorKind = Literal["unknown", "finished", "call", "refused", "not-a-workflow"]
+ErrorKind = Literal["unknown", "finished", "call", "refused", "not-a-workflow", "no-query"]
 
 # What the host says when a class does not declare the workflow protocol (wkhost's
 # NotThatProtocol): a client seeing it knows the class is not a workflow class.
@@ -101,8 +101,8 @@ class WorkflowError(Exception):
     kind: "unknown" (no such instance: never started, or past its retention),
     "finished" (an event to a finished instance), "call" (the call itself failed: the
     instance may or may not have recorded it), "not-a-workflow" (the class is not a
-    workflow class: the host ran none of its code), "refused" (any other answer; see
-    `status`).
+    workflow class: the host ran none of its code), "no-query" (a query of a name the
+    workflow does not register), "refused" (any other answer; see `status`).
     """
 
     def __init__(self, kind: ErrorKind, message: str, status: int | None = None) -> None:

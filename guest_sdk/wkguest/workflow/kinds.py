@@ -41,6 +41,7 @@ NOW_TAKEN = "N"
 RANDOM_TAKEN = "R"
 UUID_TAKEN = "U"
 PATCH_MARKER = "V"
+EMITTED = "M"  # wf.emit(name, payload): the payload is in the stream (stream.py)
 STEP_RETRYING = "p"
 SLEEPING = "w"
 WAITING = "q"
@@ -73,6 +74,7 @@ KINDS: dict[str, Kind] = {
     RANDOM_TAKEN: Kind(RANDOM, True, "done"),
     UUID_TAKEN: Kind(UUID, True, "done"),
     PATCH_MARKER: Kind(PATCHED, True, "done"),
+    EMITTED: Kind("emit", True, "done"),
     STEP_RETRYING: Kind(STEP, False, "retrying"),
     SLEEPING: Kind(SLEEP, False, "sleeping"),
     WAITING: Kind(WAIT, False, "waiting"),

@@ -13,6 +13,8 @@ Routes (`/wk-workflow/v1/<route>`, CBOR map bodies; docs/workflow-protocol.md):
                        instance too: cancelling it runs nothing)
     steps    GET|POST  the recorded positions, a page at a time (operators' `steps`)
     summary  GET|POST  the status map without the output (for listing many instances)
+    events   GET|POST  the emitted-event stream from an offset (reads.py)
+    query    GET|POST  a query handler's answer over a dry replay (reads.py, dry.py)
 
 The client routes only record and answer; runs happen in on_alarm, with one exception: an
 operator's start that waits (`wait_ms`) runs the new instance's first run in its own
@@ -28,9 +30,10 @@ import json
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from . import cbor
+from . import cbor, reads
 from .errors import CborError, StoreFault, UnsupportedValue, ValueTooLarge
 from .kinds import STEP_RETRYING, call_of, state_of
+from .reads import BadRequest, int_field
 from .runner import Runner
 from .status import CONTENT_TYPE
 from .store import FINISHED, PARKED, RESTING, StatusRow
@@ -44,19 +47,14 @@ HOLD_MS = "wk-hold-ms"
 HOLD_STATE = "wk-hold-state"
 _CREATED = "created"
 _ROUTES = {"start": "POST", "event": "POST", "cancel": "POST",
-           "status": "GET POST", "steps": "GET POST", "summary": "GET POST"}
+           "status": "GET POST", "steps": "GET POST", "summary": "GET POST",
+           "events": "GET POST", "query": "GET POST"}
 
 
 class Reply(NamedTuple):
     status: int
     body: bytes
     headers: list[tuple[str, str]]
-
-
-class BadRequest(Exception):
-    def __init__(self, status: int, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.status, self.kind = status, kind
 
 
 def reply(msg: dict[str, Any], status: int = 200) -> Reply:
@@ -122,7 +120,15 @@ class Protocol:
         return {"status": lambda m, row: self._held(m, row, self._status(row)),
                 "event": self._event,
                 "cancel": self._cancel, "steps": self._steps,
-                "summary": lambda m, row: reply(self._status(row, output=False))}
+                "summary": lambda m, row: reply(self._status(row, output=False)),
+                "events": lambda m, row: reply(reads.events(self.r, m)),
+                "query": self._query}
+
+    def _query(self, msg: dict[str, Any], row: StatusRow) -> Reply:
+        answer = reads.query(self.r, msg)
+        if answer is None:  # its row went between the status read and the replay
+            raise StoreFault("the instance is not there for its query")
+        return reply(answer)
 
     def _start(self, msg: dict[str, Any], row: StatusRow | None, sender: str,
                hold_state: str | None) -> Reply:
@@ -299,11 +305,7 @@ def _sorted(text: str) -> str:
     return json.dumps(json.loads(text), sort_keys=True, ensure_ascii=False)
 
 
-def _int_field(msg: dict[str, Any], key: str, default: int) -> int:
-    v = msg.get(key, default)
-    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2**63:
-        raise BadRequest(400, "bad-request", f"{key!r} must be a whole number from 0 to 2**63-1")
-    return v
+_int_field = int_field
 
 
 def _step_map(r: list[Any]) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn, TypedDict, Unpack
 
 from .config import Retry
+from .emit import Emits
 from .errors import (
     CodeError,
     Fail,
@@ -30,6 +31,7 @@ from .frontier import Frontier, Outcome, reordered
 from .helpers import Helpers
 from .journal import Journal
 from .kinds import (
+    EMITTED,
     NOW_TAKEN,
     PATCH_MARKER,
     RANDOM_TAKEN,
@@ -74,7 +76,7 @@ class StepOptions(TypedDict, total=False):
     tx: bool | Tables
 
 
-class Run(Helpers):
+class Run(Helpers, Emits):
     """The handle a workflow function gets: `def order(wf: Run, input): ...`.
 
     Its deterministic helpers and `patched` come from `Helpers` (helpers.py)."""
@@ -308,6 +310,7 @@ _REPLAY: dict[str, Callable[[Run, int, str, str], Any]] = {
     RANDOM_TAKEN: Run._replay_recorded,
     UUID_TAKEN: Run._replay_recorded,
     PATCH_MARKER: Run._replay_recorded,
+    EMITTED: Run._replay_recorded,
 }
 
 

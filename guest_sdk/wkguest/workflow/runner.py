@@ -218,6 +218,12 @@ class Runner:
             return self._settle(run, loaded, front, bad, bad_reason=reason)
         self._settle(run, loaded, front, bad, output=output, returned=True)
 
+    def journal_for(self, loaded: Loaded) -> tuple[Journal, Any]:
+        """The journal of `loaded`'s run readied for one run (the warm cache, or a new
+        one), and the run's input: what a dry replay (dry.py) replays. Raises JournalError."""
+        journal = self._journal(loaded)
+        return journal, journal.begin_run(loaded)
+
     def _journal(self, loaded: Loaded) -> Journal:
         j = self.journal
         self._warm = j is not None and j.run_id == loaded.run_id and len(j) > 0

@@ -6,6 +6,7 @@ so a change of them is a change of the stored format.
 
 from __future__ import annotations
 
+from . import stream
 from .kinds import STEP_RETRYING
 
 SCHEMA = (
@@ -52,4 +53,6 @@ SCHEMA = (
     f"""CREATE TRIGGER IF NOT EXISTS _wk_wf_attempt_rewake
         AFTER UPDATE OF attempts ON _wk_wf_step WHEN NEW.kind = '{STEP_RETRYING}'
         BEGIN UPDATE _wk_wf SET wake_at = NEW.next_attempt_at; END""",
+    # The emitted-event stream and the trigger that journals each emit (stream.py).
+    *stream.SCHEMA,
 )

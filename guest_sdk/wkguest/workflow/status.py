@@ -82,6 +82,44 @@ class Status:
         )
 
 
+@dataclass(frozen=True)
+class Event:
+    """An event of an instance's emitted stream (`wf.emit`): its offset in the stream
+    (0, 1, 2, ...), name, payload, when it was emitted (ms, host clock), and the run and
+    position that emitted it."""
+
+    offset: int
+    name: str
+    payload: Any
+    at: int
+    pos: int
+    run_id: str
+
+    @classmethod
+    def from_map(cls, m: Any) -> Event:
+        """An event map of the `events` route → Event. Raises WorkflowError("refused")."""
+        if not isinstance(m, dict) or not isinstance(m.get("name"), str):
+            raise WorkflowError("refused", f"malformed event: {m!r}"[:300], 200)
+        return cls(offset=_int(m.get("offset")), name=m["name"], payload=m.get("payload"),
+                   at=_int(m.get("at")), pos=_int(m.get("pos")),
+                   run_id=str(m.get("run_id", "")))
+
+
+def events_of(doc: Any) -> list[Event]:
+    """The events of an `events` answer. Raises WorkflowError("refused")."""
+    got = doc.get("events") if isinstance(doc, dict) else None
+    if not isinstance(got, list):
+        raise WorkflowError("refused", f"malformed events answer: {doc!r}"[:300], 200)
+    return [Event.from_map(m) for m in got]
+
+
+def _int(v: Any) -> int:
+    got = _opt_int(v)
+    if got is None:
+        raise WorkflowError("refused", "malformed event: a field is missing", 200)
+    return got
+
+
 def _opt_int(v: Any) -> int | None:
     if v is None or (isinstance(v, int) and not isinstance(v, bool)):
         return v
@@ -90,7 +128,8 @@ def _opt_int(v: Any) -> int | None:
 
 def check_answer(status: int, doc: Any, body_text: str = "") -> Any:
     """A runner's answer → its message, or WorkflowError with the protocol's kinds:
-    404 "unknown" → unknown, 409 → finished, any other non-200 → refused."""
+    404 "unknown" → unknown, 409 "finished" → finished, 404 "no-query" → no-query, any
+    other non-200 → refused."""
     if status == 200 and isinstance(doc, dict):
         return doc
     kind = doc.get("error") if isinstance(doc, dict) else None
@@ -100,4 +139,6 @@ def check_answer(status: int, doc: Any, body_text: str = "") -> Any:
         raise WorkflowError("unknown", message, status)
     if status == 409 and kind == "finished":
         raise WorkflowError("finished", message, status)
+    if status == 404 and kind == "no-query":
+        raise WorkflowError("no-query", message, status)
     raise WorkflowError("refused", message, status)

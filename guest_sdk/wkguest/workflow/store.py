@@ -37,6 +37,7 @@ from .kinds import (
     sql_list,
 )
 from .schema import SCHEMA
+from .stream import Stream
 
 FINISHED = frozenset({"completed", "failed", "cancelled"})
 # Not finished, but nothing of its own moves it on (status.py's RESTING_STATES): its row
@@ -131,6 +132,7 @@ class Store:
     def __init__(self, backend: Backend) -> None:
         self.db = backend
         self.syncs = 0  # durable writes made: whether an event has synced what it wrote
+        self.stream = Stream(backend)  # the emitted events (stream.py)
 
     def _durable(self, sql: str, params: tuple[Param, ...] = ()) -> int:
         changes = self.db.exec_durable(sql, params)

@@ -11,10 +11,11 @@ def test_the_stored_letters_are_the_formats() -> None:
     letters = {name: getattr(kinds, name) for name in (
         "STEP_RETURNED", "STEP_RETURNED_TAGGED", "STEP_FAILED", "SLEEP_PASSED",
         "WAIT_TOOK_EVENT", "WAIT_TOOK_EVENT_TAGGED", "WAIT_TIMED_OUT", "NOW_TAKEN",
-        "RANDOM_TAKEN", "UUID_TAKEN", "PATCH_MARKER", "STEP_RETRYING", "SLEEPING", "WAITING")}
-    assert "".join(letters.values()) == "STXZEFONRUVpwq"
+        "RANDOM_TAKEN", "UUID_TAKEN", "PATCH_MARKER", "EMITTED", "STEP_RETRYING", "SLEEPING",
+        "WAITING")}
+    assert "".join(letters.values()) == "STXZEFONRUVMpwq"
     assert set(kinds.KINDS) == set(letters.values())
-    assert (kinds.FINAL_KINDS, kinds.PENDING_KINDS) == ("STXZEFONRUV", "pwq")
+    assert (kinds.FINAL_KINDS, kinds.PENDING_KINDS) == ("STXZEFONRUVM", "pwq")
 
 
 def test_every_final_kind_replays_and_no_pending_one_does() -> None:

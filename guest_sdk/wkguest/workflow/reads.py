@@ -1,0 +1,72 @@
+"""The read-only routes added to wk-workflow/v1 in issue 25: `events` and `query`.
+
+    events   GET|POST  the emitted-event stream from an offset, a page at a time
+    query    GET|POST  a query handler's answer over the state a dry replay reaches
+
+Neither writes anything: `events` reads the stream's table, and `query` replays dry
+(dry.py). docs/workflow-protocol.md has the maps.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from . import dry
+from .values import check_name, decode
+
+if TYPE_CHECKING:
+    from .runner import Runner
+
+MAX_EVENTS_PAGE = 500
+
+
+class BadRequest(Exception):
+    """A refusal of the request: its status, its kind and the message."""
+
+    def __init__(self, status: int, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.kind = status, kind
+
+
+def int_field(msg: dict[str, Any], key: str, default: int) -> int:
+    v = msg.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2**63:
+        raise BadRequest(400, "bad-request", f"{key!r} must be a whole number from 0 to 2**63-1")
+    return v
+
+
+def events(runner: Runner, msg: dict[str, Any]) -> dict[str, Any]:
+    """`{"after": n, "limit": k}` → the events from offset n (the first n are skipped)."""
+    after = int_field(msg, "after", 0)
+    limit = min(max(int_field(msg, "limit", 100), 1), MAX_EVENTS_PAGE)
+    rows = runner.store.stream.read(after, limit + 1)
+    page = [_event_map(r) for r in rows[:limit]]
+    return {"events": page, "next": after + len(page), "more": len(rows) > limit}
+
+
+def _event_map(r: tuple[Any, ...]) -> dict[str, Any]:
+    seq, name, text, tagged, at, pos, run_id = r
+    return {"offset": seq, "name": name, "payload": decode(text, bool(tagged)), "at": at,
+            "pos": pos, "run_id": run_id}
+
+
+def query(runner: Runner, msg: dict[str, Any]) -> dict[str, Any] | None:
+    """`{"name": q, "arg": v}` → `{"result": ..., "position": p}`; None: no instance."""
+    name = msg.get("name")
+    try:
+        check_name(name, "query")
+    except (TypeError, ValueError) as e:
+        raise BadRequest(400, "bad-request", str(e)) from None
+    try:
+        got = dry.answer(runner, str(name), msg.get("arg"))
+    except dry.NoQuery as e:
+        raise BadRequest(404, "no-query", str(e)) from None
+    except dry.NotReplayable as e:
+        raise BadRequest(409, "not-replayable", "the instance's journal does not replay "
+                         f"with this code, so there is no state to answer from: {e}") from None
+    except dry.QueryFailed as e:
+        raise BadRequest(422, "query-failed", str(e)) from None
+    if got is None:
+        return None
+    value, position = got
+    return {"result": value, "position": position}
