@@ -8,6 +8,8 @@
     admin.steps("orders", "order-42")                      # every recorded position
     admin.cancel("orders", "order-42")
     admin.list("orders", state="waiting")                  # [(id, summary), ...]
+    admin.events("orders", "order-42", after=0)            # what it emitted: [Event, ...]
+    admin.query("orders", "order-42", "progress")          # a query handler's answer
 
 It speaks wk-workflow/v1 (docs/workflow-protocol.md) to
 `{base_url}/{class}/{quoted id}/wk-workflow/v1/<route>` with the admin token, so the host
@@ -38,12 +40,12 @@ from urllib.parse import quote, urlencode
 import cbor2
 from wkguest.workflow.errors import NOT_DECLARED, WorkflowError
 from wkguest.workflow.serve import PROTOCOL
-from wkguest.workflow.status import CONTENT_TYPE, PREFIX, Status, check_answer
+from wkguest.workflow.status import CONTENT_TYPE, PREFIX, Event, Status, check_answer, events_of
 
 from ..core.holds import MAX_HOLD_MS
 from .admin import NoAnswer, request
 
-__all__ = ["Started", "Status", "WorkflowAdmin", "WorkflowError"]
+__all__ = ["Event", "Started", "Status", "WorkflowAdmin", "WorkflowError"]
 
 _LIST_PAGE = 1000
 
@@ -106,6 +108,25 @@ class WorkflowAdmin:
             out.extend(page.get("steps") or [])
             nxt = page.get("next")
         return out if limit is None else out[:limit]
+
+    def events(self, cls: str, id: str, *, after: int = 0, limit: int | None = None
+               ) -> list[Event]:
+        """The events the instance emitted (`wf.emit`) from offset `after` (the first
+        `after` are skipped), all of them page by page unless `limit`."""
+        out: list[Event] = []
+        while limit is None or len(out) < limit:
+            page = self._call(cls, id, "events", {"after": after + len(out), "limit": 500})
+            got = events_of(page)
+            out.extend(got)
+            if not got or page.get("more") is not True:
+                break
+        return out if limit is None else out[:limit]
+
+    def query(self, cls: str, id: str, name: str, arg: Any = None) -> Any:
+        """The answer of the instance's query handler `name` to `arg`, over the state its
+        journal replays to (nothing new runs, nothing is written). WorkflowError
+        "no-query" for a name the workflow does not register."""
+        return self._call(cls, id, "query", {"name": name, "arg": arg}).get("result")
 
     def summary(self, cls: str, id: str) -> dict[str, Any]:
         """The status map without the output (see the protocol doc)."""

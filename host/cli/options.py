@@ -47,7 +47,8 @@ STATE_EXITS = {"failed": Exit.WORKFLOW_FAILED, "cancelled": Exit.WORKFLOW_CANCEL
                "terminated": Exit.WORKFLOW_TERMINATED}
 
 WORKFLOW = frozenset(f"workflow {c}" for c in
-                     ("start", "status", "send-event", "cancel", "steps", "list"))
+                     ("start", "status", "send-event", "cancel", "steps", "list", "events",
+                      "query"))
 STATEFUL = frozenset({"workflow start", "workflow status"})
 TO_SERVER = frozenset({"call", "actors"}) | WORKFLOW
 EVERY = TO_SERVER | {"build", "serve"}

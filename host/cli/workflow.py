@@ -36,6 +36,10 @@ _COMMANDS = [
     ("cancel", "cancel an instance", "wkhost workflow cancel orders order-42"),
     ("steps", "show an instance's recorded positions", "wkhost workflow steps orders order-42"),
     ("list", "list the instances of a class", "wkhost workflow list orders --status waiting"),
+    ("events", "show the events an instance emitted", "wkhost workflow events orders order-42 "
+     "--after 10"),
+    ("query", "ask an instance's query handler", "wkhost workflow query orders order-42 "
+     "progress '{\"detail\": true}'"),
 ]
 
 
@@ -77,6 +81,13 @@ def _add_specific(name: str, p: argparse.ArgumentParser) -> None:
     elif name == "send-event":
         p.add_argument("name", metavar="EVENT", help="the event's name, e.g. approved")
         p.add_argument("--payload", default="null", help="the payload, as JSON or @FILE")
+    elif name == "events":
+        p.add_argument("--after", type=int, default=0, metavar="N",
+                       help="skip the first N events: show from offset N (default 0)")
+    elif name == "query":
+        p.add_argument("name", metavar="NAME", help="the query's name, e.g. progress")
+        p.add_argument("arg", metavar="ARG-JSON", nargs="?", default="null",
+                       help="the query's argument, as JSON or @FILE (default null)")
     elif name == "list":
         p.add_argument("--status", dest="state", default=None,
                        choices=["running", "waiting", "completed", "failed", "cancelled",
@@ -169,8 +180,26 @@ def _start_or_status(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
     return STATE_EXITS.get(status.state, Exit.OK)
 
 
+def _events(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
+    if args.after < 0:
+        raise CliError("--after must be 0 or more")
+    events = admin.events(args.cls, args.id, after=args.after)
+    if args.json:
+        print(json.dumps([vars(e) for e in events], default=repr))
+    for e in events if not args.json else []:
+        print(f"{e.offset:>4}  {_when(e.at)}  {e.name}  {json.dumps(e.payload, default=repr)}")
+    return Exit.OK
+
+
+def _query(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
+    result = admin.query(args.cls, args.id, args.name, _json_arg(args.arg))
+    print(json.dumps(result, default=repr))
+    return Exit.OK
+
+
 _RUN = {"list": _list, "steps": _steps, "send-event": _send_event, "cancel": _cancel,
-        "start": _start_or_status, "status": _start_or_status}
+        "start": _start_or_status, "status": _start_or_status, "events": _events,
+        "query": _query}
 
 
 def _ended(s: Status) -> bool:
