@@ -154,6 +154,7 @@ class Store:
     def init_schema(self) -> None:
         # One script in one transaction: one crossing and one commit, not six of each.
         self.db.exec("/*wk:schema*/ BEGIN; " + "; ".join(SCHEMA) + "; COMMIT")
+        self.stream.ready = True
 
     # -- reading -------------------------------------------------------------------
 

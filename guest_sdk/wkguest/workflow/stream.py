@@ -21,13 +21,14 @@ import json
 from typing import Any
 
 from .backend import Backend
+from .errors import StoreFault
 from .kinds import EMITTED
 
 TABLE = "_wk_wf_emit"
 
-# Created with the other tables for a new instance (schema.py), and made once per runner
-# before its first emit or read (`Stream.ensure`): an instance created by an older SDK
-# has none.
+# Created with the other tables for a new instance (schema.py). An instance created by
+# an older SDK has none: its first emit makes them (`Stream.append`), and a read finds
+# none and answers no events.
 SCHEMA = (
     f"""CREATE TABLE IF NOT EXISTS {TABLE} (
         seq INTEGER PRIMARY KEY,
@@ -68,9 +69,21 @@ class Stream:
 
     def append(self, name: str, text: str, tagged: bool, run_id: str, pos: int,
                now: int) -> None:
-        """Emit: the stream's row and the journal entry at `pos`, in one plain write."""
-        self.ensure()
-        self.db.exec(_APPEND, (name, text, int(tagged), run_id, pos, now))
+        """Emit: the stream's row and the journal entry at `pos`, in one plain write.
+
+        Raises StoreFault."""
+        params = (name, text, int(tagged), run_id, pos, now)
+        try:
+            self.db.exec(_APPEND, params)
+            self.ready = True
+        except StoreFault:
+            if self.ready:
+                raise
+            # Most likely an instance made before the stream existed: make it, and try
+            # once more (any other fault comes back the same). Asking first instead
+            # would cost every runner's first emit a statement.
+            self.ensure()
+            self.db.exec(_APPEND, params)
 
     def exists(self) -> bool:
         """Whether the instance has a stream table (a read: nothing is made)."""

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 from wkguest.workflow import Config, Event, Run, WorkflowError
+from wkguest.workflow.protocol import Protocol
+from wkguest.workflow.runner import Runner
 from wkguest.workflow.testing import FakeHost
 
 DAY = 86_400_000
@@ -149,13 +151,25 @@ def test_an_instance_made_before_the_stream_existed_gets_it_at_its_first_emit(
         wf.emit("late", inp)
 
     c = started(host, fn, inp="x")
-    db = host.instance("c", "a").backend.conn
-    db.execute("DROP TABLE _wk_wf_emit")  # as an older SDK made it
+    inst = host.instance("c", "a")
+    inst.backend.conn.execute("DROP TABLE _wk_wf_emit")  # as an older SDK made it
+    # ... served now by this SDK, in a component instance that did not make the tables
+    inst.runner = Runner(fn, Config(), inst.backend)
+    inst.protocol = Protocol(inst.runner)
     assert c.events("a") == []
     c.send_event("a", "go")
     host.run_due()
     assert c.status("a").state == "completed"
     assert c.events("a") == [Event(0, "late", "x", host.clock.now(), 1, c.status("a").run_id)]
+
+
+def test_an_emit_inside_a_steps_function_is_refused(host: FakeHost) -> None:
+    def fn(wf: Run, inp: Any) -> Any:
+        return wf.try_step("s", lambda: wf.emit("inside", 1), attempts=1).error
+
+    c = started(host, fn)
+    assert c.status("a").output == "workflow primitives cannot be called inside a step's function"
+    assert c.events("a") == []
 
 
 def test_events_of_an_unknown_id_leave_nothing_behind(host: FakeHost) -> None:
