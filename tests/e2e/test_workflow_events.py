@@ -57,9 +57,14 @@ def wait_for(server: Server, pred: Callable[[dict[str, Any]], bool]) -> dict[str
     raise AssertionError(f"not reached in {TIMEOUT} s: {s}")
 
 
+@pytest.mark.parametrize("mode", ["warm", "always-replay"])
 def test_the_cli_reads_the_emitted_events_and_answers_a_query(
-        make_server: MakeServer, events_wasm: Path) -> None:
-    server = make_server({"packing": events_wasm}, access={"packing": "internal"})
+        make_server: MakeServer, events_wasm: Path, mode: str) -> None:
+    """Also with a fresh instance for every event (`--always-fresh-instance`): each run
+    and each query then replays from the stored journal, never the warm cache."""
+    extra = ["--always-fresh-instance"] if mode == "always-replay" else []
+    server = make_server({"packing": events_wasm}, access={"packing": "internal"},
+                         extra=extra)
     ok(server, "start", "packing", "p1", "--input", json.dumps({"items": ["a", "b", "c"]}))
     s = wait_for(server, lambda s: s["waiting_for"] == ["ship"])
 
