@@ -16,6 +16,7 @@ is only ever at the last position, until a final one replaces it.
     RANDOM_TAKEN           R  wf.random() took a number       the float, in [0, 1)
     UUID_TAKEN             U  wf.uuid() took an id            the UUID's text
     PATCH_MARKER           V  wf.patched(id) answered True    true (the name is the id)
+    EMITTED                M  wf.emit(name, payload)          null (the stream holds it)
 
     pending
     STEP_RETRYING          p  a step, with its attempts so far (and maybe a backoff)
@@ -80,7 +81,7 @@ KINDS: dict[str, Kind] = {
     WAITING: Kind(WAIT, False, "waiting"),
 }
 
-FINAL_KINDS = "".join(k for k, v in KINDS.items() if v.final)  # "STXZEFONRUV"
+FINAL_KINDS = "".join(k for k, v in KINDS.items() if v.final)  # "STXZEFONRUVM"
 PENDING_KINDS = "".join(k for k, v in KINDS.items() if not v.final)  # "pwq"
 
 
