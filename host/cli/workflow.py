@@ -239,6 +239,8 @@ def _print_status(cls: str, actor_id: str, s: Status, as_json: bool,
         line += f", wakes at {_when(s.wake_at)}"
     if s.parked_at is not None:
         line += f", since {_when(s.parked_at)}"
+    if s.runs > 1:  # continued as new
+        line += f", run {s.runs} (previous run {s.previous_run_id})"
     print(line)
     if s.output is not None:
         print(f"  output: {json.dumps(s.output, default=repr)}")
@@ -248,7 +250,10 @@ def _print_status(cls: str, actor_id: str, s: Status, as_json: bool,
 
 def _status_doc(s: Status, started: Started | None) -> dict[str, Any]:
     doc = {"state": s.state, "wake_at": s.wake_at, "waiting_for": list(s.waiting_for),
-           "output": s.output, "error": s.error, "positions": s.positions, "run_id": s.run_id}
+           "output": s.output, "error": s.error, "positions": s.positions, "run_id": s.run_id,
+           "runs": s.runs}
+    if s.previous_run_id is not None:  # continued as new
+        doc["previous_run_id"] = s.previous_run_id
     if s.parked_at is not None:
         doc["parked_at"] = s.parked_at
     if started is not None:

@@ -54,7 +54,8 @@ def test_the_workflow_cli(shop_factory: ShopFactory) -> None:
         f"orders/c1: waiting, 3 positions, waiting for approved, wakes at {when(s['wake_at'])}\n")
     as_json = json.loads(ok(shop, "status", "orders", "c1", "--json"))
     assert as_json == {"state": "waiting", "wake_at": s["wake_at"], "waiting_for": ["approved"],
-                       "output": None, "error": None, "positions": 3, "run_id": s["run_id"]}
+                       "output": None, "error": None, "positions": 3, "run_id": s["run_id"],
+                       "runs": 1}
 
     table = ok(shop, "steps", "orders", "c1").splitlines()
     assert table[0].split() == ["pos", "kind", "name", "state", "tries", "detail"]

@@ -45,6 +45,7 @@ from .config import Config, Retry
 from .errors import (
     CborError,
     CodeError,
+    ContinueAsNew,
     Fail,
     JournalError,
     NonRetryable,
@@ -73,6 +74,7 @@ __all__ = [
     "Config",
     "Fail",
     "CodeError",
+    "ContinueAsNew",
     "Event",
     "JournalError",
     "NonRetryable",

@@ -22,6 +22,7 @@ from .backend import Backend, Param
 from .emit import Handler
 from .errors import (
     CodeError,
+    ContinueAsNew,
     Fail,
     JournalError,
     Reordered,
@@ -155,6 +156,8 @@ def _run(runner: Runner, run: Run, input_value: Any) -> bool:
         return True
     if isinstance(stop, DryStop | Suspend):
         return False
+    if isinstance(stop, ContinueAsNew):
+        return True  # the run's end: what it recorded is all of it
     if isinstance(stop, CodeError | Reordered | JournalError):
         raise NotReplayable(str(stop))
     raise stop  # StoreFault, or a signal this replay does not know

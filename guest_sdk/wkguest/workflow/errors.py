@@ -9,9 +9,10 @@
     │   │                     failed workflow)
     │   ├── JournalError      a recorded entry this runner cannot read (parks the instance;
     │   │                     met in the warm cache, it is read again from the database first)
-    │   └── CodeError         a mistake in the workflow's code that the runner refuses: an
-    │                         unknown or ill-typed step option, a negative duration (parks
-    │                         the instance at once, naming it: retrying cannot fix code)
+    │   ├── CodeError         a mistake in the workflow's code that the runner refuses: an
+    │   │                     unknown or ill-typed step option, a negative duration (parks
+    │   │                     the instance at once, naming it: retrying cannot fix code)
+    │   └── ContinueAsNew     `wf.continue_as_new(input)`: end this run, begin a fresh one
     └── Exception
         ├── NonRetryable      raise it from a step's function: no more attempts
         │   └── Fail          raise it (or call `wf.fail`) to fail the workflow on purpose
@@ -45,6 +46,15 @@ NOT_DECLARED = "does not declare the protocol"
 
 class WorkflowSignal(BaseException):
     """Base of the runner's control flow. User code must let it through."""
+
+
+class ContinueAsNew(WorkflowSignal):
+    """`wf.continue_as_new(input)`: the run ends here and the instance begins a new run
+    with `input` and an empty journal (runner.py)."""
+
+    def __init__(self, input: object) -> None:
+        super().__init__("continue as new")
+        self.input = input
 
 
 class Suspend(WorkflowSignal):

@@ -266,8 +266,10 @@ class Protocol:
             "error": row.error or (None if row.state in FINISHED else self.r.store_fault),
             "positions": row.positions, "created_at": row.created_at,
             "updated_at": row.updated_at, "finished_at": row.finished_at,
-            "events_pending": row.events_pending,
+            "events_pending": row.events_pending, "runs": row.runs,
         }
+        if row.previous_run_id is not None:  # continued as new (chain.py)
+            m["previous_run_id"] = row.previous_run_id
         if row.state == PARKED:  # nothing writes its row until an operator moves it on
             m["parked_at"] = row.updated_at
         if output and row.state == "completed" and row.output is not None:

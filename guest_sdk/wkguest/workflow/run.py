@@ -21,6 +21,7 @@ from .config import Retry
 from .emit import Emits
 from .errors import (
     CodeError,
+    ContinueAsNew,
     Fail,
     JournalError,
     NonRetryable,
@@ -205,6 +206,15 @@ class Run(Helpers, Emits):
         check_name(name, "event")
         timeout = self._duration(timeout_ms, f"wf.wait_for_event({name!r}): the timeout")
         return self._new(pos, lambda: self._front.wait(pos, name, timeout))
+
+    def continue_as_new(self, input: Any) -> NoReturn:
+        """End this run and begin a fresh one of the same instance, with `input` and an
+        empty journal (a new run id), from the next alarm. Pending events, the emitted
+        stream and the instance's own tables are kept; the old run's journal is deleted
+        in the same transaction as the new run begins (chain.py)."""
+        self._enter()
+        self.stopped = ContinueAsNew(input)
+        raise self.stopped
 
     def fail(self, message: str) -> NoReturn:
         """Fail the workflow with `message` (same as `raise Fail(message)`)."""

@@ -42,6 +42,7 @@ from .backend import Backend
 from .config import Config
 from .errors import (
     CodeError,
+    ContinueAsNew,
     Fail,
     JournalError,
     Reordered,
@@ -251,6 +252,8 @@ class Runner:
     def _stopped(self, s: WorkflowSignal, loaded: Loaded, front: Frontier, bad: int) -> None:
         if isinstance(s, Suspend):
             return self._suspend(s, loaded, front)
+        if isinstance(s, ContinueAsNew):
+            return self._continue(s.input)
         if isinstance(s, Reordered | CodeError):
             return self._park(str(s))
         if isinstance(s, JournalError):
@@ -267,6 +270,21 @@ class Runner:
         self.store.end_run(s.state, s.wake_at, s.waiting_for, now,
                            durable=changed or front.unsynced)
         front.arm(wake)
+
+    def _continue(self, input_value: Any) -> None:
+        """Continue as new: the alarm to now first (a cut before the switch's COMMIT
+        leaves the old run, which the alarm runs again to the same continue), then the
+        switch, durably. The new run begins in the next alarm, so this event's cost stays
+        the old run's."""
+        try:
+            text, tagged = encode(input_value, self.config.max_value_bytes,
+                                  "continue_as_new's input")
+        except (UnsupportedValue, ValueTooLarge) as e:
+            return self._finish("failed", None, False, str(e))
+        now = self.db.now()
+        self.db.alarm_set(now)
+        self.forget()
+        self.store.continue_as_new(self.new_run_id(), text, tagged, now)
 
     def _unreadable(self, e: JournalError, bad: int) -> None:
         """A recorded entry this runner cannot read. Read fresh from the database, the

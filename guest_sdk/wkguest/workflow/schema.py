@@ -9,6 +9,14 @@ from __future__ import annotations
 from . import stream
 from .kinds import STEP_RETRYING
 
+# One row once the instance has continued as new: how many runs it has begun (none: 1)
+# and the previous run's id. A table of its own, not columns of _wk_wf, so that an
+# instance made by an older SDK needs no ALTER: its first continue makes it.
+RUNS = """CREATE TABLE IF NOT EXISTS _wk_wf_run (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        runs INTEGER NOT NULL,
+        previous_run_id TEXT NOT NULL)"""
+
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS _wk_wf (
         id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -53,6 +61,8 @@ SCHEMA = (
     f"""CREATE TRIGGER IF NOT EXISTS _wk_wf_attempt_rewake
         AFTER UPDATE OF attempts ON _wk_wf_step WHEN NEW.kind = '{STEP_RETRYING}'
         BEGIN UPDATE _wk_wf SET wake_at = NEW.next_attempt_at; END""",
+    # The run chain of continue-as-new (store.py's RUNS: made here and at a continue).
+    RUNS,
     # The emitted-event stream and the trigger that journals each emit (stream.py).
     *stream.SCHEMA,
 )

@@ -30,8 +30,10 @@ class Status:
     waiting_for: the event names it waits for. output: the workflow's return value (None
     unless completed). error: why it failed (or, while running, why its last run did not
     end cleanly; while parked, why it parked). positions: how many positions are recorded.
-    run_id: this run's id (a new start after retention gets a new one). parked_at: when it
-    parked (None unless parked).
+    run_id: this run's id (a new start after retention gets a new one, and so does each
+    continue-as-new). parked_at: when it parked (None unless parked). runs: how many runs
+    the instance has begun (1, until it continues as new); previous_run_id: the run before
+    this one (None for the first).
     """
 
     state: str
@@ -46,6 +48,8 @@ class Status:
     created: bool = False
     input_differs: bool = False
     parked_at: int | None = None
+    runs: int = 1
+    previous_run_id: str | None = None
 
     @property
     def is_finished(self) -> bool:
@@ -79,6 +83,8 @@ class Status:
             created=m.get("created") is True,
             input_differs=m.get("input_differs") is True,
             parked_at=_opt_int(m.get("parked_at")),
+            runs=_opt_int(m.get("runs")) or 1,
+            previous_run_id=_opt_str(m.get("previous_run_id")),
         )
 
 
@@ -122,6 +128,12 @@ def _int(v: Any) -> int:
 
 def _opt_int(v: Any) -> int | None:
     if v is None or (isinstance(v, int) and not isinstance(v, bool)):
+        return v
+    raise WorkflowError("refused", f"malformed status field: {v!r}"[:300], 200)
+
+
+def _opt_str(v: Any) -> str | None:
+    if v is None or isinstance(v, str):
         return v
     raise WorkflowError("refused", f"malformed status field: {v!r}"[:300], 200)
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .backend import Backend, Param
+from .chain import Chain
 from .errors import StoreFault
 from .kinds import (
     PENDING_KINDS,
@@ -85,9 +86,8 @@ _STATUS = """
 SELECT state, run_id, wake_at, waiting_for, output, output_tagged, error, created_at,
        updated_at, finished_at,
        (SELECT coalesce(max(pos) + 1, 0) FROM _wk_wf_step),
-       (SELECT count(*) FROM _wk_wf_event)
-FROM _wk_wf
-"""
+       (SELECT count(*) FROM _wk_wf_event)"""
+_STATUS_FROM = " FROM _wk_wf"
 
 
 @dataclass
@@ -126,6 +126,8 @@ class StatusRow:
     finished_at: int | None
     positions: int
     events_pending: int
+    runs: int = 1  # runs begun under this id (continue-as-new): 1 for the first
+    previous_run_id: str | None = None
 
 
 class Store:
@@ -133,6 +135,7 @@ class Store:
         self.db = backend
         self.syncs = 0  # durable writes made: whether an event has synced what it wrote
         self.stream = Stream(backend)  # the emitted events (stream.py)
+        self.chain = Chain(backend)  # continue-as-new (chain.py)
 
     def _durable(self, sql: str, params: tuple[Param, ...] = ()) -> int:
         changes = self.db.exec_durable(sql, params)
@@ -154,7 +157,7 @@ class Store:
     def init_schema(self) -> None:
         # One script in one transaction: one crossing and one commit, not six of each.
         self.db.exec("/*wk:schema*/ BEGIN; " + "; ".join(SCHEMA) + "; COMMIT")
-        self.stream.ready = True
+        self.stream.ready = self.chain.known = True
 
     # -- reading -------------------------------------------------------------------
 
@@ -180,12 +183,16 @@ class Store:
                       "", "", "[]", None)
 
     def status(self) -> StatusRow | None:
-        got = self.rows(_STATUS)
+        got = self.chain.status_rows(self.rows, _STATUS, _STATUS_FROM)
         if not got:
             return None
         r = got[0]
         return StatusRow(r[0], r[1], r[2], r[3], r[4], bool(r[5]), r[6], r[7], r[8], r[9],
-                         r[10], r[11])
+                         r[10], r[11], r[12] or 1, r[13])
+
+    def continue_as_new(self, run_id: str, text: str, tagged: bool, now: int) -> None:
+        """Begin run `run_id` with input `text`, in one durable transaction (chain.py)."""
+        self.chain.switch(run_id, text, tagged, now, self._durable)
 
     def input(self) -> tuple[str, bool] | None:
         """The instance's input as stored: (JSON text, tagged)."""
