@@ -74,7 +74,9 @@ CONTRACT = (
     Row("1", "the server refused: an unknown class, say", frozenset({"actors"})),
     Row("1", "the operation failed: an unknown instance, an event to a finished one, "
              "a cancel of one that had already finished otherwise, a class that is not a "
-             "workflow's, or the host's own error (a trapped instance)", WORKFLOW),
+             "workflow's, a query the workflow does not register (or whose handler failed, "
+             "or whose journal does not replay), or the host's own error (a trapped "
+             "instance)", WORKFLOW),
     Row("1", "the build failed (componentize-py's output is printed)", frozenset({"build"})),
     Row("1", "it could not start, or stopped on an error", frozenset({"serve"})),
     Row("2", "bad usage: a bad flag or value, a bad class name or id, an input or body "
