@@ -245,9 +245,7 @@ class Protocol:
 
     def _cancel(self, msg: dict[str, Any], row: StatusRow) -> Reply:
         if row.state not in FINISHED:
-            now = self.db.now()
-            self.db.alarm_set(now + self.r.config.retention_ms)
-            self.store.finish("cancelled", None, False, None, now)
+            self.r.cancel(compensate=msg.get("compensate") is True)
             row = self.store.status() or row
         return reply(self._status(row))
 

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NoReturn, TypedDict, Unpack
 
+from .child import Children
 from .config import Retry
 from .emit import Emits
 from .errors import (
@@ -29,6 +30,7 @@ from .errors import (
     WorkflowSignal,
 )
 from .frontier import Frontier, Outcome, reordered
+from .group import Groups
 from .helpers import Helpers
 from .journal import Journal
 from .kinds import (
@@ -49,6 +51,7 @@ from .kinds import (
     WAIT_TOOK_EVENT_TAGGED,
     call_of,
 )
+from .saga import Saga
 from .tx import Tables, tables_of
 from .values import check_name, revive
 
@@ -75,15 +78,16 @@ class StepOptions(TypedDict, total=False):
     factor: float
     max_backoff_ms: int
     tx: bool | Tables
+    compensate: Any  # the step's compensation (saga.py): run if the workflow fails
 
 
-class Run(Helpers, Emits):
+class Run(Helpers, Emits, Saga, Children, Groups):
     """The handle a workflow function gets: `def order(wf: Run, input): ...`.
 
     Its deterministic helpers and `patched` come from `Helpers` (helpers.py)."""
 
     __slots__ = ("_pos", "_kinds", "_keys", "_journal", "_results", "_front", "_retry",
-                 "_busy", "_patches", "run_id", "stopped")
+                 "_busy", "_patches", "_saga", "run_id", "stopped")
 
     def __init__(self, journal: Journal, front: Frontier, retry: Retry, run_id: str) -> None:
         self._pos = 0
@@ -95,6 +99,7 @@ class Run(Helpers, Emits):
         self._retry = retry
         self._busy = False  # a step's function is running: primitives may not nest
         self._patches: dict[str, bool] | None = None  # patched()'s answers in this run
+        self._saga: list[Any] | None = None  # the compensations registered (saga.py)
         self.run_id = run_id
         self.stopped: WorkflowSignal | None = None
 
@@ -130,6 +135,8 @@ class Run(Helpers, Emits):
         try:
             if self._keys[pos] == name:
                 self._pos = pos + 1
+                if opts:
+                    self._note_compensation(pos, name, opts)
                 return self._results[pos]
         except IndexError:
             pass
@@ -142,6 +149,8 @@ class Run(Helpers, Emits):
         try:
             if self._keys[pos] == name:
                 self._pos = pos + 1
+                if opts:
+                    self._note_compensation(pos, name, opts)
                 return self._results[pos]
         except IndexError:
             pass
@@ -164,8 +173,11 @@ class Run(Helpers, Emits):
         pos = self._enter()
         if pos < len(self._kinds):
             out: Outcome = self._replay(pos, STEP, name)
+            if out[0] and opts:
+                self._note_compensation(pos, name, opts)
             return out
         check_name(name, "step")
+        compensate = opts.pop("compensate", None)
         try:
             tables = tables_of(opts.pop("tx", False), keyed)
             retry = self._retry.override(**opts)
@@ -175,6 +187,8 @@ class Run(Helpers, Emits):
         fn = (lambda: f(self.key(pos))) if keyed else f
         out = self._new(pos, lambda: self._front.step(pos, name, self._no_nesting(fn), retry,
                                                       tables))
+        if out[0] and compensate is not None:
+            self._note_compensation(pos, name, {"compensate": compensate})
         return out
 
     # -- sleeps and events ---------------------------------------------------------

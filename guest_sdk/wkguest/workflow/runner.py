@@ -53,6 +53,7 @@ from .errors import (
     ValueTooLarge,
     WorkflowSignal,
 )
+from .family import Family
 from .frontier import Frontier, describe
 from .journal import Journal
 from .kinds import STEP_RETRYING
@@ -71,6 +72,7 @@ class Runner:
         self.db = backend
         self.store = Store(backend)
         self.retry = config.retry
+        self.family = Family(self.store, backend)  # parent and children (family.py)
         self.journal: Journal | None = None  # the warm cache: this instance's journal
         self.store_fault: str | None = None  # why the last run could not use its database
         self._began = False
@@ -183,7 +185,10 @@ class Runner:
 
     def _retain(self, loaded: Loaded, now: int) -> None:
         due = (loaded.finished_at or now) + self.config.retention_ms
-        if now >= due:
+        owed = self.family.drain(now)  # a notice to the parent, cancels to children
+        if owed is not None:
+            self.db.alarm_set(min(owed, max(due, now)))
+        elif now >= due:
             self.forget()
             self.db.delete_self()
         else:
@@ -319,6 +324,19 @@ class Runner:
 
     def _finish(self, state: str, output: str | None, tagged: bool, error: str | None) -> None:
         now = self.db.now()
+        due = now + self.config.retention_ms
         if self.store.finish(state, output, tagged, error, now):
             self.finished_as = (state, output, tagged, error, now)
-        self.db.alarm_set(now + self.config.retention_ms)
+            owed = self.family.finished(state, output, tagged, error, now)
+            if owed is not None:
+                due = min(due, owed)
+        self.db.alarm_set(due)
+
+    def cancel(self, compensate: bool = False) -> None:
+        """An operator's or a client's cancel (the protocol's cancel route) of an
+        unfinished instance: it finishes as cancelled at once, and its retention begins.
+        `compensate`: run its compensations first, where the saga policy asks (saga.py)."""
+        # The alarm first: a parked instance holds none, and a cut after the finish's
+        # COMMIT must still leave one for its retention.
+        self.db.alarm_set(self.db.now() + self.config.retention_ms)
+        self._finish("cancelled", None, False, None)
