@@ -76,6 +76,10 @@ class ReadOnly:
     def query_packed(self, sql: str, params: Sequence[Param] = ()) -> str:
         return self._db.query_packed(sql, params)
 
+    def call(self, cls: str, id: str, method: str, path: str, body: bytes
+             ) -> tuple[int, bytes]:
+        raise self._stop("a call to another actor")  # a child's start, a cancel
+
     def query_row(self, sql: str, params: Sequence[Param] = ()) -> tuple[Any, ...] | None:
         return self._db.query_row(sql, params)
 
