@@ -5,6 +5,9 @@ Backend. `RealBackend` is the one compiled into a guest (over `wkguest.sqlite`, 
 and `lifecycle`); `wkguest.workflow.testing.FakeBackend` is the one unit tests use, on the
 stdlib's sqlite3 with a clock that tests move.
 
+`call` is the one request to another actor (child workflows, child.py and family.py):
+a failed call raises CallFailed, an ordinary Exception (a step's attempt retries it).
+
 Contract: a storage call (exec, exec_durable, query_packed, query_row, alarm_set,
 alarm_clear) that fails raises StoreFault, a BaseException, so that no user `except
 Exception` can mistake the runner's own database trouble for a step's error. `now` is the
@@ -19,6 +22,11 @@ from typing import Any, Protocol
 from .errors import StoreFault
 
 Param = None | int | float | str | bytes
+
+
+class CallFailed(Exception):
+    """A call to another actor failed (refused: re-entry, a cycle, backpressure; an
+    unknown class; the callee trapped; the deadline passed): the host's reason."""
 
 
 class Backend(Protocol):
@@ -53,6 +61,10 @@ class Backend(Protocol):
     def last_trap(self) -> str | None:
         """Why this actor's last trapped event ended, until an event that asked ends."""
 
+    def call(self, cls: str, id: str, method: str, path: str, body: bytes) -> tuple[int, bytes]:
+        """A wk-workflow/v1 request to actor `cls`/`id`'s handle: (status, body).
+        Raises CallFailed if the call itself failed."""
+
 
 class RealBackend:
     """The Backend inside a component.
@@ -64,9 +76,16 @@ class RealBackend:
     """
 
     def __init__(self) -> None:
-        from wkguest import alarm, errors, lifecycle, sqlite
+        from wkguest import actors, alarm, errors, lifecycle, sqlite
+
+        from .serve import PROTOCOL
 
         self._sqlite: Any = sqlite
+        self._actors: Any = actors
+        self._call_error: type[Exception] = errors.CallError
+        # As the Client's calls (client.py): the host delivers them only to a class that
+        # declares the workflow protocol.
+        self._headers = [("content-type", "application/cbor"), ("wk-protocol", PROTOCOL)]
         self._alarm: Any = alarm
         self._lifecycle: Any = lifecycle
         self._errors: tuple[type[Exception], ...] = (errors.SqliteError, errors.AlarmError)
@@ -126,3 +145,10 @@ class RealBackend:
     def last_trap(self) -> str | None:
         reason = self._lifecycle.last_trap()
         return None if reason is None else str(reason)
+
+    def call(self, cls: str, id: str, method: str, path: str, body: bytes) -> tuple[int, bytes]:
+        try:
+            r = self._actors.call(cls, id, method, path, body, self._headers)
+        except self._call_error as e:
+            raise CallFailed(str(getattr(e, "reason", e))) from None
+        return int(r.status), bytes(r.body)

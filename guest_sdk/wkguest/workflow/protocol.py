@@ -15,6 +15,11 @@ Routes (`/wk-workflow/v1/<route>`, CBOR map bodies; docs/workflow-protocol.md):
     summary  GET|POST  the status map without the output (for listing many instances)
     events   GET|POST  the emitted-event stream from an offset (reads.py)
     query    GET|POST  a query handler's answer over a dry replay (reads.py, dry.py)
+    child-done  POST   a child's notice that it finished (actors only; family.py)
+
+A start may carry `parent: {cls, id}` and `detached` (child.py): the new instance records
+its parent (kin.py), and the answer for an existing one says whose child it is (`parent`)
+and, if the input differs, the instance's (`input`), so the parent can name both.
 
 The client routes only record and answer; runs happen in on_alarm, with one exception: an
 operator's start that waits (`wait_ms`) runs the new instance's first run in its own
@@ -30,8 +35,10 @@ import json
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from . import cbor, reads
+from . import cbor, family, reads
+from .child import shown
 from .errors import CborError, StoreFault, UnsupportedValue, ValueTooLarge
+from .kin import Kin
 from .kinds import STEP_RETRYING, call_of, state_of
 from .reads import BadRequest, int_field
 from .runner import Runner
@@ -48,7 +55,7 @@ HOLD_STATE = "wk-hold-state"
 _CREATED = "created"
 _ROUTES = {"start": "POST", "event": "POST", "cancel": "POST",
            "status": "GET POST", "steps": "GET POST", "summary": "GET POST",
-           "events": "GET POST", "query": "GET POST"}
+           "events": "GET POST", "query": "GET POST", "child-done": "POST"}
 
 
 class Reply(NamedTuple):
@@ -105,6 +112,8 @@ class Protocol:
             return refuse(404, "route", f"wk-workflow/v1 has no route {route!r}")
         if method not in allowed.split():
             return refuse(405, "method", f"{route} takes {allowed.replace(' ', ' or ')}")
+        if route == "child-done" and sender != "actor":
+            return refuse(403, "forbidden", "child-done is a child workflow's, an actor's")
         try:
             msg = _message(body)
             if route == "start":
@@ -122,7 +131,7 @@ class Protocol:
                 "cancel": self._cancel, "steps": self._steps,
                 "summary": lambda m, row: reply(self._status(row, output=False)),
                 "events": lambda m, row: reply(reads.events(self.r, m)),
-                "query": self._query}
+                "query": self._query, "child-done": self._child_done}
 
     def _query(self, msg: dict[str, Any], row: StatusRow) -> Reply:
         answer = reads.query(self.r, msg)
@@ -132,6 +141,7 @@ class Protocol:
 
     def _start(self, msg: dict[str, Any], row: StatusRow | None, sender: str,
                hold_state: str | None) -> Reply:
+        parent = _parent_field(msg)
         if row is not None:
             # Delivered again after a hold: the first delivery's answer said created.
             created_here = hold_state == _CREATED
@@ -139,9 +149,13 @@ class Protocol:
             if not created_here and "input" in msg:
                 # The instance stays as it is; the caller learns its input was ignored.
                 answer["input_differs"] = self._input_differs(msg["input"])
+            if parent is not None:  # a parent's start: whose child this one is
+                self._kin_answer(answer)
             return self._held(msg, row, answer, _CREATED if created_here else None)
         wait_ms = _int_field(msg, "wait_ms", 0)  # refused before anything is recorded
         text, tagged = _encode(msg.get("input"), self.r.config.max_value_bytes, "the input")
+        if parent is not None:  # before the create: its durable insert syncs it too
+            Kin(self.db).set_parent(*parent, msg.get("detached") is True)
         now = self.db.now()
         run_id = self.r.new_run_id()
         if wait_ms > 0 and sender == "operator":
@@ -151,6 +165,23 @@ class Protocol:
         if created is None:
             raise StoreFault("the new instance is not there after its insert")
         return self._held(msg, created, {**self._status(created), "created": True}, _CREATED)
+
+    def _kin_answer(self, answer: dict[str, Any]) -> None:
+        got = Kin(self.db).parent()
+        answer["parent"] = None if got is None else {"cls": got[0], "id": got[1]}
+        if answer.get("input_differs"):
+            stored = self.store.input()
+            answer["input"] = None if stored is None else decode(*stored)
+
+    def _child_done(self, msg: dict[str, Any], row: StatusRow) -> Reply:
+        if row.state in FINISHED:  # the child counts this as delivered: a no-op
+            return refuse(409, "finished", f"the instance is {row.state}: it waits for "
+                          "no child")
+        try:
+            recorded = family.record_notice(self.store, msg, row.state == PARKED)
+        except ValueError as e:
+            raise BadRequest(400, "bad-request", f"child-done: {e}") from None
+        return reply({"recorded": recorded})
 
     def _input_differs(self, given: Any) -> bool:
         """Whether `given` is another value than the instance's input: compared as JSON
@@ -260,12 +291,14 @@ class Protocol:
     def _status(self, row: StatusRow, output: bool = True) -> dict[str, Any]:
         m: dict[str, Any] = {
             "state": row.state, "run_id": row.run_id, "wake_at": row.wake_at,
-            "waiting_for": [row.waiting_for] if row.waiting_for else [],
+            "waiting_for": [shown(row.waiting_for)] if row.waiting_for else [],
             "error": row.error or (None if row.state in FINISHED else self.r.store_fault),
             "positions": row.positions, "created_at": row.created_at,
             "updated_at": row.updated_at, "finished_at": row.finished_at,
             "events_pending": row.events_pending, "runs": row.runs,
         }
+        if m["waiting_for"] and row.waiting_for != m["waiting_for"][0]:
+            m["wake_at"] = None  # a child's wait: no time of its own (child.py)
         if row.previous_run_id is not None:  # continued as new (chain.py)
             m["previous_run_id"] = row.previous_run_id
         if row.state == PARKED:  # nothing writes its row until an operator moves it on
@@ -296,6 +329,20 @@ def _encode(value: Any, limit: int, what: str) -> tuple[str, bool]:
         raise BadRequest(400, "bad-request", str(e)) from None
 
 
+def _parent_field(msg: dict[str, Any]) -> tuple[str, str] | None:
+    """A start's `parent: {cls, id}` (a child workflow's start), or None."""
+    p = msg.get("parent")
+    if p is None:
+        return None
+    if not (isinstance(p, dict) and isinstance(p.get("cls"), str) and p["cls"]
+            and isinstance(p.get("id"), str) and p["id"]):
+        raise BadRequest(400, "bad-request", "'parent' must be a map of non-empty texts "
+                         "cls and id")
+    if not isinstance(msg.get("detached", False), bool):
+        raise BadRequest(400, "bad-request", "'detached' must be true or false")
+    return p["cls"], p["id"]
+
+
 def _reads_status(path: str) -> bool:
     """A request that reports the instance's state: it records a pending cut first."""
     return path.rsplit("/", 1)[-1] in ("status", "summary", "steps")
@@ -310,7 +357,7 @@ _int_field = int_field
 
 def _step_map(r: list[Any]) -> dict[str, Any]:
     pos, kind, name, attempts, error, next_at, wake_at, size, seq, updated = r
-    return {"pos": pos, "name": name, "kind": call_of(kind),
+    return {"pos": pos, "name": shown(name), "kind": call_of(kind),
             "state": state_of(kind), "attempts": attempts, "error": error,
             "next_attempt_at": next_at if kind == STEP_RETRYING else None, "wake_at": wake_at,
             "result_bytes": size, "event_seq": seq, "updated_at": updated}

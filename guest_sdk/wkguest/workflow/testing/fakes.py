@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..backend import Param
+from ..backend import CallFailed, Param
 from ..errors import StoreFault
 
 START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z: far from 0, so off-by-epoch bugs show
@@ -54,6 +54,8 @@ class FakeBackend:
         self.trap: str | None = None
         self.trap_read = False
         self.fail_when: Callable[[str, str], bool] | None = None  # (method, sql) → fault?
+        # How `call` reaches other actors: FakeHost sets it (a nested event of the callee).
+        self.caller: Callable[[str, str, str, str, bytes], tuple[int, bytes]] | None = None
         self.calls: Counter[str] = Counter()
         self.host_ns = 0
         self._durable: tuple[bytes | None, int | None] = (None, None)  # None: empty
@@ -132,6 +134,12 @@ class FakeBackend:
     def last_trap(self) -> str | None:
         self.trap_read = True
         return self.trap
+
+    def call(self, cls: str, id: str, method: str, path: str, body: bytes) -> tuple[int, bytes]:
+        self.calls["call"] += 1
+        if self.caller is None:
+            raise CallFailed("this FakeBackend reaches no other actor (no FakeHost)")
+        return self.caller(cls, id, method, path, body)
 
     # -- for tests ---------------------------------------------------------------------
 

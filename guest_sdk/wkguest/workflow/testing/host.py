@@ -12,8 +12,13 @@ on_alarm returns, the alarm is cleared unless the event set or cleared it; a tra
 `Trap`, or any exception escaping the runner) loses the event's open transaction and the
 instance (its warm cache), and an alarm the event did not touch is retried in a second;
 delete_self takes effect when the event ends; a trap's reason is kept for
-`last_trap` until an event that read it ends cleanly. `always_replay=True` gives every event a
-fresh runner, so each one replays from the stored journal (a hunt for non-determinism).
+`last_trap` until an event that read it ends cleanly. A call from one instance's event
+(`Backend.call`) runs the callee's handle in a nested event, and is refused at once
+(CallFailed) into an instance already in an event (the host refuses re-entry and
+cycles), into a class not served, into a callee that traps, and into any instance in
+`refusing` (a test's stand-in for a busy or unreachable actor). `always_replay=True`
+gives every event a fresh runner, so each one replays from the stored journal (a hunt
+for non-determinism).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..backend import CallFailed
 from ..client import Client
 from ..config import Config
 from ..errors import WorkflowSignal
@@ -51,6 +57,8 @@ class FakeHost:
         self.classes: dict[str, tuple[Workflow, Config]] = {}
         self.instances: dict[tuple[str, str], Instance] = {}
         self.traps = 0
+        self.busy: set[tuple[str, str]] = set()  # instances in an event now (nested calls)
+        self.refusing: set[tuple[str, str]] = set()  # calls to these fail (tests)
 
     def serve(self, cls: str, fn: Workflow, config: Config | None = None) -> None:
         self.classes[cls] = (fn, config or Config())
@@ -105,6 +113,7 @@ class FakeHost:
             inst.runner, inst.protocol = self._runner(cls, inst.backend)
         b = inst.backend
         b.alarm_touched = b.trap_read = False
+        self.busy.add((cls, id))
         try:
             out = action(inst)
         except (Exception, Trap, WorkflowSignal) as e:
@@ -116,6 +125,7 @@ class FakeHost:
                 b.alarm = None
             if b.trap_read:
                 b.trap = None
+        self.busy.discard((cls, id))
         b.rollback_open()
         if b.deleted:
             del self.instances[(cls, id)]
@@ -128,8 +138,25 @@ class FakeHost:
         if alarm and not inst.backend.alarm_touched:
             inst.backend.alarm = self.clock.now() + HOST_RETRY_MS
 
+    def _call_from(self, caller: tuple[str, str], cls: str, id: str, method: str, path: str,
+                   body: bytes) -> tuple[int, bytes]:
+        """`caller`'s Backend.call to `cls`/`id`, in a nested event (see the module doc)."""
+        route = f"{caller[0]}/{caller[1]} -> {cls}/{id}"
+        if (cls, id) in self.busy:
+            raise CallFailed(f"re-entrant call refused: {route}")
+        if (cls, id) in self.refusing:
+            raise CallFailed(f"call refused (the test's refusing): {route}")
+        if cls not in self.classes:
+            raise CallFailed(f"unknown class {cls!r}")
+        out = self._event(cls, id, lambda i: i.protocol.handle(method, path, body, "actor"))
+        if out is TRAPPED:
+            raise CallFailed(f"the callee trapped: {route}")
+        assert isinstance(out, Reply)
+        return out.status, out.body
+
     def _create(self, cls: str, id: str) -> Instance | None:
         backend = FakeBackend(self.clock, (cls, id))
+        backend.caller = lambda c, i, m, p, b: self._call_from((cls, id), c, i, m, p, b)
         runner, protocol = self._runner(cls, backend)
         try:
             runner.init()

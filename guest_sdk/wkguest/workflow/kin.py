@@ -1,0 +1,192 @@
+"""The SQL of an instance's family: its parent, and the children it started (child.py,
+family.py, and the start and child-done routes).
+
+    _wk_wf_parent  one row in a child: who started it (class, id), whether detached, and
+                   its notice to the parent: owed (0, once the child has finished),
+                   delivered (1) or given up (2), with the tries so far
+    _wk_wf_child   one row per child a parent started, by id: its class, whether
+                   detached, where it was started (run id and position), the child run
+                   whose notice came (done_run), and its cancel: not asked (0), owed
+                   (1), delivered (2)
+
+Both are made with CREATE TABLE IF NOT EXISTS when first needed, not with the schema:
+an instance made by an older SDK has neither, and most instances never need them. What
+is owed is mostly implied by state rather than written: a finished child with a parent
+row not delivered owes its notice; a cancelled parent owes a cancel to each child not
+detached and not done (the finish's durable write is what makes them owed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import Any
+
+from .backend import Backend
+from .errors import StoreFault
+
+# Reserved: user names hold no control character (values.check_name), so no user event,
+# step or wait can have a name that starts with U+0002.
+NOTICE_PREFIX = "\x02child "
+
+PARENT = "_wk_wf_parent"
+CHILDREN = "_wk_wf_child"
+OWED, DELIVERED, GIVEN_UP = 0, 1, 2
+NOT_ASKED, CANCEL_OWED, CANCELLED = 0, 1, 2
+
+_PARENT_TABLE = f"""CREATE TABLE IF NOT EXISTS {PARENT} (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        cls TEXT NOT NULL,
+        pid TEXT NOT NULL,
+        detached INTEGER NOT NULL,
+        notice INTEGER NOT NULL DEFAULT 0,
+        tries INTEGER NOT NULL DEFAULT 0,
+        next_try_at INTEGER,
+        error TEXT)"""
+_CHILD_TABLE = f"""CREATE TABLE IF NOT EXISTS {CHILDREN} (
+        id TEXT PRIMARY KEY,
+        cls TEXT NOT NULL,
+        detached INTEGER NOT NULL,
+        started_at TEXT,
+        done_run TEXT,
+        cancel INTEGER NOT NULL DEFAULT 0,
+        tries INTEGER NOT NULL DEFAULT 0,
+        next_try_at INTEGER,
+        error TEXT)"""
+
+# Where a start attempt is: the run and the last position, which is the attempt's own
+# pending entry (counted before the attempt runs). The same on a retry of the attempt,
+# another for a later position: so a child id is used by one position of one run.
+_HERE = ("(SELECT run_id || '/' || coalesce((SELECT max(pos) FROM _wk_wf_step), -1)"
+         " FROM _wk_wf)")
+_REGISTER = (f"/*wk:child-register*/ INSERT INTO {CHILDREN} (id, cls, detached, started_at)"
+             f" VALUES (?, ?, ?, {_HERE}) ON CONFLICT (id) DO NOTHING")
+_REGISTERED = f"SELECT cls, started_at, {_HERE} FROM {CHILDREN} WHERE id = ?"
+_SET_PARENT = (f"/*wk:child-parent*/ INSERT OR REPLACE INTO {PARENT} (id, cls, pid, detached)"
+               " VALUES (1, ?, ?, ?)")
+_TABLES = ("SELECT name FROM sqlite_master WHERE type = 'table'"
+           f" AND name IN ('{PARENT}', '{CHILDREN}')")
+# The notice owed, with what it says: the instance's row as its finish left it.
+_NOTICE = ("SELECT p.cls, p.pid, p.tries, p.next_try_at, w.run_id, w.state, w.output,"
+           f" w.output_tagged, w.error FROM {PARENT} AS p, _wk_wf AS w WHERE p.notice = {OWED}"
+           " AND w.state IN ('completed', 'failed', 'cancelled')")
+_CANCELS = (f"SELECT c.id, c.cls, c.tries, c.next_try_at FROM {CHILDREN} AS c, _wk_wf AS w"
+            f" WHERE c.cancel != {CANCELLED} AND c.done_run IS NULL"
+            f" AND (c.cancel = {CANCEL_OWED} OR (w.state = 'cancelled' AND c.detached = 0))")
+_DONE = (f"/*wk:child-done*/ INSERT INTO {CHILDREN} (id, cls, detached, done_run)"
+         " VALUES (?, ?, 0, ?) ON CONFLICT (id) DO UPDATE SET done_run = excluded.done_run"
+         " WHERE cls = excluded.cls AND done_run IS NOT excluded.done_run")
+
+
+def notice_event(cls: str, id: str) -> str:
+    """The name child `cls`/`id`'s notice is stored under in the parent's _wk_wf_event,
+    and the name of the child's two positions in the parent's journal."""
+    return f"{NOTICE_PREFIX}{cls}/{id}"
+
+
+class Kin:
+    """The family tables' statements over a Backend."""
+
+    __slots__ = ("db",)
+
+    def __init__(self, db: Backend) -> None:
+        self.db = db
+
+    def tables(self) -> set[str]:
+        """Which of the two tables this instance has."""
+        return {str(r[0]) for r in _rows(self.db, _TABLES)}
+
+    # -- the parent's side -----------------------------------------------------------
+
+    def register(self, id: str, cls: str, detached: bool) -> tuple[str, bool]:
+        """Register child `id` of class `cls` started here (see _HERE). Returns the class
+        it is registered with (another: a mismatch) and whether the id was registered by
+        this same position (False: another position or run used it)."""
+        self.db.exec(_CHILD_TABLE)
+        self.db.exec(_REGISTER, (id, cls, int(detached)))
+        got = _rows(self.db, _REGISTERED, (id,))
+        if not got:
+            raise StoreFault(f"child {id!r} is not registered after its insert")
+        known, at, here = got[0]
+        return str(known), at is None or at == here
+
+    def owe_cancel(self, id: str, cls: str) -> bool:
+        """Child `id` is no longer wanted: its cancel owed, durably. False if there is no
+        such child, or it is done, or its cancel was asked already."""
+        self.db.exec(_CHILD_TABLE)
+        return self.db.exec_durable(
+            f"/*wk:child-cancel*/ UPDATE {CHILDREN} SET cancel = {CANCEL_OWED}"
+            f" WHERE id = ? AND cls = ? AND cancel = {NOT_ASKED} AND done_run IS NULL",
+            (id, cls)) > 0
+
+    def cancels_owed(self) -> list[tuple[str, str, int, int | None]]:
+        """The children owed a cancel: (id, class, tries, next try at)."""
+        return [(str(r[0]), str(r[1]), int(r[2]), r[3]) for r in _rows(self.db, _CANCELS)]
+
+    def cancel_delivered(self, id: str) -> None:
+        # A plain write: if it is lost, the cancel is sent again, which changes nothing.
+        self.db.exec(f"UPDATE {CHILDREN} SET cancel = {CANCELLED}, error = NULL WHERE id = ?",
+                     (id,))
+
+    def cancel_failed(self, id: str, tries: int, next_try_at: int | None, error: str) -> None:
+        """`next_try_at` None: given up (the cancel counts as done, its error kept)."""
+        state = CANCEL_OWED if next_try_at is not None else CANCELLED
+        self.db.exec(f"UPDATE {CHILDREN} SET cancel = ?, tries = ?, next_try_at = ?,"
+                     " error = ? WHERE id = ?", (state, tries, next_try_at, error, id))
+
+    def take_notice(self, id: str, cls: str, run_id: str, add: Any) -> bool:
+        """Child `cls`/`id`'s notice of its run `run_id`: noted, and `add()` (the event's
+        durable insert) run, in one transaction, so a duplicate is known as one whatever
+        the cut. False for a duplicate (or a class that is not the registered one). A
+        child whose cancel was asked is noted but gets no event: nothing waits for it."""
+        db = self.db
+        db.exec(_CHILD_TABLE)
+        db.exec("/*wk:child-notice-begin*/ BEGIN IMMEDIATE")
+        try:
+            if db.exec(_DONE, (id, cls, run_id)) == 0:
+                db.exec("ROLLBACK")
+                return False
+            got = _rows(db, f"SELECT cancel FROM {CHILDREN} WHERE id = ?", (id,))
+            if not got or got[0][0] == NOT_ASKED:
+                add()
+            db.exec_durable("/*wk:child-notice-commit*/ COMMIT")
+        except BaseException:
+            with contextlib.suppress(StoreFault):  # else the host rolls it back
+                db.exec("ROLLBACK")
+            raise
+        return True
+
+    # -- the child's side ------------------------------------------------------------
+
+    def set_parent(self, cls: str, pid: str, detached: bool) -> None:
+        """Record the parent of the instance the start is about to create (a plain
+        write before the create's durable one, which syncs it)."""
+        self.db.exec(_PARENT_TABLE)
+        self.db.exec(_SET_PARENT, (cls, pid, int(detached)))
+
+    def parent(self) -> tuple[str, str] | None:
+        """The recorded parent (class, id), or None (no parent: a client started it)."""
+        if PARENT not in self.tables():
+            return None
+        got = _rows(self.db, f"SELECT cls, pid FROM {PARENT}")
+        return (str(got[0][0]), str(got[0][1])) if got else None
+
+    def notice_owed(self) -> list[Any] | None:
+        """(parent class, parent id, tries, next try at, run id, state, output, tagged,
+        error) of the notice owed, or None."""
+        got = _rows(self.db, _NOTICE)
+        return got[0] if got else None
+
+    def notice_done(self, state: int, tries: int, next_try_at: int | None,
+                    error: str | None) -> None:
+        # A plain write: if it is lost, the notice is sent again, and a duplicate is
+        # ignored by the parent.
+        self.db.exec(f"UPDATE {PARENT} SET notice = ?, tries = ?, next_try_at = ?, error = ?",
+                     (state, tries, next_try_at, error))
+
+
+def _rows(db: Backend, sql: str, params: tuple[Any, ...] = ()) -> list[list[Any]]:
+    try:
+        return list(json.loads(db.query_packed(sql, params))[1:])
+    except ValueError:
+        raise StoreFault("query-packed returned malformed JSON") from None
