@@ -17,11 +17,14 @@ is only ever at the last position, until a final one replaces it.
     UUID_TAKEN             U  wf.uuid() took an id            the UUID's text
     PATCH_MARKER           V  wf.patched(id) answered True    true (the name is the id)
     EMITTED                M  wf.emit(name, payload)          null (the stream holds it)
+    GROUP_SETTLED          G  a group (wf.all, all_settled,   [winner or null, each branch's
+                              any) settled                    [kind, result] or null]
 
     pending
     STEP_RETRYING          p  a step, with its attempts so far (and maybe a backoff)
     SLEEPING               w  a sleep until wake_at
     WAITING                q  a wait until wake_at
+    GROUP_OPEN             g  a group whose branches go on (their rows: _wk_wf_branch)
 
 The helpers' entries (N, R, U) are named after their call ("now", "random", "uuid"); a
 marker's name is its change id. Plain and tagged JSON: see values.py.
@@ -43,9 +46,11 @@ RANDOM_TAKEN = "R"
 UUID_TAKEN = "U"
 PATCH_MARKER = "V"
 EMITTED = "M"  # wf.emit(name, payload): the payload is in the stream (stream.py)
+GROUP_SETTLED = "G"  # a group of branches settled (group.py)
 STEP_RETRYING = "p"
 SLEEPING = "w"
 WAITING = "q"
+GROUP_OPEN = "g"
 
 # The primitives that record entries, as the steps route and the errors name them.
 STEP = "step"
@@ -55,6 +60,7 @@ NOW = "now"
 RANDOM = "random"
 UUID = "uuid"
 PATCHED = "patched"
+GROUP = "group"
 
 
 class Kind(NamedTuple):
@@ -76,13 +82,15 @@ KINDS: dict[str, Kind] = {
     UUID_TAKEN: Kind(UUID, True, "done"),
     PATCH_MARKER: Kind(PATCHED, True, "done"),
     EMITTED: Kind("emit", True, "done"),
+    GROUP_SETTLED: Kind(GROUP, True, "done"),
     STEP_RETRYING: Kind(STEP, False, "retrying"),
     SLEEPING: Kind(SLEEP, False, "sleeping"),
     WAITING: Kind(WAIT, False, "waiting"),
+    GROUP_OPEN: Kind(GROUP, False, "open"),
 }
 
-FINAL_KINDS = "".join(k for k, v in KINDS.items() if v.final)  # "STXZEFONRUVM"
-PENDING_KINDS = "".join(k for k, v in KINDS.items() if not v.final)  # "pwq"
+FINAL_KINDS = "".join(k for k, v in KINDS.items() if v.final)  # "STXZEFONRUVMG"
+PENDING_KINDS = "".join(k for k, v in KINDS.items() if not v.final)  # "pwqg"
 
 
 def call_of(kind: str) -> str:

@@ -12,11 +12,10 @@ compare: replay cost is per position and per event (see the comment above `step`
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, NoReturn, TypedDict, Unpack
 
+from .branches import StepResult as StepResult
 from .child import Children
 from .config import Retry
 from .emit import Emits
@@ -35,6 +34,7 @@ from .helpers import Helpers
 from .journal import Journal
 from .kinds import (
     EMITTED,
+    GROUP_SETTLED,
     NOW_TAKEN,
     PATCH_MARKER,
     RANDOM_TAKEN,
@@ -53,19 +53,7 @@ from .kinds import (
 )
 from .saga import Saga
 from .tx import Tables, tables_of
-from .values import check_name, revive
-
-
-@dataclass(frozen=True)
-class StepResult:
-    """What `try_step` returns: `ok` and `value`, or `error` (one line) and how many
-    `attempts` the step made. A success reports attempts 0, on the first run as on replay
-    (the journal keeps a success's value, not its count)."""
-
-    ok: bool
-    value: Any = None
-    error: str | None = None
-    attempts: int = 0
+from .values import check_ms, check_name, revive
 
 
 class StepOptions(TypedDict, total=False):
@@ -238,7 +226,7 @@ class Run(Helpers, Emits, Saga, Children, Groups):
 
     def _duration(self, t: object, what: str) -> int:
         try:
-            return _ms(t, what)
+            return check_ms(t, what)
         except (TypeError, ValueError) as e:
             self.stopped = CodeError(str(e))
             raise self.stopped from None
@@ -335,14 +323,5 @@ _REPLAY: dict[str, Callable[[Run, int, str, str], Any]] = {
     UUID_TAKEN: Run._replay_recorded,
     PATCH_MARKER: Run._replay_recorded,
     EMITTED: Run._replay_recorded,
+    GROUP_SETTLED: Run._replay_recorded,  # a group's record: group.py reads it
 }
-
-
-def _ms(t: object, what: str) -> int:
-    """A duration or a time in milliseconds: a finite number, 0 or more."""
-    if isinstance(t, bool) or not isinstance(t, (int, float)):
-        raise TypeError(f"{what} must be a number of milliseconds, not {t!r} "
-                        f"({type(t).__name__})")
-    if not math.isfinite(t) or t < 0:
-        raise ValueError(f"{what} must be 0 or more milliseconds, not {t!r}")
-    return int(t)

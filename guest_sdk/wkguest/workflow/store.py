@@ -23,6 +23,7 @@ from .backend import Backend, Param
 from .chain import Chain
 from .errors import StoreFault
 from .kinds import (
+    GROUP_SETTLED,
     PENDING_KINDS,
     SLEEP_PASSED,
     SLEEPING,
@@ -366,7 +367,7 @@ class Store:
 _FINAL_TAGS = {STEP_RETURNED: "/*wk:result*/", STEP_RETURNED_TAGGED: "/*wk:result*/",
                STEP_FAILED: "/*wk:step-error*/", SLEEP_PASSED: "/*wk:sleep-done*/",
                WAIT_TIMED_OUT: "/*wk:timeout*/", WAIT_TOOK_EVENT: "/*wk:take-event*/",
-               WAIT_TOOK_EVENT_TAGGED: "/*wk:take-event*/"}
+               WAIT_TOOK_EVENT_TAGGED: "/*wk:take-event*/", GROUP_SETTLED: "/*wk:group*/"}
 _PENDING_TAGS = {SLEEPING: "/*wk:sleep*/", WAITING: "/*wk:wait*/",
                  STEP_RETRYING: "/*wk:attempt*/"}
 _PUT_FINAL = (

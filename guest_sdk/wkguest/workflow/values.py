@@ -28,6 +28,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 from typing import Any
 
 from .errors import UnsupportedValue, ValueTooLarge
@@ -209,3 +210,14 @@ def _untag(s: str) -> Any:
         except (binascii.Error, ValueError):
             raise ValueError(f"bad base64 in a tagged bytes value: {body[:40]!r}") from None
     raise ValueError(f"unknown value tag {tag!r}")
+
+
+def check_ms(t: object, what: str) -> int:
+    """A duration or a time in milliseconds: a finite number, 0 or more. Raises TypeError
+    or ValueError naming `what`."""
+    if isinstance(t, bool) or not isinstance(t, (int, float)):
+        raise TypeError(f"{what} must be a number of milliseconds, not {t!r} "
+                        f"({type(t).__name__})")
+    if not math.isfinite(t) or t < 0:
+        raise ValueError(f"{what} must be 0 or more milliseconds, not {t!r}")
+    return int(t)

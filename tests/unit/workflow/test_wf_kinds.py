@@ -12,10 +12,10 @@ def test_the_stored_letters_are_the_formats() -> None:
         "STEP_RETURNED", "STEP_RETURNED_TAGGED", "STEP_FAILED", "SLEEP_PASSED",
         "WAIT_TOOK_EVENT", "WAIT_TOOK_EVENT_TAGGED", "WAIT_TIMED_OUT", "NOW_TAKEN",
         "RANDOM_TAKEN", "UUID_TAKEN", "PATCH_MARKER", "EMITTED", "STEP_RETRYING", "SLEEPING",
-        "WAITING")}
-    assert "".join(letters.values()) == "STXZEFONRUVMpwq"
+        "WAITING", "GROUP_SETTLED", "GROUP_OPEN")}
+    assert "".join(letters.values()) == "STXZEFONRUVMpwqGg"
     assert set(kinds.KINDS) == set(letters.values())
-    assert (kinds.FINAL_KINDS, kinds.PENDING_KINDS) == ("STXZEFONRUVM", "pwq")
+    assert (kinds.FINAL_KINDS, kinds.PENDING_KINDS) == ("STXZEFONRUVMG", "pwqg")
 
 
 def test_every_final_kind_replays_and_no_pending_one_does() -> None:
