@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from wkguest.workflow import ChildFailed, Config, Run
+from wkguest.workflow import Config, Run
+from wkguest.workflow.child import ChildFailed
 from wkguest.workflow.testing import FakeHost, Trap
 
 DAY = 86_400_000

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from wkguest.workflow import ChildFailed, Config, Run, cbor
-from wkguest.workflow.child import cancel_child, notice_event
+from wkguest.workflow import Config, Run, cbor
+from wkguest.workflow.child import ChildFailed, cancel_child, notice_event
 from wkguest.workflow.testing import FakeHost
 
 DAY = 86_400_000
