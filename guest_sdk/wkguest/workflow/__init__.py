@@ -61,6 +61,7 @@ from .errors import (
 from .protocol import Protocol, Reply
 from .run import Run, StepResult
 from .runner import Runner, Workflow
+from .saga import Compensation
 from .serve import serve
 from .status import FINISHED_STATES, STATES, Event, Status
 from .tx import Tables, TxDb, TxRefused
@@ -74,6 +75,7 @@ __all__ = [
     "Config",
     "Fail",
     "CodeError",
+    "Compensation",
     "ContinueAsNew",
     "Event",
     "JournalError",

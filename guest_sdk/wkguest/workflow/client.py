@@ -5,7 +5,7 @@
     status = orders.start("order-42", {"item": "book"})   # idempotent while kept
     orders.send_event("order-42", "approved", {"by": "ann"})
     status = orders.status("order-42")
-    orders.cancel("order-42")
+    orders.cancel("order-42")                    # or compensate=True: undo its steps first
     events = orders.events("order-42", after=0)  # what it emitted (wf.emit), from offset 0
     progress = orders.query("order-42", "progress")  # a query handler's answer (wf.query)
 
@@ -62,10 +62,14 @@ class Client:
         instance keeps too many events, 413 for a payload over the limit)."""
         self._call(id, "event", {"name": name, "payload": payload})
 
-    def cancel(self, id: str) -> Status:
+    def cancel(self, id: str, compensate: bool = False) -> Status:
         """Cancel at once (a step running now finishes first, its result unused).
-        Cancelling a finished instance changes nothing. Raises WorkflowError."""
-        return Status.from_map(self._call(id, "cancel", {}))
+        Cancelling a finished instance changes nothing. `compensate`: instead, the
+        instance (state compensating) runs the compensations of its completed steps,
+        newest first, and then finishes as cancelled; a parked one is cancelled at once,
+        compensating nothing. Raises WorkflowError."""
+        return Status.from_map(self._call(id, "cancel", {"compensate": True} if compensate
+                                          else {}))
 
     def events(self, id: str, after: int = 0, limit: int = 100) -> list[Event]:
         """Up to `limit` (at most 500) events the instance emitted, from offset `after`

@@ -28,7 +28,8 @@ from the database; one met in the warm cache drops the cache and tries again, as
 run), and too many bad runs in a row. Parked is not finished: its state says why, its
 journal stays as recorded, nothing runs, it holds no alarm and retention never deletes
 it. It waits for an operator. Only the workflow's own failures (a step out of attempts,
-`wf.fail`, an output that cannot be recorded) fail it.
+`wf.fail`, an output that cannot be recorded) fail it; the first two, and a cancel that
+asks for it, run the compensations of its completed steps first (saga.py), compensating.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from typing import Any
 
 from .backend import Backend
 from .config import Config
+from .dry import ReadOnly
 from .errors import (
     CodeError,
     ContinueAsNew,
@@ -58,6 +60,14 @@ from .frontier import Frontier, describe
 from .journal import Journal
 from .kinds import STEP_RETRYING
 from .run import Run
+from .saga import (
+    COMPENSATING,
+    CancellingFrontier,
+    Marks,
+    cancelled_run,
+    compensating,
+    outcome,
+)
 from .store import FINISHED, PARKED, RESTING, Loaded, Store
 from .values import encode
 
@@ -73,6 +83,7 @@ class Runner:
         self.store = Store(backend)
         self.retry = config.retry
         self.family = Family(self.store, backend)  # parent and children (family.py)
+        self.marks = Marks(backend)  # a cancel with compensation under way (saga.py)
         self.journal: Journal | None = None  # the warm cache: this instance's journal
         self.store_fault: str | None = None  # why the last run could not use its database
         self._began = False
@@ -209,20 +220,50 @@ class Runner:
             input_value = journal.begin_run(loaded)  # before Run takes its lists
         except JournalError as e:
             return self._unreadable(e, bad)
-        front = Frontier(self.store, self.db, journal, loaded.pending,
-                         self.config.max_value_bytes, self.config.run_budget_ms, now)
-        front.alarm_at = watchdog
+        mark = self.marks.mark() if loaded.state == COMPENSATING else None
+        if mark is not None:
+            return cancelled_run(self, loaded, journal, input_value, now, watchdog, mark[1])
+        front = self._frontier(loaded, journal, now, watchdog)
         run = Run(journal, front, self.retry, loaded.run_id)
         try:
             output = self.fn(run, input_value)
         except WorkflowSignal as s:
             return self._stopped(run.stopped or s, loaded, front, bad)
         except (StepFailed, Fail) as e:
-            return self._settle(run, loaded, front, bad, error=str(e) or "failed")
+            return self._failed(run, loaded, front, bad, str(e) or "failed")
         except Exception as e:
             reason = f"the workflow function raised {describe(e)}"
             return self._settle(run, loaded, front, bad, bad_reason=reason)
         self._settle(run, loaded, front, bad, output=output, returned=True)
+
+    def _frontier(self, loaded: Loaded, journal: Journal, now: int, watchdog: int,
+                  cancelling: bool = False) -> Frontier:
+        make = CancellingFrontier if cancelling else Frontier
+        db = ReadOnly(self.db) if cancelling else self.db  # a cancelled function writes nothing
+        store = Store(db) if cancelling else self.store
+        front = make(store, db, journal, loaded.pending, self.config.max_value_bytes,
+                     self.config.run_budget_ms, now)
+        front.alarm_at = watchdog
+        return front
+
+    # -- compensation (saga.py) ------------------------------------------------------
+
+    def _failed(self, run: Run, loaded: Loaded, front: Frontier, bad: int,
+                error: str | None, state: str = "failed") -> None:
+        """The workflow's own failure (or a cancel with compensation, as `state`): its
+        compensations run, newest first, as steps after the failure, then it finishes.
+        A compensation's backoff or the budget stops the run, compensating."""
+        if run.stopped is not None:  # the function swallowed a signal: the signal wins
+            return self._stopped(run.stopped, loaded, front, bad)
+        if not run._saga and state == "failed":
+            return self._finish(state, None, False, error)
+        if loaded.state != COMPENSATING:  # said at once: a trap inside one keeps it
+            self.marks.compensating(self.db.now())
+        try:
+            count, failed = run._compensate()
+        except WorkflowSignal as s:
+            return self._stopped(compensating(run.stopped or s), loaded, front, bad)
+        self._finish(state, None, False, outcome(count, failed, error))
 
     def journal_for(self, loaded: Loaded) -> tuple[Journal, Any]:
         """The journal of `loaded`'s run readied for one run (the warm cache, or a new
@@ -335,7 +376,18 @@ class Runner:
     def cancel(self, compensate: bool = False) -> None:
         """An operator's or a client's cancel (the protocol's cancel route) of an
         unfinished instance: it finishes as cancelled at once, and its retention begins.
-        `compensate`: run its compensations first, where the saga policy asks (saga.py)."""
+        `compensate`: its next run, from now, replays the function to its first new
+        position, runs its compensations and then finishes it as cancelled (saga.py).
+        A parked instance never compensates: it is cancelled at once; one already
+        compensating (its own failure, or a cancel before) goes on as it is."""
+        if compensate:
+            state = self.marks.state()
+            if state == COMPENSATING:
+                return
+            if state != PARKED:
+                self.db.alarm_set(self.db.now())  # first: a cut before the mark runs it
+                self.marks.ask(self.db.now())
+                return
         # The alarm first: a parked instance holds none, and a cut after the finish's
         # COMMIT must still leave one for its retention.
         self.db.alarm_set(self.db.now() + self.config.retention_ms)

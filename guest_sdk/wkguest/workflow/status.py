@@ -11,7 +11,7 @@ from typing import Any
 
 from .errors import WorkflowError
 
-STATES = ("running", "waiting", "completed", "failed", "cancelled", "parked")
+STATES = ("running", "waiting", "completed", "failed", "cancelled", "parked", "compensating")
 FINISHED_STATES = frozenset({"completed", "failed", "cancelled"})
 # Where an instance rests: nothing of its own moves it on. A finished one, or a parked one:
 # stopped by a failure that is not the workflow's own (a reordered deploy, a value that no
@@ -26,7 +26,9 @@ CONTENT_TYPE = "application/cbor"
 class Status:
     """An instance's state as its runner reported it.
 
-    state: one of STATES. wake_at: when its alarm next runs it (ms, host clock), or None.
+    state: one of STATES ("compensating": running the compensations of its completed
+    steps, after its own failure or a cancel with compensation). wake_at: when its alarm
+    next runs it (ms, host clock), or None.
     waiting_for: the event names it waits for. output: the workflow's return value (None
     unless completed). error: why it failed (or, while running, why its last run did not
     end cleanly; while parked, why it parked). positions: how many positions are recorded.
