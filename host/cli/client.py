@@ -91,8 +91,11 @@ class WorkflowAdmin:
     def send_event(self, cls: str, id: str, name: str, payload: Any = None) -> None:
         self._call(cls, id, "event", {"name": name, "payload": payload})
 
-    def cancel(self, cls: str, id: str) -> Status:
-        return Status.from_map(self._call(cls, id, "cancel", {}))
+    def cancel(self, cls: str, id: str, *, compensate: bool = False) -> Status:
+        """`compensate`: the instance runs its compensations first (state compensating),
+        then ends cancelled; a parked one is cancelled at once, compensating nothing."""
+        msg = {"compensate": True} if compensate else {}
+        return Status.from_map(self._call(cls, id, "cancel", msg))
 
     # -- the operator routes -------------------------------------------------------
 

@@ -33,7 +33,7 @@ _COMMANDS = [
     ("status", "show an instance's status", "wkhost workflow status orders order-42 --wait"),
     ("send-event", "deliver an event to an instance",
      "wkhost workflow send-event orders order-42 approved --payload '{\"by\": \"ann\"}'"),
-    ("cancel", "cancel an instance", "wkhost workflow cancel orders order-42"),
+    ("cancel", "cancel an instance", "wkhost workflow cancel orders order-42 --compensate"),
     ("steps", "show an instance's recorded positions", "wkhost workflow steps orders order-42"),
     ("list", "list the instances of a class", "wkhost workflow list orders --status waiting"),
     ("events", "show the events an instance emitted", "wkhost workflow events orders order-42 "
@@ -88,10 +88,16 @@ def _add_specific(name: str, p: argparse.ArgumentParser) -> None:
         p.add_argument("name", metavar="NAME", help="the query's name, e.g. progress")
         p.add_argument("arg", metavar="ARG-JSON", nargs="?", default="null",
                        help="the query's argument, as JSON or @FILE (default null)")
+    elif name == "cancel":
+        p.add_argument("--compensate", action="store_true",
+                       help="run the compensations of its completed steps first, newest "
+                            "first (it is compensating, then cancelled: follow it with "
+                            "`workflow status --wait`); a parked instance is cancelled at "
+                            "once, compensating nothing")
     elif name == "list":
         p.add_argument("--status", dest="state", default=None,
-                       choices=["running", "waiting", "completed", "failed", "cancelled",
-                                "parked"],
+                       choices=["running", "waiting", "compensating", "completed", "failed",
+                                "cancelled", "parked"],
                        help="only instances in this state")
 
 
@@ -149,9 +155,10 @@ def _send_event(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
 
 
 def _cancel(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
-    status = admin.cancel(args.cls, args.id)
+    status = admin.cancel(args.cls, args.id, compensate=args.compensate)
     _print_status(args.cls, args.id, status, args.json)
-    if status.state == "cancelled":
+    # compensating: the cancel is under way (or its own failure's compensations are).
+    if status.state == "cancelled" or (args.compensate and status.state == "compensating"):
         return Exit.OK
     print(f"wkhost: {args.cls}/{args.id}: had already finished ({status.state}): "
           "not cancelled", file=sys.stderr)

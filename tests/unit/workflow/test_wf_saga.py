@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from wkguest.workflow import Compensation, Config, Run, StepFailed
+from wkguest.workflow.branches import Step
 from wkguest.workflow.testing import FakeBackend, FakeHost, Trap
 
 CONFIG = Config(attempts=2, backoff_ms=1000)
@@ -225,3 +226,27 @@ def test_a_step_name_too_long_for_its_compensation_parks(any_host: FakeHost) -> 
     c = started(any_host, wf)
     s = c.status("1")
     assert s.state == "parked" and "the compensation's step name must have" in (s.error or "")
+
+
+def test_a_groups_step_branches_compensate_in_reverse_branch_order(
+        any_host: FakeHost) -> None:
+    """wf.all's branches share one position; their compensations run newest first in
+    the order the code registered them: the later steps', then the branches' from the
+    last branch to the first."""
+    order: list[str] = []
+
+    def undo(name: str) -> Any:
+        return lambda: order.append(name)
+
+    def wf(run: Run, _: Any) -> Any:
+        run.step("first", lambda: 0, compensate=undo("first"))
+        run.all([Step(f"b{i}", lambda i=i: i, compensate=undo(f"b{i}")) for i in range(3)])
+        run.step("last", lambda: 4, compensate=undo("last"))
+        run.step("fails", broken, attempts=1)
+
+    c = started(any_host, wf)
+    s = c.status("1")
+    assert s.state == "failed", s.error
+    assert order == ["last", "b2", "b1", "b0", "first"]
+    names = [n for _, _, n in journal(any_host.instance("w", "1").backend)]
+    assert names[-5:] == [f"compensate:{n}" for n in order]
