@@ -45,7 +45,7 @@ from .errors import (
 from .frontier import Frontier, Outcome, describe
 from .journal import Journal
 from .kinds import PENDING_KINDS, sql_list
-from .tx import Tables
+from .tx import Tables, tables_of
 from .values import check_name
 
 if TYPE_CHECKING:
@@ -59,19 +59,23 @@ _OPTIONS = ("attempts", "backoff_ms", "factor", "max_backoff_ms")
 
 
 class Compensation:
-    """A compensation with its own retry settings: `compensate=Compensation(g,
-    attempts=10)`. The options are a step's (any of them; the rest from the Config), and
-    are checked when a step that carries it completes (CodeError, naming the option)."""
+    """A compensation with its own step options: `compensate=Compensation(g,
+    attempts=10)`. The retry options are a step's (any of them; the rest from the
+    Config); `tx=True` (or a `Tables`) makes it a tx step: `g(db)` writes the instance's
+    own tables in one transaction with its record (tx.py), so a crash never repeats it.
+    They are checked when a step that carries it completes (CodeError, naming them)."""
 
     __slots__ = ("fn", "opts")
 
-    def __init__(self, fn: Callable[[], Any], *, attempts: int | None = None,
+    def __init__(self, fn: Callable[..., Any], *, attempts: int | None = None,
                  backoff_ms: int | None = None, factor: float | None = None,
-                 max_backoff_ms: int | None = None) -> None:
+                 max_backoff_ms: int | None = None, tx: bool | Tables = False) -> None:
         self.fn = fn
         given = (attempts, backoff_ms, factor, max_backoff_ms)
         self.opts: dict[str, Any] = {k: v for k, v in zip(_OPTIONS, given, strict=True)
                                      if v is not None}
+        if tx is not False:
+            self.opts["tx"] = tx
 
     def __repr__(self) -> str:
         opts = "".join(f", {k}={v!r}" for k, v in self.opts.items())
@@ -79,7 +83,7 @@ class Compensation:
 
 
 # A registered compensation: the step's name, the function, its retry options.
-Entry = tuple[str, Callable[[], Any], dict[str, Any]]
+Entry = tuple[str, Callable[..., Any], dict[str, Any]]
 
 
 class CancelStop(WorkflowSignal):
@@ -168,7 +172,9 @@ def _entry(name: str, g: object, base: Retry) -> Entry:
     if not callable(fn):
         raise TypeError(f"must be a callable taking no argument or a "
                         f"workflow.Compensation, not {fn!r} ({type(fn).__name__})")
-    base.override(**opts)  # raises naming a bad option
+    retry = {k: v for k, v in opts.items() if k != "tx"}
+    base.override(**retry)  # raises naming a bad option
+    tables_of(opts.get("tx", False), False)
     return name, fn, opts
 
 

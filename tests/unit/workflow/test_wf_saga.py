@@ -13,6 +13,8 @@ from wkguest.workflow import Compensation, Config, Run, StepFailed
 from wkguest.workflow.branches import Step
 from wkguest.workflow.testing import FakeBackend, FakeHost, Trap
 
+from .test_wf_tx import LEDGER, booking, ledger
+
 CONFIG = Config(attempts=2, backoff_ms=1000)
 
 
@@ -250,3 +252,36 @@ def test_a_groups_step_branches_compensate_in_reverse_branch_order(
     assert order == ["last", "b2", "b1", "b0", "first"]
     names = [n for _, _, n in journal(any_host.instance("w", "1").backend)]
     assert names[-5:] == [f"compensate:{n}" for n in order]
+
+
+def test_a_tx_compensation_writes_with_its_record_once_whatever_traps(
+        any_host: FakeHost) -> None:
+    """Compensation(g, tx=...): g(db) undoes a tx step's booking in the same kind of
+    transaction; a trap after its write rolls it back, so the ledger shows it once."""
+    calls: Counter[str] = Counter()
+
+    def wf(run: Run, _: Any) -> Any:
+        run.step("book a", booking(calls, "a"), tx=LEDGER,
+                 compensate=Compensation(booking(calls, "undo a", -100, trap_first=1),
+                                         tx=LEDGER))
+        run.step("fails", broken, attempts=1)
+
+    c = started(any_host, wf)
+    assert any_host.traps == 1 and c.status("1").state == "compensating"
+    b = any_host.instance("w", "1").backend
+    assert ledger(b) == {"a": 1}  # the trapped attempt's write rolled back
+    any_host.advance(1000)
+    assert c.status("1").state == "failed"
+    assert (ledger(b), calls) == ({"a": 1, "undo a": 1}, {"a": 1, "undo a": 2})
+
+
+def test_a_bad_tx_of_a_compensation_parks_naming_it(any_host: FakeHost) -> None:
+    def wf(run: Run, _: Any) -> Any:
+        bad: Any = "yes"
+        run.step("a", lambda: 1, compensate=Compensation(lambda db: 1, tx=bad))
+
+    c = started(any_host, wf)
+    s = c.status("1")
+    assert s.state == "parked"
+    assert "compensate: step option 'tx' must be True, False or a workflow.Tables" in (
+        s.error or "")
