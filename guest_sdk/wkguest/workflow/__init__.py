@@ -40,6 +40,7 @@ recorded histories, and the replay benchmark; imported only on demand).
 from __future__ import annotations
 
 from .backend import Backend, RealBackend
+from .child import ChildFailed, ChildHandle
 from .client import Client, Transport
 from .config import Config, Retry
 from .errors import (
@@ -71,6 +72,8 @@ __all__ = [
     "STATES",
     "Backend",
     "CborError",
+    "ChildFailed",
+    "ChildHandle",
     "Client",
     "Config",
     "Fail",
