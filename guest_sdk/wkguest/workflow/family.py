@@ -25,7 +25,7 @@ from typing import Any
 
 from . import cbor
 from .backend import Backend
-from .kin import CHILDREN, DELIVERED, GIVEN_UP, OWED, PARENT, Kin, notice_event
+from .kin import CHILDREN, DELIVERED, GIVEN_UP, OWED, PARENT, Kin
 from .status import PREFIX
 from .store import Store
 from .values import decode, encode
@@ -149,8 +149,7 @@ def record_notice(store: Store, msg: dict[str, Any], parked: bool) -> bool:
     now = db.now()
     if not parked:
         db.alarm_set(now)  # first: the notice's durable COMMIT syncs it too
-    return Kin(db).take_notice(
-        id, cls, run_id, lambda: store.add_event(notice_event(cls, id), text, tagged, now))
+    return Kin(db).take_notice(id, cls, run_id, text, tagged, now)
 
 
 def _text(msg: dict[str, Any], key: str) -> str:

@@ -77,6 +77,10 @@ _DONE = (f"/*wk:child-done*/ INSERT INTO {CHILDREN} (id, cls, detached, done_run
          " VALUES (?, ?, 0, ?) ON CONFLICT (id) DO UPDATE SET done_run = excluded.done_run"
          " WHERE cls = excluded.cls AND done_run IS NOT excluded.done_run")
 
+# As store.py's add_event, inside the notice's transaction (its COMMIT is the sync).
+_EVENT = ("/*wk:child-notice*/ INSERT INTO _wk_wf_event (name, payload, tagged, received_at)"
+          " VALUES (?, ?, ?, ?)")
+
 
 def notice_event(cls: str, id: str) -> str:
     """The name child `cls`/`id`'s notice is stored under in the parent's _wk_wf_event,
@@ -134,11 +138,13 @@ class Kin:
         self.db.exec(f"UPDATE {CHILDREN} SET cancel = ?, tries = ?, next_try_at = ?,"
                      " error = ? WHERE id = ?", (state, tries, next_try_at, error, id))
 
-    def take_notice(self, id: str, cls: str, run_id: str, add: Any) -> bool:
-        """Child `cls`/`id`'s notice of its run `run_id`: noted, and `add()` (the event's
-        durable insert) run, in one transaction, so a duplicate is known as one whatever
-        the cut. False for a duplicate (or a class that is not the registered one). A
-        child whose cancel was asked is noted but gets no event: nothing waits for it."""
+    def take_notice(self, id: str, cls: str, run_id: str, text: str, tagged: bool,
+                    now: int) -> bool:
+        """Child `cls`/`id`'s notice of its run `run_id`: noted, and the event `text`
+        (its payload) inserted, in one durable transaction, so a duplicate is known as
+        one whatever the cut. False for a duplicate (or a class that is not the
+        registered one). A child whose cancel was asked is noted but gets no event:
+        nothing waits for it."""
         db = self.db
         db.exec(_CHILD_TABLE)
         db.exec("/*wk:child-notice-begin*/ BEGIN IMMEDIATE")
@@ -148,7 +154,7 @@ class Kin:
                 return False
             got = _rows(db, f"SELECT cancel FROM {CHILDREN} WHERE id = ?", (id,))
             if not got or got[0][0] == NOT_ASKED:
-                add()
+                db.exec(_EVENT, (notice_event(cls, id), text, int(tagged), now))
             db.exec_durable("/*wk:child-notice-commit*/ COMMIT")
         except BaseException:
             with contextlib.suppress(StoreFault):  # else the host rolls it back

@@ -274,3 +274,35 @@ def test_an_unserved_child_class_fails_the_start_after_its_attempts(
     assert st.state == "failed"
     assert st.error.startswith("child nobody/n-1 not started: ")
     assert "unknown class 'nobody'" in st.error
+
+
+def test_seed_004s_spawn_is_wf_spawn(any_host: FakeHost) -> None:
+    # workflow PurchaseOrder { step validate { 1 } }
+    # let w = spawn PurchaseOrder {} in { w }
+    def purchase_order(wf: Run, inp: Any) -> Any:
+        return wf.step("validate", lambda: 1)
+
+    def program(wf: Run, inp: Any) -> Any:
+        w = wf.spawn("PurchaseOrder", "po-1", {})
+        return [w.cls, w.id]
+
+    any_host.serve("PurchaseOrder", purchase_order)
+    any_host.serve("program", program)
+    any_host.client("program").start("main", None)
+    any_host.run_due()
+    assert any_host.client("program").status("main").output == ["PurchaseOrder", "po-1"]
+    po = any_host.client("PurchaseOrder").status("po-1")
+    assert (po.state, po.output, po.positions) == ("completed", 1, 1)
+
+
+def test_a_second_join_of_one_handle_parks_naming_it(any_host: FakeHost) -> None:
+    def twice(wf: Run, inp: Any) -> Any:
+        h = wf.spawn("kid", "k-1", {"n": 1})
+        wf.join(h)
+        return wf.join(h)
+
+    c = served(any_host, fn=twice)
+    c.start("p-1", None)
+    any_host.run_due()
+    st = c.status("p-1")
+    assert st.state == "parked" and "joined already" in (st.error or "")
