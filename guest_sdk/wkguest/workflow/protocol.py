@@ -39,7 +39,7 @@ from . import cbor, family, reads
 from .child import shown
 from .errors import CborError, StoreFault, UnsupportedValue, ValueTooLarge
 from .kin import Kin
-from .kinds import STEP_RETRYING, call_of, state_of
+from .kinds import STEP_RETRYING, WAIT, call_of, state_of
 from .reads import BadRequest, int_field
 from .runner import Runner
 from .status import CONTENT_TYPE
@@ -357,7 +357,10 @@ _int_field = int_field
 
 def _step_map(r: list[Any]) -> dict[str, Any]:
     pos, kind, name, attempts, error, next_at, wake_at, size, seq, updated = r
-    return {"pos": pos, "name": shown(name), "kind": call_of(kind),
+    label = shown(name)
+    if label != name and call_of(kind) == WAIT:
+        wake_at = None  # a child's wait: no timeout (its deadline is a stand-in)
+    return {"pos": pos, "name": label, "kind": call_of(kind),
             "state": state_of(kind), "attempts": attempts, "error": error,
             "next_attempt_at": next_at if kind == STEP_RETRYING else None, "wake_at": wake_at,
             "result_bytes": size, "event_seq": seq, "updated_at": updated}

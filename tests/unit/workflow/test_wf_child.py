@@ -66,8 +66,10 @@ def test_a_waiting_parent_shows_its_child_readably(any_host: FakeHost) -> None:
         "POST", "/wk-workflow/v1/steps", b"", "operator")
     from wkguest.workflow import cbor
 
-    shown = [(s["name"], s["kind"], s["state"]) for s in cbor.loads(page.body)["steps"]]
-    assert shown == [("child kid/k-1", "step", "done"), ("child kid/k-1", "wait", "waiting")]
+    shown = [(s["name"], s["kind"], s["state"], s["wake_at"])
+             for s in cbor.loads(page.body)["steps"]]
+    assert shown == [("child kid/k-1", "step", "done", None),
+                     ("child kid/k-1", "wait", "waiting", None)]
     any_host.client("kid").send_event("k-1", "go", "now")
     any_host.run_due()
     assert c.status("p-1").output == {"got": "now", "after": "done"}
