@@ -24,7 +24,10 @@ step, or, for the time and randomness, comes from `wf.now()`, `wf.random()` and
 after it returns): make it idempotent, or pass `step_keyed`'s key to the service it calls.
 Code changed under live instances branches on `wf.patched(change_id)`. A step given
 `tx=True` (or `tx=Tables(...)`) writes the instance's own tables through the handle its
-function gets, in one transaction with the step's recorded result.
+function gets, in one transaction with the step's recorded result. `wf.all`,
+`wf.all_settled` and `wf.any` run branches together (`Step`, `Sleep`, `Wait`, `Child`);
+`wf.child(cls, id, input)` runs a child workflow; `compensate=` gives a step its undo,
+run newest first when the workflow fails (a saga).
 
 Modules: `run` (the Run API and the replay core), `helpers` (wf.now, random, uuid and
 patched), `recorded` (what they record), `frontier` (new positions), `journal`
@@ -33,13 +36,17 @@ patched), `recorded` (what they record), `frontier` (new positions), `journal`
 (its checks of that SQL), `values` (value types and encoding), `cbor`, `config`, `backend`,
 `errors` (the exception tree), `serve`, `emit` (wf.emit and wf.query), `stream` (the
 emitted events' SQL), `dry` (the dry replay that answers queries), `reads` (the events and
-query routes), and `testing` (fakes, a test host, replaying
+query routes), `group`, `groupfront`, `branches` and `branchstore` (wf.all and its
+kin: the calls, the turns of the branches, the branch descriptors, their SQL), `child`,
+`kin` and `family` (child workflows: the calls, the tables, the notices and cancels
+owed), `saga` (compensation), and `testing` (fakes, a test host, replaying
 recorded histories, and the replay benchmark; imported only on demand).
 """
 
 from __future__ import annotations
 
 from .backend import Backend, RealBackend
+from .branches import Child, Sleep, Step, StepResult, Wait, Won
 from .child import ChildFailed, ChildHandle
 from .client import Client, Transport
 from .config import Config, Retry
@@ -60,7 +67,7 @@ from .errors import (
     WorkflowSignal,
 )
 from .protocol import Protocol, Reply
-from .run import Run, StepResult
+from .run import Run
 from .runner import Runner, Workflow
 from .saga import Compensation
 from .serve import serve
@@ -72,6 +79,7 @@ __all__ = [
     "STATES",
     "Backend",
     "CborError",
+    "Child",
     "ChildFailed",
     "ChildHandle",
     "Client",
@@ -90,7 +98,9 @@ __all__ = [
     "Retry",
     "Run",
     "Runner",
+    "Sleep",
     "Status",
+    "Step",
     "StepFailed",
     "StepResult",
     "StoreFault",
@@ -101,6 +111,8 @@ __all__ = [
     "TxRefused",
     "UnsupportedValue",
     "ValueTooLarge",
+    "Wait",
+    "Won",
     "Workflow",
     "WorkflowError",
     "WorkflowSignal",
