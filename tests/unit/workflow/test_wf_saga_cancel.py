@@ -14,6 +14,7 @@ import pytest
 from wkguest.workflow import Compensation, Config, Run
 from wkguest.workflow.testing import FakeHost, Trap
 
+from .conftest import Raw
 from .test_wf_saga import CONFIG, journal, started
 
 DAY = 86_400_000
@@ -240,3 +241,29 @@ def test_a_cancel_with_compensation_of_a_running_saga_with_none_registered(
     any_host.run_due()
     s = c.status("1")
     assert (s.state, s.error, s.positions) == ("cancelled", None, 1)
+
+
+def test_a_plain_cancel_of_a_compensating_instance_ends_it_at_once(
+        any_host: FakeHost) -> None:
+    ran: Counter[str] = Counter()
+
+    def wf(run: Run, _: Any) -> Any:
+        run.step("a", lambda: 1, compensate=lambda: ran.update(["undo a"]))
+        run.step("b", lambda: 1, compensate=Compensation(lambda: 1 / 0, attempts=3))
+        run.fail("given up")
+
+    c = started(any_host, wf)
+    assert c.status("1").state == "compensating"  # compensate:b in backoff
+    assert c.cancel("1").state == "cancelled"
+    any_host.advance(DAY)
+    assert ran == {}  # the compensations not yet run never run
+
+
+def test_an_unknown_compensate_value_is_a_plain_cancel(any_host: FakeHost) -> None:
+    ran: Counter[str] = Counter()
+    c = started(any_host, order(ran))
+    status, answer = Raw(any_host, "w")("1", "cancel", {"compensate": "yes"})
+    assert (status, answer["state"]) == (200, "cancelled")
+    any_host.advance(DAY)
+    assert ran == {"reserve": 1, "charge": 1}
+    assert c.status("1").state == "cancelled"
