@@ -29,16 +29,25 @@ from typing import Any, NoReturn, Protocol
 from . import cbor
 from .backend import Backend
 from .config import Retry
-from .errors import NOT_DECLARED, CborError, CodeError, NonRetryable, StepFailed, WorkflowSignal
+from .errors import (
+    NOT_DECLARED,
+    CborError,
+    CodeError,
+    NonRetryable,
+    StepFailed,
+    Suspend,
+    WorkflowSignal,
+)
 from .family import send_cancel
 from .frontier import Frontier
 from .kin import NOTICE_PREFIX, Kin, notice_event
-from .kinds import STEP, WAIT
+from .kinds import STEP, WAIT, WAITING, Pending
 from .status import PREFIX
 from .values import check_name
 
 # The wait for a notice has no timeout; a far deadline stands in for "never".
 FOREVER_MS = 100 * 365 * 86_400_000
+_FAR = 2**62  # any notice received, whenever
 NOT_STARTED = "not started"
 
 __all__ = ["ChildFailed", "ChildHandle", "Children", "cancel_child", "child_outcome",
@@ -141,11 +150,27 @@ class Children:
             payload = self._replay(pos, WAIT, name)
         else:
             front = self._front
-            payload = self._new(pos, lambda: front.wait(pos, name, FOREVER_MS))
+            payload = self._new(pos, lambda: _wait_notice(front, pos, name))
         ok, output, error = child_outcome(payload)
         if not ok:
             raise ChildFailed(handle.cls, handle.id, error or "failed", pos)
         return output
+
+
+def _wait_notice(front: Frontier, pos: int, name: str) -> Any:
+    """The child's notice, as `front.wait` takes it with no timeout. Reached for the
+    first time with no notice there, its pending entry is a plain write, not a durable
+    one: the run's end that follows (the state changes to waiting) is durable and syncs
+    it, so a child's round trip costs one fsync less. Anything else is front.wait's."""
+    p = front.pending
+    if (p is not None and p.pos == pos) or front.store.oldest_event(name, _FAR) is not None:
+        return front.wait(pos, name, FOREVER_MS)
+    now = front.db.now()
+    deadline = now + FOREVER_MS
+    Kin(front.db).put_waiting(pos, name, deadline, now)
+    front.unsynced = True  # the run's end syncs it, whatever its state says
+    front.pending = Pending(pos, WAITING, name, 0, None, deadline, None)
+    raise Suspend("waiting", deadline, name)
 
 
 def _checked(run: _Core, cls: object, id: object, detach: object) -> str:

@@ -24,6 +24,7 @@ from typing import Any
 
 from .backend import Backend
 from .errors import StoreFault
+from .kinds import WAITING
 
 # Reserved: user names hold no control character (values.check_name), so no user event,
 # step or wait can have a name that starts with U+0002.
@@ -77,6 +78,10 @@ _DONE = (f"/*wk:child-done*/ INSERT INTO {CHILDREN} (id, cls, detached, done_run
          " VALUES (?, ?, 0, ?) ON CONFLICT (id) DO UPDATE SET done_run = excluded.done_run"
          " WHERE cls = excluded.cls AND done_run IS NOT excluded.done_run")
 
+# As store.py's put_pending of a wait, but a plain write (child.py's wait: the run's end
+# that follows it, a change of state, is durable and syncs it).
+_WAITING = (f"/*wk:wait*/ INSERT INTO _wk_wf_step (pos, kind, name, wake_at, updated_at)"
+            f" VALUES (?, '{WAITING}', ?, ?, ?)")
 # As store.py's add_event, inside the notice's transaction (its COMMIT is the sync).
 _EVENT = ("/*wk:child-notice*/ INSERT INTO _wk_wf_event (name, payload, tagged, received_at)"
           " VALUES (?, ?, ?, ?)")
@@ -161,6 +166,10 @@ class Kin:
                 db.exec("ROLLBACK")
             raise
         return True
+
+    def put_waiting(self, pos: int, name: str, deadline: int, now: int) -> None:
+        """The pending entry of a child's wait at `pos` (see _WAITING)."""
+        self.db.exec(_WAITING, (pos, name, deadline, now))
 
     # -- the child's side ------------------------------------------------------------
 
