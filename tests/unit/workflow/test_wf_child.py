@@ -308,3 +308,26 @@ def test_a_second_join_of_one_handle_parks_naming_it(any_host: FakeHost) -> None
     any_host.run_due()
     st = c.status("p-1")
     assert st.state == "parked" and "joined already" in (st.error or "")
+
+
+def test_a_notice_survives_power_losses_and_a_resent_one_is_a_duplicate(
+        any_host: FakeHost) -> None:
+    def slow_kid(wf: Run, inp: Any) -> Any:
+        return wf.wait_for_event("go", DAY)
+
+    c = served(any_host, kid=slow_kid)
+    c.start("p-1", 1)
+    any_host.run_due()
+    any_host.client("kid").send_event("k-1", "go", "went")
+    assert any_host.fire("kid", "k-1")  # it finishes and its notice reaches the parent
+    parent, kid = (any_host.instance(*k).backend for k in (("parent", "p-1"), ("kid", "k-1")))
+    assert parent.rows("SELECT count(*) FROM _wk_wf_event") == [(1,)]
+    parent.power_loss()  # the notice was recorded durably, with its alarm
+    kid.power_loss()  # the delivered mark was a plain write: the notice is owed again
+    assert kid.rows("SELECT notice FROM _wk_wf_parent") == [(0,)]
+    assert any_host.fire("kid", "k-1")  # sent again: the parent knows it already
+    assert kid.rows("SELECT notice FROM _wk_wf_parent") == [(1,)]
+    assert parent.rows("SELECT count(*) FROM _wk_wf_event") == [(1,)]
+    any_host.run_due()
+    assert c.status("p-1").output == {"got": "went", "after": "done"}
+    assert parent.rows("SELECT count(*) FROM _wk_wf_event") == [(0,)]
