@@ -82,7 +82,7 @@ class Compensation:
         return f"Compensation({self.fn!r}{opts})"
 
 
-# A registered compensation: the step's name, the function, its retry options.
+# A registered compensation: the step's name, the function, its step options (retry, tx).
 Entry = tuple[str, Callable[..., Any], dict[str, Any]]
 
 
