@@ -29,7 +29,7 @@ from typing import Any
 from bench.common import REPO, RESULTS, SCRATCH_ENV, fmt_us, save
 
 MODULES = ("bench_core", "calibrate_fuel", "bench_frontdoor", "bench_conversion",
-           "bench_workflows", "bench_hostile", "bench_continue")
+           "bench_workflows", "bench_hostile", "bench_continue", "bench_groups")
 LEVELS = (1, 8, 32)
 
 
@@ -240,7 +240,7 @@ def _run(args: argparse.Namespace, only: set[str]) -> int:
             extra = ["--repeats", "3"]
         elif args.quick and module == "bench_frontdoor":
             extra = ["--requests", "300", "--repeats", "1"]
-        elif args.quick and module == "bench_hostile":
+        elif args.quick and module in ("bench_hostile", "bench_groups"):
             extra = ["--quick"]
         codes[module] = run_module(module, extra)
     wk = (load("workflows", started) or {}).get("figures", {})

@@ -1,0 +1,112 @@
+"""DBOS Transact on SQLite: bench_groups' four workloads, in-process.
+
+    .cache/peers-venv/bin/python bench/peers/dbos_groups.py [--runs 25] [--branches 100]
+
+Run by bench.bench_groups with the peers' venv (never the product's), DBOS as shipped on
+SQLite (its system database in a fresh temp dir), as dbos_peer.py. Each workload is timed
+from the call to its result, a median (min, max) over `runs`, the workloads taking turns
+within each round (two warm-up rounds first):
+- "three-step workflow": a workflow of three steps (small dict results);
+- "child round trip (child: 3 steps)": a workflow that starts that three-step workflow as
+  a child (DBOS.start_workflow inside a workflow) and returns its result;
+- "fan-out: N step branches": DBOS's fan-out within one workflow, an async workflow that
+  gathers N async steps (asyncio.gather), run on one event loop kept for the whole run;
+- "N sequential steps": a workflow of N steps.
+Prints a JSON document on its last stdout line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+from dbos import DBOS
+
+
+def summary(xs: list[float]) -> dict[str, Any]:
+    return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
+
+
+def _value(i: int) -> dict[str, Any]:
+    return {"order": f"ord-{i:06d}", "status": "charged", "n": i}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--runs", type=int, default=25)
+    p.add_argument("--branches", type=int, default=100)
+    args = p.parse_args()
+    data = tempfile.mkdtemp(prefix="dbos-groups-")
+    logging.getLogger("dbos").setLevel(logging.WARNING)
+    DBOS(config={"name": "wkgroups", "system_database_url": f"sqlite:///{data}/dbos.sqlite",
+                 "log_level": "WARNING", "run_admin_server": False})  # type: ignore[typeddict-unknown-key]
+
+    @DBOS.step()
+    def step(i: int) -> dict[str, Any]:
+        return _value(i)
+
+    @DBOS.workflow()
+    def steps(n: int) -> dict[str, Any]:
+        for i in range(n):
+            step(i)
+        return {"steps": n}
+
+    @DBOS.workflow()
+    def parent(n: int) -> dict[str, Any]:
+        return {"child": DBOS.start_workflow(steps, n).get_result()}
+
+    @DBOS.step()
+    async def branch(i: int) -> dict[str, Any]:
+        return _value(i)
+
+    @DBOS.workflow()
+    async def fan(n: int) -> dict[str, Any]:
+        got = await asyncio.gather(*(branch(i) for i in range(n)))
+        return {"branches": len(got), "last": got[-1]["n"] if got else None}
+
+    DBOS.launch()
+    loop = asyncio.new_event_loop()
+    n = args.branches
+    kinds: dict[str, tuple[Callable[[], Any], Any]] = {
+        "three-step workflow": (lambda: steps(3), {"steps": 3}),
+        "child round trip (child: 3 steps)": (lambda: parent(3), {"child": {"steps": 3}}),
+        f"fan-out: {n} step branches": (lambda: loop.run_until_complete(fan(n)),
+                                        {"branches": n, "last": n - 1}),
+        f"{n} sequential steps": (lambda: steps(n), {"steps": n}),
+    }
+    samples: dict[str, list[float]] = {name: [] for name in kinds}
+    try:
+        for r in range(args.runs + 2):
+            for name, (call, want) in kinds.items():
+                t0 = time.perf_counter()
+                out = call()
+                us = (time.perf_counter() - t0) * 1e6
+                if out != want:
+                    raise RuntimeError(f"{name}: {out!r}, not {want!r}")
+                if r >= 2:
+                    samples[name].append(us)
+        figures: dict[str, Any] = {name: summary(s) for name, s in samples.items()}
+        from importlib.metadata import version
+
+        figures["version"] = (f"dbos {version('dbos')}, Python {sys.version.split()[0]}, "
+                              f"pid {os.getpid()}")
+        figures["storage"] = "SQLite (DBOS defaults), system database in a temp dir"
+    finally:
+        loop.close()
+        DBOS.destroy()
+        shutil.rmtree(data, ignore_errors=True)
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()
