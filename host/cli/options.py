@@ -68,7 +68,7 @@ class Row:
 
 CONTRACT = (
     Row("0", "ok", OTHERS),
-    Row("0", "ok: the instance is running, waiting or completed", STATEFUL),
+    Row("0", "ok: the instance is running, waiting, compensating or completed", STATEFUL),
     Row("0", "it stopped cleanly (on SIGTERM or SIGINT)", frozenset({"serve"})),
     Row("1", "the answer's status was 400 or more (its body is shown)", frozenset({"call"})),
     Row("1", "the server refused: an unknown class, say", frozenset({"actors"})),
