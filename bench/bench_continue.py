@@ -30,9 +30,9 @@ Parts:
             a far sleep), in this run: the same cost as that benchmark reports it.
 
 Sizes. By default the real component runs 20,000 steps (20 runs; it holds at runs 1, 10
-and 20), natively the whole 100,000 (100 runs; holds at 1, 50 and 100): about a minute
-and a half in all. `--full` runs the real component at 100,000 as well: several minutes
-on this machine (a new durable step costs 0.13-0.5 ms there, as loaded).
+and 20), natively the whole 100,000 (100 runs; holds at 1, 50 and 100): under a minute
+in all (45 s here, loaded). `--full` runs the real component at 100,000 as well: three
+minutes on this machine (a new durable step costs 0.13-0.5 ms there, as loaded).
 
 Every figure is a median with min and max over `repeats` events; the ratios compare
 medians of this run. Neither DBOS nor Restate is run with continue-as-new here: the
