@@ -282,10 +282,11 @@ def bench_syncs(branches: int) -> dict[str, Any]:
         for i, (label, inp, waits) in enumerate(cases):
             id = same_shard(PARENT, "warm-0", f"sync-{i}")
             out[label] = _traced(host, id, inp, waits)
-        cid = same_shard(CHILD, "warm-2-c", "sync-child")
-        pid = same_shard(PARENT, "warm-2", "sync-parent")
-        out["child round trip (child: 3 steps), a start that waits"] = _traced(
-            host, pid, {"child": CHILD, "id": cid, "n": 3}, True)
+        for waits, how in ((False, "started then run by its alarm"), (True, "a start that waits")):
+            cid = same_shard(CHILD, "warm-2-c", f"sync-child-{int(waits)}")
+            pid = same_shard(PARENT, "warm-2", f"sync-parent-{int(waits)}")
+            out[f"child round trip (child: 3 steps), {how}"] = _traced(
+                host, pid, {"child": CHILD, "id": cid, "n": 3}, waits)
     finally:
         host.close()
     return out
