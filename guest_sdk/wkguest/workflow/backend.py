@@ -78,14 +78,14 @@ class RealBackend:
     def __init__(self) -> None:
         from wkguest import actors, alarm, errors, lifecycle, sqlite
 
-        from .serve import PROTOCOL
+        from .status import CONTENT_TYPE, PROTOCOL
 
         self._sqlite: Any = sqlite
         self._actors: Any = actors
         self._call_error: type[Exception] = errors.CallError
         # As the Client's calls (client.py): the host delivers them only to a class that
         # declares the workflow protocol.
-        self._headers = [("content-type", "application/cbor"), ("wk-protocol", PROTOCOL)]
+        self._headers = [("content-type", CONTENT_TYPE), ("wk-protocol", PROTOCOL)]
         self._alarm: Any = alarm
         self._lifecycle: Any = lifecycle
         self._errors: tuple[type[Exception], ...] = (errors.SqliteError, errors.AlarmError)

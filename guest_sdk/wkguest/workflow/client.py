@@ -26,8 +26,7 @@ from typing import Any
 
 from . import cbor
 from .errors import NOT_DECLARED, CborError, WorkflowError
-from .serve import PROTOCOL
-from .status import CONTENT_TYPE, PREFIX, Event, Status, check_answer, events_of
+from .status import CONTENT_TYPE, PREFIX, PROTOCOL, Event, Status, check_answer, events_of
 
 try:  # inside a component build; on plain CPython the bindings do not exist
     from wkguest import actors as _actors

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
+
+if TYPE_CHECKING:
+    from .tx import Tables
 
 DAY_MS = 86_400_000
 
@@ -59,6 +62,19 @@ _OPTION_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     "factor": ((int, float), "a number"),
     "max_backoff_ms": ((int,), "a whole number of milliseconds"),
 }
+
+
+class StepOptions(TypedDict, total=False):
+    """Per-step options: the retry options (see `Retry`), any of them, the others from
+    the Config; and `tx` (True or a `Tables`, not with step_keyed): the step's function
+    gets a database handle, and its writes commit with the step's result (tx.py)."""
+
+    attempts: int
+    backoff_ms: int
+    factor: float
+    max_backoff_ms: int
+    tx: bool | Tables
+    compensate: Any  # the step's compensation (saga.py): run if the workflow fails
 
 
 @dataclass(frozen=True)

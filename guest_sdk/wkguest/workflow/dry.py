@@ -14,11 +14,9 @@ code (a step's attempt is counted before its function runs), so no step function
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .backend import Backend, Param
 from .emit import Handler
 from .errors import (
     CodeError,
@@ -33,16 +31,14 @@ from .errors import (
     WorkflowSignal,
 )
 from .frontier import Frontier, describe
+from .readonly import DryStop as DryStop
+from .readonly import ReadOnly
 from .run import Run
 from .store import Store
 from .values import encode
 
 if TYPE_CHECKING:
     from .runner import Runner
-
-
-class DryStop(WorkflowSignal):
-    """The dry replay reached a position that is not recorded: it stops there."""
 
 
 class NotReplayable(Exception):
@@ -56,53 +52,6 @@ class NoQuery(LookupError):
 
 class QueryFailed(Exception):
     """The query's handler raised, called a primitive, or answered an unrecordable value."""
-
-
-class ReadOnly:
-    """A Backend that reads through and stops at the first thing that would change."""
-
-    def __init__(self, db: Backend) -> None:
-        self._db = db
-
-    def _stop(self, what: str) -> DryStop:
-        return DryStop(f"a dry replay stops before {what}")
-
-    def exec(self, sql: str, params: Sequence[Param] = ()) -> int:
-        raise self._stop("a write")
-
-    def exec_durable(self, sql: str, params: Sequence[Param] = ()) -> int:
-        raise self._stop("a write")
-
-    def query_packed(self, sql: str, params: Sequence[Param] = ()) -> str:
-        return self._db.query_packed(sql, params)
-
-    def call(self, cls: str, id: str, method: str, path: str, body: bytes
-             ) -> tuple[int, bytes]:
-        raise self._stop("a call to another actor")  # a child's start, a cancel
-
-    def query_row(self, sql: str, params: Sequence[Param] = ()) -> tuple[Any, ...] | None:
-        return self._db.query_row(sql, params)
-
-    def alarm_set(self, at_ms: int) -> None:
-        raise self._stop("setting the alarm")
-
-    def alarm_get(self) -> int | None:
-        return self._db.alarm_get()
-
-    def alarm_clear(self) -> None:
-        raise self._stop("clearing the alarm")
-
-    def now(self) -> int:
-        return self._db.now()
-
-    def delete_self(self) -> None:
-        raise self._stop("a deletion")
-
-    def self_ref(self) -> tuple[str, str]:
-        return self._db.self_ref()
-
-    def last_trap(self) -> None:
-        return None  # asking has an effect (the reason is kept until an event asked)
 
 
 class DryFrontier(Frontier):

@@ -13,11 +13,11 @@ compare: replay cost is per position and per event (see the comment above `step`
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NoReturn, TypedDict, Unpack
+from typing import Any, NoReturn, Unpack
 
 from .branches import StepResult as StepResult
 from .child import Children
-from .config import Retry
+from .config import Retry, StepOptions
 from .emit import Emits
 from .errors import (
     CodeError,
@@ -52,21 +52,8 @@ from .kinds import (
     call_of,
 )
 from .saga import Saga
-from .tx import Tables, tables_of
+from .tx import tables_of
 from .values import check_ms, check_name, revive
-
-
-class StepOptions(TypedDict, total=False):
-    """Per-step options: the retry options (see `Retry`), any of them, the others from
-    the Config; and `tx` (True or a `Tables`, not with step_keyed): the step's function
-    gets a database handle, and its writes commit with the step's result (tx.py)."""
-
-    attempts: int
-    backoff_ms: int
-    factor: float
-    max_backoff_ms: int
-    tx: bool | Tables
-    compensate: Any  # the step's compensation (saga.py): run if the workflow fails
 
 
 class Run(Helpers, Emits, Saga, Children, Groups):

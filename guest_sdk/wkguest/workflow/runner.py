@@ -40,8 +40,8 @@ from collections.abc import Callable
 from typing import Any
 
 from .backend import Backend
+from .cancelling import CancellingFrontier, Marks, cancelled_run
 from .config import Config
-from .dry import ReadOnly
 from .errors import (
     CodeError,
     ContinueAsNew,
@@ -59,15 +59,9 @@ from .family import Family
 from .frontier import Frontier, describe
 from .journal import Journal
 from .kinds import STEP_RETRYING
+from .readonly import ReadOnly
 from .run import Run
-from .saga import (
-    COMPENSATING,
-    CancellingFrontier,
-    Marks,
-    cancelled_run,
-    compensating,
-    outcome,
-)
+from .saga import COMPENSATING, compensating, outcome
 from .store import FINISHED, PARKED, RESTING, Loaded, Store
 from .values import encode
 

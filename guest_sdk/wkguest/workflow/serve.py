@@ -19,11 +19,7 @@ from .backend import RealBackend
 from .config import Config
 from .protocol import HOLD_STATE, Protocol
 from .runner import Runner, Workflow
-
-# What a class made by `serve` answers. `wkhost build` finds a module-level `serve(...)`
-# in the app and declares this in the component (host/engine/), so that the host knows a
-# workflow class without running any of its code.
-PROTOCOL = "wk-workflow/v1"
+from .status import PROTOCOL as PROTOCOL  # what the class declares (status.py)
 
 
 def serve(fn: Workflow, config: Config | None = None) -> type[Any]:

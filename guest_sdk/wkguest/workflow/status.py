@@ -20,6 +20,10 @@ FINISHED_STATES = frozenset({"completed", "failed", "cancelled"})
 RESTING_STATES = FINISHED_STATES | {"parked"}
 PREFIX = "/wk-workflow/v1/"
 CONTENT_TYPE = "application/cbor"
+# What a class made by `serve` answers. `wkhost build` finds a module-level `serve(...)`
+# in the app and declares this in the component (host/engine/), so that the host knows a
+# workflow class without running any of its code; every call to a workflow class says it.
+PROTOCOL = "wk-workflow/v1"
 
 
 @dataclass(frozen=True)
