@@ -238,6 +238,7 @@ class Frontier:
         if got is not None:
             seq, text, tagged = got
             self.store.take_event(pos, name, deadline, seq, text, tagged, now)
+            self.unsynced = True  # the run's last write syncs the take
             raw = json.loads(text)
             kind = WAIT_TOOK_EVENT_TAGGED if tagged else WAIT_TOOK_EVENT
             self.journal.append(kind, name, text, raw)

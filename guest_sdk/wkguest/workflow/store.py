@@ -6,10 +6,13 @@ created by schema.py's statements):
     _wk_wf_event  events received that no wait has taken yet (taken ones move into the
                   journal entry of the wait that took them, in one transaction)
 
-Durability: what the instance reports (its creation, a step's result or final error, a
-sleep's wake time, a wait's deadline, an event received or taken, a timeout, a change of
-state) goes through exec_durable. Bookkeeping that a crash may lose without breaking a
-promise (an attempt counted before `f` runs, a sleep seen as passed) uses exec.
+Durability: what the instance promises the moment it answers (its creation, a sleep's
+wake time, a wait's deadline, an event received, a timeout, a change of state) goes
+through exec_durable. What a run records for itself (a step's result or final error, an
+event taken, a helper's value) is a plain write that the run's last write syncs with
+itself: nothing reports it before then, and a crash before it loses the run's work
+together, which the next run does again. Bookkeeping that a crash may lose without
+breaking a promise (an attempt counted before `f` runs, a sleep seen as passed) uses exec.
 """
 
 from __future__ import annotations
@@ -346,7 +349,10 @@ class Store:
 
     def take_event(self, pos: int, name: str, wake_at: int, seq: int, payload: str,
                    tagged: bool, now: int) -> None:
-        """Move event `seq` into the journal at `pos`, atomically (durable at COMMIT)."""
+        """Move event `seq` into the journal at `pos`, atomically. Not synced by itself:
+        the event was durable when it came, and the run's last write syncs the take with
+        the rest of the run (`Frontier.unsynced`); a crash before it leaves the event
+        untaken, and the next run takes it again."""
         kind = WAIT_TOOK_EVENT_TAGGED if tagged else WAIT_TOOK_EVENT
         self.db.exec("BEGIN IMMEDIATE")
         try:
@@ -354,7 +360,7 @@ class Store:
                          (pos, kind, name, payload, None, wake_at, seq, now))
             if self.db.exec("DELETE FROM _wk_wf_event WHERE seq = ?", (seq,)) != 1:
                 raise StoreFault(f"event {seq} vanished while being taken")
-            self._durable("COMMIT")
+            self.db.exec("/*wk:take-commit*/ COMMIT")
         except BaseException:
             # If even ROLLBACK fails, the host rolls back what an event leaves open.
             with contextlib.suppress(StoreFault):
