@@ -270,10 +270,12 @@ def _status_doc(s: Status, started: Started | None) -> dict[str, Any]:
 
 
 def _print_steps(steps: list[dict[str, Any]]) -> None:
-    print(f"{'pos':>4}  {'kind':<6} {'name':<24} {'state':<10} {'tries':>5}  detail")
+    # As wide as the longest name (a group's names its branches), within 24 to 48.
+    w = min(max([24, *(len(str(st.get("name", ""))) for st in steps)]), 48)
+    print(f"{'pos':>4}  {'kind':<6} {'name':<{w}} {'state':<10} {'tries':>5}  detail")
     for st in steps:
         row = (f"{st.get('pos', ''):>4}  {st.get('kind', ''):<6} "
-               f"{str(st.get('name', ''))[:24]:<24} {st.get('state', ''):<10} "
+               f"{str(st.get('name', ''))[:w]:<{w}} {st.get('state', ''):<10} "
                f"{st.get('attempts', 0):>5}  {_detail(st)}")
         print(row.rstrip())
 
