@@ -40,7 +40,7 @@ from .errors import (
 )
 from .family import send_cancel
 from .frontier import Frontier
-from .kin import NOTICE_PREFIX, Kin, notice_event
+from .kin import Kin, notice_event, shown
 from .kinds import STEP, WAIT, WAITING, Pending
 from .status import PREFIX
 from .values import check_name
@@ -52,13 +52,6 @@ NOT_STARTED = "not started"
 
 __all__ = ["ChildFailed", "ChildHandle", "Children", "cancel_child", "child_outcome",
            "notice_event", "shown", "start_child"]
-
-
-def shown(name: str | None) -> str | None:
-    """A recorded name as the routes show it: `child orders/o-1` for a child's."""
-    if name is not None and name.startswith(NOTICE_PREFIX):
-        return name[1:]
-    return name
 
 
 class ChildFailed(StepFailed):

@@ -17,6 +17,7 @@ from .backend import Backend
 from .config import Retry
 from .errors import NonRetryable, Reordered, Suspend, UnsupportedValue, ValueTooLarge
 from .journal import Journal
+from .kin import shown
 from .kinds import (
     NOW,
     NOW_TAKEN,
@@ -71,9 +72,10 @@ def reordered(pos: int, kind: str, recorded: str, call: str, name: str) -> Reord
         f"wf.deprecate_patch({recorded!r}) until no running instance holds the marker)")
     return Reordered(
         f"the code changed the order of its steps: position {pos} was recorded as "
-        f"{_named(call_of(kind), recorded)}{hint}, and the code now reaches "
-        f"{_named(call, name)} there. Running instances need the recorded order (new "
-        "steps may only follow the recorded ones); serve changed code as a new class."
+        f"{_named(call_of(kind), shown(recorded) or recorded)}{hint}, and the code now "
+        f"reaches {_named(call, shown(name) or name)} there. Running instances need the "
+        "recorded order (new steps may only follow the recorded ones); serve changed code "
+        "as a new class."
     )
 
 

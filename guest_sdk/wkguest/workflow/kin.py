@@ -87,6 +87,13 @@ _EVENT = ("/*wk:child-notice*/ INSERT INTO _wk_wf_event (name, payload, tagged, 
           " VALUES (?, ?, ?, ?)")
 
 
+def shown(name: str | None) -> str | None:
+    """A recorded name as the routes show it: `child orders/o-1` for a child's."""
+    if name is not None and name.startswith(NOTICE_PREFIX):
+        return name[1:]
+    return name
+
+
 def notice_event(cls: str, id: str) -> str:
     """The name child `cls`/`id`'s notice is stored under in the parent's _wk_wf_event,
     and the name of the child's two positions in the parent's journal."""
