@@ -14,9 +14,11 @@ import sys
 from typing import Any
 
 from .actors import add_actors
+from .audit import add_audit
 from .build import add_build
 from .call import add_call
 from .options import CliError, Exit
+from .schedule import add_schedule
 from .serve import add_serve
 from .workflow import add_workflow_command
 
@@ -72,7 +74,8 @@ def make_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action=_Version)
     sub = p.add_subparsers(title="commands", metavar="COMMAND")
-    for add_command in (add_serve, add_call, add_actors, add_build, add_workflow_command):
+    for add_command in (add_serve, add_call, add_actors, add_build, add_workflow_command,
+                        add_schedule, add_audit):
         add_command(sub)
     return p
 

@@ -48,15 +48,18 @@ STATE_EXITS = {"failed": Exit.WORKFLOW_FAILED, "cancelled": Exit.WORKFLOW_CANCEL
 
 WORKFLOW = frozenset(f"workflow {c}" for c in
                      ("start", "status", "send-event", "cancel", "steps", "list", "events",
-                      "query"))
+                      "query", "terminate", "pause", "resume", "rescue", "restart"))
 STATEFUL = frozenset({"workflow start", "workflow status"})
-TO_SERVER = frozenset({"call", "actors"}) | WORKFLOW
+SCHEDULE = frozenset(f"schedule {c}" for c in
+                     ("create", "list", "describe", "pause", "resume", "delete"))
+TO_SERVER = frozenset({"call", "actors", "audit"}) | WORKFLOW | SCHEDULE
 EVERY = TO_SERVER | {"build", "serve"}
 CLIENTS = EVERY - {"serve"}
 OTHERS = CLIENTS - STATEFUL
 _GROUPS = {EVERY: "every command", CLIENTS: "every command but `serve`",
            OTHERS: "every command but `serve`, `workflow start` and `workflow status`",
-           TO_SERVER: "`call`, `actors`, `workflow *`", WORKFLOW: "`workflow *`"}
+           TO_SERVER: "`call`, `actors`, `workflow *`, `schedule *`, `audit`",
+           WORKFLOW: "`workflow *`"}
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import sys
 import time
 from typing import Any
 
+from . import listing, steps
 from .client import Started, Status, WorkflowAdmin, WorkflowError
 from .options import (
     STATE_EXITS,
@@ -26,6 +27,7 @@ from .options import (
     operator_token,
     read_input_file,
 )
+from .text import when
 
 _COMMANDS = [
     ("start", "start an instance (idempotent while it is kept)",
@@ -95,10 +97,9 @@ def _add_specific(name: str, p: argparse.ArgumentParser) -> None:
                             "`workflow status --wait`); a parked instance is cancelled at "
                             "once, compensating nothing")
     elif name == "list":
-        p.add_argument("--status", dest="state", default=None,
-                       choices=["running", "waiting", "compensating", "completed", "failed",
-                                "cancelled", "parked"],
-                       help="only instances in this state")
+        listing.add_args(p)
+    elif name == "steps":
+        steps.add_args(p)
 
 
 def _json_arg(spec: str) -> Any:
@@ -127,25 +128,6 @@ def _run(args: argparse.Namespace) -> int:
 def _dispatch(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
     return _RUN[args.command](admin, args)
 
-
-def _list(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
-    rows = admin.list(args.cls, args.state)
-    if args.json:
-        print(json.dumps([{"id": i, **s} for i, s in rows], default=str))
-    for actor_id, s in rows if not args.json else []:
-        line = f"{actor_id}\t{s.get('state')}\t{s.get('positions', 0)} positions"
-        # A parked instance waits for an operator: the list says why, on its line.
-        print(f"{line}\t{s.get('error')}" if s.get("state") == "parked" else line)
-    return Exit.OK
-
-
-def _steps(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
-    steps = admin.steps(args.cls, args.id)
-    if args.json:
-        print(json.dumps(steps, default=str))
-    else:
-        _print_steps(steps)
-    return Exit.OK
 
 
 def _send_event(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
@@ -194,7 +176,7 @@ def _events(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([vars(e) for e in events], default=repr))
     for e in events if not args.json else []:
-        print(f"{e.offset:>4}  {_when(e.at)}  {e.name}  {json.dumps(e.payload, default=repr)}")
+        print(f"{e.offset:>4}  {when(e.at)}  {e.name}  {json.dumps(e.payload, default=repr)}")
     return Exit.OK
 
 
@@ -204,7 +186,7 @@ def _query(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
     return Exit.OK
 
 
-_RUN = {"list": _list, "steps": _steps, "send-event": _send_event, "cancel": _cancel,
+_RUN = {"list": listing.run, "steps": steps.run, "send-event": _send_event, "cancel": _cancel,
         "start": _start_or_status, "status": _start_or_status, "events": _events,
         "query": _query}
 
@@ -227,8 +209,8 @@ def _follow(admin: WorkflowAdmin, cls: str, actor_id: str, status: Status,
 def _say_if_input_ignored(cls: str, actor_id: str, s: Started) -> None:
     if s.created or not s.input_differs:
         return
-    when = f" (created at {_when(s.created_at)})" if s.created_at is not None else ""
-    print(f"wkhost: {cls}/{actor_id}: instance already exists{when}: its input differs "
+    at = f" (created at {when(s.created_at)})" if s.created_at is not None else ""
+    print(f"wkhost: {cls}/{actor_id}: instance already exists{at}: its input differs "
           "from the one given, which was ignored", file=sys.stderr)
 
 
@@ -243,9 +225,9 @@ def _print_status(cls: str, actor_id: str, s: Status, as_json: bool,
     if s.waiting_for:
         line += f", waiting for {', '.join(s.waiting_for)}"
     if s.wake_at is not None:
-        line += f", wakes at {_when(s.wake_at)}"
+        line += f", wakes at {when(s.wake_at)}"
     if s.parked_at is not None:
-        line += f", since {_when(s.parked_at)}"
+        line += f", since {when(s.parked_at)}"
     if s.runs > 1:  # continued as new
         line += f", run {s.runs} (previous run {s.previous_run_id})"
     print(line)
@@ -269,28 +251,5 @@ def _status_doc(s: Status, started: Started | None) -> dict[str, Any]:
     return doc
 
 
-def _print_steps(steps: list[dict[str, Any]]) -> None:
-    # As wide as the longest name (a group's names its branches), within 24 to 48.
-    w = min(max([24, *(len(str(st.get("name", ""))) for st in steps)]), 48)
-    print(f"{'pos':>4}  {'kind':<6} {'name':<{w}} {'state':<10} {'tries':>5}  detail")
-    for st in steps:
-        row = (f"{st.get('pos', ''):>4}  {st.get('kind', ''):<6} "
-               f"{str(st.get('name', ''))[:w]:<{w}} {st.get('state', ''):<10} "
-               f"{st.get('attempts', 0):>5}  {_detail(st)}")
-        print(row.rstrip())
 
-
-def _detail(st: dict[str, Any]) -> str:
-    """A position's times, then its error. A wait that got its event shows no time: its
-    wake_at was a deadline it did not need."""
-    parts = []
-    if st.get("wake_at") and (st.get("kind"), st.get("state")) != ("wait", "done"):
-        parts.append(f"wake at {_when(st['wake_at'])}")
-    if st.get("next_attempt_at"):
-        parts.append(f"next attempt at {_when(st['next_attempt_at'])}")
-    return " ".join([*parts, st.get("error") or ""]).strip()
-
-
-def _when(ms: int) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ms / 1000)) + f".{ms % 1000:03d}Z"
 

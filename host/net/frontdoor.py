@@ -25,7 +25,6 @@
 from __future__ import annotations
 
 import asyncio
-import hmac
 import logging
 from collections.abc import Callable
 from urllib.parse import unquote
@@ -38,9 +37,10 @@ from ..core.host import Host
 from ..errors import BadRequest, GuestFailed, HostError, NotServedHere, Overloaded, TooLarge
 from ..types import ActorRef, Request, Response, Sender
 from ..wire import answer_headers
+from . import audit, listing
+from .operator import is_operator, plain
 from .peer_clients import PeerClients
 from .peers import add_peer_routes, advance_clock, forward
-from .peers import list_actors as list_from_every_process
 
 log = logging.getLogger("wkhost.http")
 
@@ -64,7 +64,7 @@ def make_app(host: Host, admin_token: str, peer_clients: PeerClients | None = No
     # request's headers and the call chain around it: room for those too.
     room = _PEER_WRAPPER_BYTES if for_peers else 0
     app = web.Application(client_max_size=host.config.max_body_bytes + room,
-                          middlewares=[_errors_middleware])
+                          middlewares=[_errors_middleware, audit.middleware])
     app["host"] = host
     app["body_cap"] = host.config.max_body_bytes + room
     app["token"] = admin_token
@@ -73,18 +73,12 @@ def make_app(host: Host, admin_token: str, peer_clients: PeerClients | None = No
     if for_peers:
         add_peer_routes(app)
     app.router.add_get("/_wk/health", _health)
-    app.router.add_get("/_wk/actors/{cls}", _list_actors)
+    listing.add_routes(app)
+    audit.add_routes(app)
     app.router.add_post("/_wk/clock/advance", _advance_clock)
     app.router.add_route("*", r"/{tail:[\s\S]*}", _to_actor,  # ids may hold a newline
                          expect_handler=_expect)
     return app
-
-
-def plain(status: int, reason: str, **headers: str) -> web.Response:
-    resp = web.Response(status=status, text=reason.rstrip("\n") + "\n", headers=headers)
-    if status in (408, 413):  # the body is left unread, or half read: the connection
-        resp.force_close()    # cannot carry another request
-    return resp
 
 
 @web.middleware
@@ -101,15 +95,6 @@ async def _errors_middleware(request: web.Request, handler):  # type: ignore[no-
     except Exception:
         log.exception("unexpected failure serving %s %s", request.method, request.path)
         return plain(500, "internal error in the host (see its log)")
-
-
-def is_operator(request: web.Request) -> bool:
-    auth = request.headers.get("Authorization", "")
-    if not auth.startswith("Bearer "):
-        return False
-    if hmac.compare_digest(auth[7:].strip().encode(), request.app["token"].encode()):
-        return True
-    raise web.HTTPUnauthorized(reason="the bearer token is not this host's admin token")
 
 
 async def _to_actor(request: web.Request) -> web.Response:
@@ -253,18 +238,6 @@ async def _health(request: web.Request) -> web.Response:
                               "instances_reused": host.spares.taken,
                               "process": host.config.partition.me,
                               "processes": host.config.partition.count})
-
-
-async def _list_actors(request: web.Request) -> web.Response:
-    if not is_operator(request):
-        return plain(403, "listing actors is for operators (send the admin token)")
-    after = request.query.get("after", "")
-    try:
-        limit = min(10_000, int(request.query.get("limit", "1000")))
-    except ValueError:
-        raise BadRequest("limit must be a whole number") from None
-    ids = await list_from_every_process(request.app, request.match_info["cls"], after, limit)
-    return web.json_response({"ids": ids})
 
 
 async def _advance_clock(request: web.Request) -> web.Response:

@@ -39,14 +39,12 @@ from . import cbor, family, reads
 from .child import shown
 from .errors import CborError, StoreFault, UnsupportedValue, ValueTooLarge
 from .kin import Kin
-from .kinds import STEP_RETRYING, WAIT, call_of, state_of
 from .reads import BadRequest, int_field
 from .runner import Runner
 from .status import CONTENT_TYPE
 from .store import FINISHED, PARKED, RESTING, StatusRow
 from .values import check_name, decode, encode
 
-MAX_PAGE = 500
 # The host's held answers (wkhost's host/core/holds.py, which spells them too: no module
 # crosses the WIT boundary, so tests/unit/test_hold_constants.py checks that both agree).
 # Only the front door honours them.
@@ -128,7 +126,7 @@ class Protocol:
     def _routes(self) -> dict[str, Callable[[dict[str, Any], StatusRow], Reply]]:
         return {"status": lambda m, row: self._held(m, row, self._status(row)),
                 "event": self._event,
-                "cancel": self._cancel, "steps": self._steps,
+                "cancel": self._cancel, "steps": lambda m, row: reply(reads.steps(self.r, m)),
                 "summary": lambda m, row: reply(self._status(row, output=False)),
                 "events": lambda m, row: reply(reads.events(self.r, m)),
                 "query": self._query, "child-done": self._child_done}
@@ -280,14 +278,6 @@ class Protocol:
             row = self.store.status() or row
         return reply(self._status(row))
 
-    def _steps(self, msg: dict[str, Any], row: StatusRow) -> Reply:
-        start = _int_field(msg, "from", 0)
-        limit = min(max(_int_field(msg, "limit", 100), 1), MAX_PAGE)
-        rows = self.store.steps(start, limit + 1)
-        more = len(rows) > limit
-        steps = [_step_map(r) for r in rows[:limit]]
-        return reply({"steps": steps, "next": rows[limit][0] if more else None})
-
     def _status(self, row: StatusRow, output: bool = True) -> dict[str, Any]:
         m: dict[str, Any] = {
             "state": row.state, "run_id": row.run_id, "wake_at": row.wake_at,
@@ -353,14 +343,3 @@ def _sorted(text: str) -> str:
 
 
 _int_field = int_field
-
-
-def _step_map(r: list[Any]) -> dict[str, Any]:
-    pos, kind, name, attempts, error, next_at, wake_at, size, seq, updated = r
-    label = shown(name)
-    if label != name and call_of(kind) == WAIT:
-        wake_at = None  # a child's wait: no timeout (its deadline is a stand-in)
-    return {"pos": pos, "name": label, "kind": call_of(kind),
-            "state": state_of(kind), "attempts": attempts, "error": error,
-            "next_attempt_at": next_at if kind == STEP_RETRYING else None, "wake_at": wake_at,
-            "result_bytes": size, "event_seq": seq, "updated_at": updated}

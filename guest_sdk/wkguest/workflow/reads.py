@@ -12,12 +12,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from . import dry
+from .child import shown
+from .kinds import STEP_RETRYING, WAIT, call_of, state_of
 from .values import check_name, decode
 
 if TYPE_CHECKING:
     from .runner import Runner
 
 MAX_EVENTS_PAGE = 500
+MAX_STEPS_PAGE = 500
 
 
 class BadRequest(Exception):
@@ -70,3 +73,24 @@ def query(runner: Runner, msg: dict[str, Any]) -> dict[str, Any] | None:
         return None
     value, position = got
     return {"result": value, "position": position}
+
+
+def steps(runner: Runner, msg: dict[str, Any]) -> dict[str, Any]:
+    """The steps route: the recorded positions from `from`, `limit` at a time."""
+    start = int_field(msg, "from", 0)
+    limit = min(max(int_field(msg, "limit", 100), 1), MAX_STEPS_PAGE)
+    rows = runner.store.steps(start, limit + 1)
+    more = len(rows) > limit
+    return {"steps": [_step_map(r) for r in rows[:limit]],
+            "next": rows[limit][0] if more else None}
+
+
+def _step_map(r: list[Any]) -> dict[str, Any]:
+    pos, kind, name, attempts, error, next_at, wake_at, size, seq, updated = r
+    label = shown(name)
+    if label != name and call_of(kind) == WAIT:
+        wake_at = None  # a child's wait: no timeout (its deadline is a stand-in)
+    return {"pos": pos, "name": label, "kind": call_of(kind),
+            "state": state_of(kind), "attempts": attempts, "error": error,
+            "next_attempt_at": next_at if kind == STEP_RETRYING else None, "wake_at": wake_at,
+            "result_bytes": size, "event_seq": seq, "updated_at": updated}

@@ -41,6 +41,7 @@ from .kinds import (
     Pending,
     sql_list,
 )
+from .publish import Publisher
 from .schema import SCHEMA
 from .stream import Stream
 
@@ -140,6 +141,7 @@ class Store:
         self.syncs = 0  # durable writes made: whether an event has synced what it wrote
         self.stream = Stream(backend)  # the emitted events (stream.py)
         self.chain = Chain(backend)  # continue-as-new (chain.py)
+        self.publish = Publisher(backend)  # the state, for the host's index (publish.py)
 
     def _durable(self, sql: str, params: tuple[Param, ...] = ()) -> int:
         changes = self.db.exec_durable(sql, params)
@@ -234,6 +236,7 @@ class Store:
         begin_run(1, watchdog, now) would leave it, and not synced by itself: that run's
         own durable write syncs it (Runner.create_and_run)."""
         write = self._durable if watchdog is None else self.db.exec
+        self.publish.state("running", now)
         return write(
             "/*wk:create*/ INSERT OR IGNORE INTO _wk_wf (id, state, run_id, input, input_tagged,"
             " bad_runs, retry_at, wake_at, created_at, updated_at)"
@@ -278,6 +281,7 @@ class Store:
     def end_run(self, state: str, wake_at: int | None, waiting_for: str | None, now: int,
                 durable: bool) -> None:
         write = self._durable if durable else self.db.exec
+        self.publish.state(state, now)
         write(
             "/*wk:end-run*/ UPDATE _wk_wf SET state = ?, wake_at = ?, waiting_for = ?,"
             " bad_runs = 0,"
@@ -287,6 +291,7 @@ class Store:
 
     def finish(self, state: str, output: str | None, tagged: bool, error: str | None,
                now: int) -> bool:
+        self.publish.state(state, now)
         return self._durable(
             "/*wk:finish*/ UPDATE _wk_wf SET state = ?, output = ?, output_tagged = ?,"
             " error = ?,"
@@ -299,6 +304,7 @@ class Store:
     def park(self, reason: str, now: int) -> bool:
         """Park the unfinished instance, durably, with `reason` as its error: no wake time,
         no bad-run count. Its journal stays as recorded. False if it had finished."""
+        self.publish.state(PARKED, now)
         return self._durable(
             f"/*wk:park*/ UPDATE _wk_wf SET state = '{PARKED}', error = ?, wake_at = NULL,"
             " waiting_for = NULL, bad_runs = 0, retry_at = NULL, updated_at = ?"
