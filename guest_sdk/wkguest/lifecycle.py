@@ -1,11 +1,12 @@
-"""This actor's identity, the host's clock, and its own end (WIT interface `lifecycle`)."""
+"""This actor's identity, the host's clock, its own end, the fuel it has burnt and who runs
+it (WIT interface `lifecycle`)."""
 
 from __future__ import annotations
 
 from wkguest import _bindings as _b
 from wkguest.types import ActorRef
 
-__all__ = ["delete_self", "last_trap", "now", "self_ref"]
+__all__ = ["delete_self", "fuel_used", "holder", "last_trap", "now", "self_ref"]
 
 
 def self_ref() -> ActorRef:
@@ -34,3 +35,17 @@ def last_trap() -> str | None:
     restarts too, until an event that asked for it ends without a trap. Never raises."""
     reason: str | None = _b.lifecycle.last_trap()
     return reason
+
+
+def fuel_used() -> int:
+    """The fuel this call into the actor (its on_init, on_alarm or handle) has burnt so
+    far, out of its budget (`--cpu-budget-ms`, metered as fuel). Never raises."""
+    fuel: int = _b.lifecycle.fuel_used()
+    return fuel
+
+
+def holder() -> str:
+    """Who runs this actor now, to show an operator: today the host process, e.g.
+    "process 0 of 4 (pid 1234)". Never raises."""
+    name: str = _b.lifecycle.holder()
+    return name

@@ -3,12 +3,14 @@ Host's own members, bound once (a host call reaches them with no layer between).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
 from ..clock import Clock
 from ..fetch import FetchPolicy
+from ..partition import Partition
 from ..types import ActorRef, Sender
 from . import event
 from .config import HostConfig
@@ -26,6 +28,14 @@ class InterfaceHost:
         self.fetch_policy: FetchPolicy = config.http
         self.current_event: Callable[[], Event] = event.current
         self.now_ms: Callable[[], int] = clock.now_ms
+        self.fuel_per_event = config.fuel_per_event()
+        self.holder = holder_of(config.partition)
         self.actor_ref = actor_ref
         self.call_from_actor = call_from_actor
         self.long_wait = long_wait
+
+
+def holder_of(partition: Partition) -> str:
+    """Who runs this host's actors, as `lifecycle.holder` tells them: this process, as
+    `wkhost serve --processes N` numbers it (from 0, as its ready line and directory do)."""
+    return f"process {partition.me} of {partition.count} (pid {os.getpid()})"

@@ -101,9 +101,16 @@ class Fetches(Events[E_co], Protocol[E_co]):
 
 
 class Lifecycle(Events[E_co], Protocol[E_co]):
-    """The lifecycle interface: the host's clock, as the guest sees it."""
+    """The lifecycle interface: the host's clock, as the guest sees it, each call's fuel
+    budget, and who this host is (`holder`)."""
 
     def now_ms(self) -> int: ...
+
+    @property
+    def fuel_per_event(self) -> int: ...
+
+    @property
+    def holder(self) -> str: ...
 
 
 class HostPort(ActorCalls[E], Fetches[E], Lifecycle[E], Protocol[E]):

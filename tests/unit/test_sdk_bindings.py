@@ -221,6 +221,15 @@ def test_lifecycle(wit: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
     assert deleted == [True]
 
 
+def test_lifecycle_fuel_used_and_holder(wit: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    from wkguest import lifecycle
+
+    monkeypatch.setattr(wit.lifecycle, "fuel_used", lambda: 123_456)
+    monkeypatch.setattr(wit.lifecycle, "holder", lambda: "process 1 of 2 (pid 7)")
+    assert lifecycle.fuel_used() == 123_456
+    assert lifecycle.holder() == "process 1 of 2 (pid 7)"
+
+
 # ---- export() -------------------------------------------------------------------------
 
 

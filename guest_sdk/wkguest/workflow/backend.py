@@ -61,6 +61,16 @@ class Backend(Protocol):
     def last_trap(self) -> str | None:
         """Why this actor's last trapped event ended, until an event that asked ends."""
 
+    def fuel_used(self) -> int:
+        """The fuel this call into the guest has burnt so far (lifecycle.fuel-used)."""
+
+    def memory_bytes(self) -> int | None:
+        """The guest's linear memory size now, or None where the host cannot tell (the
+        host today: wasmtime-py reaches no memory inside a component)."""
+
+    def holder(self) -> str:
+        """Who runs this actor now, to show (lifecycle.holder)."""
+
     def call(self, cls: str, id: str, method: str, path: str, body: bytes) -> tuple[int, bytes]:
         """A wk-workflow/v1 request to actor `cls`/`id`'s handle: (status, body).
         Raises CallFailed if the call itself failed."""
@@ -145,6 +155,15 @@ class RealBackend:
     def last_trap(self) -> str | None:
         reason = self._lifecycle.last_trap()
         return None if reason is None else str(reason)
+
+    def fuel_used(self) -> int:
+        return int(self._lifecycle.fuel_used())
+
+    def memory_bytes(self) -> int | None:
+        return None
+
+    def holder(self) -> str:
+        return str(self._lifecycle.holder())
 
     def call(self, cls: str, id: str, method: str, path: str, body: bytes) -> tuple[int, bytes]:
         try:

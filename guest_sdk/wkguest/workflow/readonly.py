@@ -64,3 +64,12 @@ class ReadOnly:
 
     def last_trap(self) -> None:
         return None  # asking has an effect (the reason is kept until an event asked)
+
+    def fuel_used(self) -> int:
+        return self._db.fuel_used()
+
+    def memory_bytes(self) -> int | None:
+        return self._db.memory_bytes()
+
+    def holder(self) -> str:
+        return self._db.holder()

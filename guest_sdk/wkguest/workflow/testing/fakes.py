@@ -57,6 +57,10 @@ class FakeBackend:
         # How `call` reaches other actors: FakeHost sets it (a nested event of the callee).
         self.caller: Callable[[str, str, str, str, bytes], tuple[int, bytes]] | None = None
         self.calls: Counter[str] = Counter()
+        # What lifecycle tells: a test sets them (fuel_used: the fuel burnt so far).
+        self.fuel = 0
+        self.memory: int | None = None
+        self.holder_name = "process 0 of 1 (pid 1)"
         self.host_ns = 0
         self._durable: tuple[bytes | None, int | None] = (None, None)  # None: empty
 
@@ -134,6 +138,15 @@ class FakeBackend:
     def last_trap(self) -> str | None:
         self.trap_read = True
         return self.trap
+
+    def fuel_used(self) -> int:
+        return self.fuel
+
+    def memory_bytes(self) -> int | None:
+        return self.memory
+
+    def holder(self) -> str:
+        return self.holder_name
 
     def call(self, cls: str, id: str, method: str, path: str, body: bytes) -> tuple[int, bytes]:
         self.calls["call"] += 1

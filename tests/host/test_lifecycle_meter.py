@@ -1,0 +1,55 @@
+"""lifecycle.fuel-used and lifecycle.holder, read by a real component on a real host."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from wkhost.core.config import HostConfig
+from wkhost.core.host import Host
+from wkhost.testing import FakeClock
+from wkhost.types import Request, Sender
+
+from ..conftest import BuildGuest
+from .support import COMPILED, START_MS
+
+
+@pytest.fixture
+def meter(tmp_path: Path, build_guest: BuildGuest) -> Iterator[Host]:
+    host = Host(HostConfig(data_dir=tmp_path / "data", cache_dir=COMPILED),
+                FakeClock(START_MS))
+    try:
+        host.add_class("meter", build_guest("meter"))
+        host.start()
+        yield host
+    finally:
+        host.close(timeout_s=2)
+
+
+def _meter(host: Host, n: int, actor_id: str = "m") -> dict[str, object]:
+    ref = host.actor_ref("meter", actor_id)
+    resp = host.request(ref, Request("GET", "/meter", f"n={n}", [], b""), Sender.operator())
+    assert resp.status == 200, resp.body[:300]
+    out: dict[str, object] = json.loads(resp.body)
+    return out
+
+
+def test_fuel_used_grows_with_the_guest_work_and_starts_again_each_call(meter: Host) -> None:
+    _meter(meter, 0)  # the actor's creation, and a first call's warming up
+    small, big = _meter(meter, 1000), _meter(meter, 200_000)
+    fuel = {k: (int(str(r["before"])), int(str(r["after"]))) for k, r in
+            (("small", small), ("big", big))}
+    for before, after in fuel.values():
+        assert 0 < before < after <= meter.config.fuel_per_event()
+    small_loop = fuel["small"][1] - fuel["small"][0]
+    big_loop = fuel["big"][1] - fuel["big"][0]
+    assert big_loop > 100 * small_loop
+    # Each call is metered from its own start, not from the first call's.
+    assert fuel["big"][0] < fuel["small"][1]
+
+
+def test_holder_names_this_process(meter: Host) -> None:
+    assert _meter(meter, 0)["holder"] == f"process 0 of 1 (pid {os.getpid()})"
