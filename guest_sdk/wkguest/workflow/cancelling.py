@@ -31,7 +31,7 @@ from .journal import Journal
 from .kinds import PENDING_KINDS, sql_list
 from .run import Run
 from .saga import COMPENSATING, CancelStop
-from .store import Loaded
+from .store import FINISHED_SQL, Loaded
 from .tx import Tables
 
 
@@ -124,7 +124,7 @@ _MARK = (f"/*wk:saga-mark*/ INSERT INTO {TABLE} (id, requested_at) VALUES (1, ?)
          " stop_at = NULL")
 _STATE = (f"/*wk:saga-state*/ UPDATE _wk_wf SET state = '{COMPENSATING}',"
           " wake_at = max(coalesce(retry_at, ?), ?), waiting_for = NULL, updated_at = ?"
-          " WHERE state NOT IN ('completed', 'failed', 'cancelled', 'parked')")
+          f" WHERE state NOT IN ({FINISHED_SQL}, 'parked')")
 _STOP = f"/*wk:saga-stop*/ UPDATE {TABLE} SET stop_at = ?"
 _DROP_PENDING = f"DELETE FROM _wk_wf_step WHERE pos >= ? AND kind IN ({sql_list(PENDING_KINDS)})"
 _EXISTS = f"SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '{TABLE}'"

@@ -14,7 +14,7 @@ touched: they belong to the instance, not to a run.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .backend import Backend, Param
@@ -43,11 +43,16 @@ class Chain:
         self.known: bool | None = None
 
     def switch(self, run_id: str, text: str, tagged: bool, now: int,
-               durable: Callable[[str, tuple[Param, ...]], int]) -> None:
+               durable: Callable[[str, tuple[Param, ...]], int],
+               first: Sequence[tuple[str, Sequence[Param]]] = ()) -> None:
         """Begin run `run_id` with input `text` in place of the current one (see the
-        module's doc). Raises StoreFault; nothing is changed then."""
+        module's doc). `first`: statements of the same transaction, run before the old
+        journal goes (an operator's restart from the start: ops.py). Raises StoreFault;
+        nothing is changed then."""
         self.db.exec("/*wk:can-begin*/ BEGIN IMMEDIATE")
         try:
+            for sql, params in first:
+                self.db.exec(sql, params)
             self.db.exec("/*wk:can-table*/ " + RUNS)  # an older SDK's instance has none
             self.db.exec(_CHAIN)
             self.db.exec("/*wk:can-clear*/ DELETE FROM _wk_wf_step")

@@ -8,6 +8,7 @@
     orders.cancel("order-42")                    # or compensate=True: undo its steps first
     events = orders.events("order-42", after=0)  # what it emitted (wf.emit), from offset 0
     progress = orders.query("order-42", "progress")  # a query handler's answer (wf.query)
+    orders.pause("order-42"); orders.resume("order-42")  # and terminate, rescue, restart
 
 Every call is one `actors.call` to the instance that only records or reads, so it
 returns quickly; the instance runs in its own event afterwards, never inside this call.
@@ -33,6 +34,8 @@ try:  # inside a component build; on plain CPython the bindings do not exist
     from wkguest.errors import CallError as _CallError
 except ModuleNotFoundError:  # pragma: no cover - depends on where it runs
     _actors = None  # type: ignore[assignment]
+
+KEEP: Any = object()  # restart's input left out: the instance's own
 
 Transport = Callable[[str, str, str, bytes], tuple[int, bytes]]
 """(instance id, method, path, body) → (status, body): how a client reaches its class."""
@@ -69,6 +72,46 @@ class Client:
         compensating nothing. Raises WorkflowError."""
         return Status.from_map(self._call(id, "cancel", {"compensate": True} if compensate
                                           else {}))
+
+    # -- an operator's moves (ops.py) -------------------------------------------------
+
+    def terminate(self, id: str, reason: str | None = None) -> Status:
+        """Stop it at once, as terminated: no compensation runs; its children not
+        detached are terminated too. A finished instance is left as it is (its status
+        says how it finished). Raises WorkflowError."""
+        return Status.from_map(self._call(id, "terminate", {} if reason is None
+                                          else {"reason": reason}))
+
+    def pause(self, id: str) -> Status:
+        """Pause a running, waiting or compensating instance: it starts no new work (a
+        step running now finishes first) and still records the events sent to it.
+        Raises WorkflowError (refused, 409: parked; finished)."""
+        return Status.from_map(self._call(id, "pause", {}))
+
+    def resume(self, id: str) -> Status:
+        """Resume a paused instance where it stopped. Raises WorkflowError (refused,
+        409: not paused)."""
+        return Status.from_map(self._call(id, "resume", {}))
+
+    def rescue(self, id: str) -> Status:
+        """Run a parked or failed instance again from its failing position under the
+        code now deployed (a failed one's last failed step runs again, with fresh
+        attempts). Raises WorkflowError (refused, 409: another state, or a failed
+        instance whose compensations have run: restart it)."""
+        return Status.from_map(self._call(id, "rescue", {}))
+
+    def restart(self, id: str, *, from_position: int | None = None,
+                step: str | None = None, occurrence: int = 1, input: Any = KEEP) -> Status:
+        """Run it again: from the start (a new run id, an empty journal; `input=` gives
+        a new input), or from a position (`from_position`, or the `occurrence`-th
+        position named `step`), keeping the results recorded before it and its run id.
+        Raises WorkflowError."""
+        msg: dict[str, Any] = {} if input is KEEP else {"input": input}
+        if from_position is not None:
+            msg["from"] = from_position
+        if step is not None:
+            msg |= {"step": step, "occurrence": occurrence}
+        return Status.from_map(self._call(id, "restart", msg))
 
     def events(self, id: str, after: int = 0, limit: int = 100) -> list[Event]:
         """Up to `limit` (at most 500) events the instance emitted, from offset `after`

@@ -36,6 +36,7 @@ MAX_TRIES = 30  # about four hours of tries at the longest backoff
 # A notice's payload is the child's own output, already within the child's limit.
 _NO_LIMIT = 2**62
 _EMPTY = cbor.dumps({})
+_TERMINATE = cbor.dumps({"reason": "its parent was terminated"})
 
 
 def backoff(tries: int) -> int:
@@ -94,18 +95,22 @@ class Family:
 
     def _cancel_children(self, now: int) -> list[int | None]:
         out: list[int | None] = []
-        for id, cls, tries, next_at in self.kin.cancels_owed():
+        for id, cls, tries, next_at, terminate in self.kin.cancels_owed():
             if next_at is not None and now < next_at:
                 out.append(next_at)
             else:
-                out.append(send_cancel(self.db, self.kin, id, cls, tries, now))
+                out.append(send_cancel(self.db, self.kin, id, cls, tries, now, terminate))
         return out
 
 
-def send_cancel(db: Backend, kin: Kin, id: str, cls: str, tries: int, now: int) -> int | None:
-    """Cancel child `cls`/`id` now. Returns when to try again (the cancel stays owed),
-    or None: delivered, or given up after MAX_TRIES."""
-    failed = _send(db, cls, id, "cancel", _EMPTY, (404,))
+def send_cancel(db: Backend, kin: Kin, id: str, cls: str, tries: int, now: int,
+                terminate: bool = False) -> int | None:
+    """Cancel child `cls`/`id` now (`terminate`: terminate it, its parent was). Returns
+    when to try again (the cancel stays owed), or None: delivered, or given up after
+    MAX_TRIES. A child whose runner has no terminate route answers 404: it counts as
+    delivered, as for a child that is gone."""
+    route = "terminate" if terminate else "cancel"
+    failed = _send(db, cls, id, route, _TERMINATE if terminate else _EMPTY, (404,))
     if failed is None:
         kin.cancel_delivered(id)
         return None
@@ -135,8 +140,9 @@ def record_notice(store: Store, msg: dict[str, Any], parked: bool) -> bool:
     with the alarm to now first (not for a parked instance). False for a duplicate.
     Raises ValueError (naming the field) for a malformed notice."""
     cls, id, run_id, state = (_text(msg, k) for k in ("cls", "id", "run_id", "state"))
-    if state not in ("completed", "failed", "cancelled"):
-        raise ValueError(f"'state' must be completed, failed or cancelled, not {state!r}")
+    if state not in ("completed", "failed", "cancelled", "terminated"):
+        raise ValueError("'state' must be completed, failed, cancelled or terminated, "
+                         f"not {state!r}")
     output, tagged, error = msg.get("output"), msg.get("tagged"), msg.get("error")
     if not (output is None or isinstance(output, str)) or not isinstance(tagged, bool):
         raise ValueError("'output' must be stored JSON text or null, 'tagged' a bool")

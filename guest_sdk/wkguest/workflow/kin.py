@@ -25,6 +25,7 @@ from typing import Any
 from .backend import Backend
 from .errors import StoreFault
 from .kinds import WAITING
+from .store import FINISHED_SQL
 
 # Reserved: user names hold no control character (values.check_name), so no user event,
 # step or wait can have a name that starts with U+0002.
@@ -70,10 +71,14 @@ _TABLES = ("SELECT name FROM sqlite_master WHERE type = 'table'"
 # The notice owed, with what it says: the instance's row as its finish left it.
 _NOTICE = ("SELECT p.cls, p.pid, p.tries, p.next_try_at, w.run_id, w.state, w.output,"
            f" w.output_tagged, w.error FROM {PARENT} AS p, _wk_wf AS w WHERE p.notice = {OWED}"
-           " AND w.state IN ('completed', 'failed', 'cancelled')")
-_CANCELS = (f"SELECT c.id, c.cls, c.tries, c.next_try_at FROM {CHILDREN} AS c, _wk_wf AS w"
+           f" AND w.state IN ({FINISHED_SQL})")
+# A terminated parent owes its children not detached a terminate, not a cancel (the
+# fourth column says which route: ops.py).
+_CANCELS = (f"SELECT c.id, c.cls, c.tries, c.next_try_at, w.state = 'terminated'"
+            f" FROM {CHILDREN} AS c, _wk_wf AS w"
             f" WHERE c.cancel != {CANCELLED} AND c.done_run IS NULL"
-            f" AND (c.cancel = {CANCEL_OWED} OR (w.state = 'cancelled' AND c.detached = 0))")
+            f" AND (c.cancel = {CANCEL_OWED}"
+            " OR (w.state IN ('cancelled', 'terminated') AND c.detached = 0))")
 _DONE = (f"/*wk:child-done*/ INSERT INTO {CHILDREN} (id, cls, detached, done_run)"
          " VALUES (?, ?, 0, ?) ON CONFLICT (id) DO UPDATE SET done_run = excluded.done_run"
          " WHERE cls = excluded.cls AND done_run IS NOT excluded.done_run")
@@ -135,9 +140,11 @@ class Kin:
             f" WHERE id = ? AND cls = ? AND cancel = {NOT_ASKED} AND done_run IS NULL",
             (id, cls)) > 0
 
-    def cancels_owed(self) -> list[tuple[str, str, int, int | None]]:
-        """The children owed a cancel: (id, class, tries, next try at)."""
-        return [(str(r[0]), str(r[1]), int(r[2]), r[3]) for r in _rows(self.db, _CANCELS)]
+    def cancels_owed(self) -> list[tuple[str, str, int, int | None, bool]]:
+        """The children owed a cancel: (id, class, tries, next try at, and whether it is
+        a terminate: the parent was terminated)."""
+        return [(str(r[0]), str(r[1]), int(r[2]), r[3], bool(r[4]))
+                for r in _rows(self.db, _CANCELS)]
 
     def cancel_delivered(self, id: str) -> None:
         # A plain write: if it is lost, the cancel is sent again, which changes nothing.

@@ -8,7 +8,7 @@ Routes (`/wk-workflow/v1/<route>`, CBOR map bodies; docs/workflow-protocol.md):
                        start and status take `wait_ms`: the host holds the answer until
                        the instance rests (finished or parked), for up to that long (a
                        single request that answers when the workflow is done)
-    event    POST      record an event, alarm to now (a parked instance: no alarm)
+    event    POST      record an event, alarm to now (a parked or paused one: no alarm)
     cancel   POST      mark cancelled at once, alarm to the end of retention (a parked
                        instance too: cancelling it runs nothing)
     steps    GET|POST  the recorded positions, a page at a time (operators' `steps`)
@@ -16,6 +16,8 @@ Routes (`/wk-workflow/v1/<route>`, CBOR map bodies; docs/workflow-protocol.md):
     events   GET|POST  the emitted-event stream from an offset (reads.py)
     query    GET|POST  a query handler's answer over a dry replay (reads.py, dry.py)
     child-done  POST   a child's notice that it finished (actors only; family.py)
+    terminate, pause, resume, rescue, restart
+             POST      an operator's moves (ops.py): each answers the status after it
 
 A start may carry `parent: {cls, id}` and `detached` (child.py): the new instance records
 its parent (kin.py), and the answer for an existing one says whose child it is (`parent`)
@@ -39,10 +41,11 @@ from . import cbor, family, reads
 from .child import shown
 from .errors import CborError, StoreFault, UnsupportedValue, ValueTooLarge
 from .kin import Kin
+from .ops import Ops
 from .reads import BadRequest, int_field
 from .runner import Runner
 from .status import CONTENT_TYPE
-from .store import FINISHED, PARKED, RESTING, StatusRow
+from .store import FINISHED, HELD, PARKED, PAUSED, RESTING, StatusRow
 from .values import check_name, decode, encode
 
 # The host's held answers (wkhost's host/core/holds.py, which spells them too: no module
@@ -53,7 +56,9 @@ HOLD_STATE = "wk-hold-state"
 _CREATED = "created"
 _ROUTES = {"start": "POST", "event": "POST", "cancel": "POST",
            "status": "GET POST", "steps": "GET POST", "summary": "GET POST",
-           "events": "GET POST", "query": "GET POST", "child-done": "POST"}
+           "events": "GET POST", "query": "GET POST", "child-done": "POST",
+           "terminate": "POST", "pause": "POST", "resume": "POST", "rescue": "POST",
+           "restart": "POST"}
 
 
 class Reply(NamedTuple):
@@ -75,6 +80,7 @@ class Protocol:
         self.r = runner
         self.store = runner.store
         self.db = runner.db
+        self.ops = Ops(runner)
 
     def handle(self, method: str, path: str, body: bytes, sender: str,
                hold_state: str | None = None) -> Reply:
@@ -129,7 +135,21 @@ class Protocol:
                 "cancel": self._cancel, "steps": lambda m, row: reply(reads.steps(self.r, m)),
                 "summary": lambda m, row: reply(self._status(row, output=False)),
                 "events": lambda m, row: reply(reads.events(self.r, m)),
-                "query": self._query, "child-done": self._child_done}
+                "query": self._query, "child-done": self._child_done,
+                "terminate": self._moved(lambda m, row: self.ops.terminate(row, m)),
+                "pause": self._moved(lambda m, row: self.ops.pause(row)),
+                "resume": self._moved(lambda m, row: self.ops.resume(row)),
+                "rescue": self._moved(lambda m, row: self.ops.rescue(row)),
+                "restart": self._moved(lambda m, row: self.ops.restart(
+                    row, m, lambda v, what: _encode(v, self.r.config.max_value_bytes, what)))}
+
+    def _moved(self, move: Callable[[dict[str, Any], StatusRow], None]
+               ) -> Callable[[dict[str, Any], StatusRow], Reply]:
+        """An operator's move (ops.py), answered with the status after it."""
+        def route(msg: dict[str, Any], row: StatusRow) -> Reply:
+            move(msg, row)
+            return reply(self._status(self.store.status() or row))
+        return route
 
     def _query(self, msg: dict[str, Any], row: StatusRow) -> Reply:
         answer = reads.query(self.r, msg)
@@ -176,7 +196,7 @@ class Protocol:
             return refuse(409, "finished", f"the instance is {row.state}: it waits for "
                           "no child")
         try:
-            recorded = family.record_notice(self.store, msg, row.state == PARKED)
+            recorded = family.record_notice(self.store, msg, row.state in HELD)
         except ValueError as e:
             raise BadRequest(400, "bad-request", f"child-done: {e}") from None
         return reply({"recorded": recorded})
@@ -267,7 +287,7 @@ class Protocol:
         text, tagged = _encode(msg.get("payload"), self.r.config.max_value_bytes,
                                "the event's payload")
         now = self.db.now()
-        if row.state != PARKED:  # kept for when an operator moves it: it runs nothing
+        if row.state not in HELD:  # kept for when an operator moves it: it runs nothing
             self.db.alarm_set(now)
         self.store.add_event(str(name), text, tagged, now)
         return reply({"events_pending": row.events_pending + 1})
@@ -293,6 +313,9 @@ class Protocol:
             m["previous_run_id"] = row.previous_run_id
         if row.state == PARKED:  # nothing writes its row until an operator moves it on
             m["parked_at"] = row.updated_at
+        if row.state == PAUSED:
+            m["paused_at"] = row.updated_at
+        m["held_by"] = self.db.holder()  # who runs it now, as the host names it
         if output and row.state == "completed" and row.output is not None:
             m["output"] = decode(row.output, row.output_tagged)
         return m

@@ -62,7 +62,7 @@ from .kinds import STEP_RETRYING
 from .readonly import ReadOnly
 from .run import Run
 from .saga import COMPENSATING, compensating, outcome
-from .store import FINISHED, PARKED, RESTING, Loaded, Store
+from .store import FINISHED, HELD, PARKED, RESTING, Loaded, Store
 from .values import encode
 
 Workflow = Callable[[Run, Any], Any]
@@ -158,7 +158,7 @@ class Runner:
         now = self.db.now()
         if loaded.state not in RESTING:
             self._note_trap(loaded)
-        if loaded.state == PARKED:
+        if loaded.state in HELD:  # parked, or paused (ops.py)
             self.db.alarm_clear()  # a stray alarm (say, the host's retry): it holds none
         elif loaded.state in FINISHED:
             self._retain(loaded, now)
@@ -386,3 +386,12 @@ class Runner:
         # COMMIT must still leave one for its retention.
         self.db.alarm_set(self.db.now() + self.config.retention_ms)
         self._finish("cancelled", None, False, None)
+
+    def terminate(self, reason: str) -> None:
+        """An operator's terminate of an unfinished instance (ops.py): it finishes as
+        terminated at once, with `reason` as its error, compensating nothing, and its
+        retention begins. Its children not detached are terminated in turn (family.py),
+        as a cancelled parent's are cancelled. The alarm first, as for a cancel."""
+        self.forget()
+        self.db.alarm_set(self.db.now() + self.config.retention_ms)
+        self._finish("terminated", None, False, reason)

@@ -11,13 +11,16 @@ from typing import Any
 
 from .errors import WorkflowError
 
-STATES = ("running", "waiting", "completed", "failed", "cancelled", "parked", "compensating")
-FINISHED_STATES = frozenset({"completed", "failed", "cancelled"})
+STATES = ("running", "waiting", "completed", "failed", "cancelled", "parked", "compensating",
+          "paused", "terminated")
+# Terminated: an operator stopped it at once, running no compensation (ops.py).
+FINISHED_STATES = frozenset({"completed", "failed", "cancelled", "terminated"})
 # Where an instance rests: nothing of its own moves it on. A finished one, or a parked one:
 # stopped by a failure that is not the workflow's own (a reordered deploy, a value that no
 # longer decodes, runs that keep ending without returning, a mistake in the code), kept
-# unfinished until an operator moves it. A wait for the end (`wait_ms`) ends at either.
-RESTING_STATES = FINISHED_STATES | {"parked"}
+# unfinished until an operator moves it. Or a paused one: an operator's pause holds it
+# (ops.py) until a resume. A wait for the end (`wait_ms`) ends at any of them.
+RESTING_STATES = FINISHED_STATES | {"parked", "paused"}
 PREFIX = "/wk-workflow/v1/"
 CONTENT_TYPE = "application/cbor"
 # What a class made by `serve` answers. `wkhost build` finds a module-level `serve(...)`
@@ -31,7 +34,9 @@ class Status:
     """An instance's state as its runner reported it.
 
     state: one of STATES ("compensating": running the compensations of its completed
-    steps, after its own failure or a cancel with compensation). wake_at: when its alarm
+    steps, after its own failure or a cancel with compensation; "paused": an operator
+    paused it, it starts no new work until resumed; "terminated": an operator stopped it
+    at once, no compensation run). wake_at: when its alarm
     next runs it (ms, host clock), or None.
     waiting_for: the event names it waits for. output: the workflow's return value (None
     unless completed). error: why it failed (or, while running, why its last run did not
@@ -39,7 +44,9 @@ class Status:
     run_id: this run's id (a new start after retention gets a new one, and so does each
     continue-as-new). parked_at: when it parked (None unless parked). runs: how many runs
     the instance has begun (1, until it continues as new); previous_run_id: the run before
-    this one (None for the first).
+    this one (None for the first). paused_at: when it was paused (None unless paused).
+    held_by: who holds the instance now, as the host names it ("process 2 of 4 (pid
+    1234)"), when the host says.
     """
 
     state: str
@@ -56,6 +63,8 @@ class Status:
     parked_at: int | None = None
     runs: int = 1
     previous_run_id: str | None = None
+    paused_at: int | None = None
+    held_by: str | None = None
 
     @property
     def is_finished(self) -> bool:
@@ -68,8 +77,13 @@ class Status:
         return self.state == "parked"
 
     @property
+    def is_paused(self) -> bool:
+        """Paused by an operator: it starts no new work until resumed (not finished)."""
+        return self.state == "paused"
+
+    @property
     def is_resting(self) -> bool:
-        """Finished or parked: nothing of its own moves it on."""
+        """Finished, parked or paused: nothing of its own moves it on."""
         return self.state in RESTING_STATES
 
     @classmethod
@@ -91,6 +105,8 @@ class Status:
             parked_at=_opt_int(m.get("parked_at")),
             runs=_opt_int(m.get("runs")) or 1,
             previous_run_id=_opt_str(m.get("previous_run_id")),
+            paused_at=_opt_int(m.get("paused_at")),
+            held_by=_opt_str(m.get("held_by")),
         )
 
 

@@ -45,12 +45,16 @@ from .publish import Publisher
 from .schema import SCHEMA
 from .stream import Stream
 
-FINISHED = frozenset({"completed", "failed", "cancelled"})
+FINISHED = frozenset({"completed", "failed", "cancelled", "terminated"})
+# As SQL's `IN (...)` list: a statement that must not touch a finished instance.
+FINISHED_SQL = "'completed', 'failed', 'cancelled', 'terminated'"
 # Not finished, but nothing of its own moves it on (status.py's RESTING_STATES): its row
-# is written only by an operator's move (cancel, for now), so its updated_at is when it
-# parked.
+# is written only by an operator's move (cancel, rescue, ...: ops.py), so its updated_at
+# is when it parked, or was paused. Neither holds an alarm.
 PARKED = "parked"
-RESTING = FINISHED | {PARKED}
+PAUSED = "paused"
+HELD = frozenset({PARKED, PAUSED})
+RESTING = FINISHED | HELD
 
 # The journal since position ?1, as one row, in the split form of replay-floor.md: kinds
 # concatenated, keys joined by U+001E, results as one JSON array. A key is the name of a
@@ -297,7 +301,7 @@ class Store:
             " error = ?,"
             " wake_at = NULL, waiting_for = NULL, bad_runs = 0, retry_at = NULL,"
             " updated_at = ?, finished_at = ?"
-            " WHERE state NOT IN ('completed', 'failed', 'cancelled')",
+            f" WHERE state NOT IN ({FINISHED_SQL})",
             (state, output, int(tagged), error, now, now),
         ) > 0
 
@@ -308,7 +312,7 @@ class Store:
         return self._durable(
             f"/*wk:park*/ UPDATE _wk_wf SET state = '{PARKED}', error = ?, wake_at = NULL,"
             " waiting_for = NULL, bad_runs = 0, retry_at = NULL, updated_at = ?"
-            " WHERE state NOT IN ('completed', 'failed', 'cancelled')",
+            f" WHERE state NOT IN ({FINISHED_SQL})",
             (reason, now),
         ) > 0
 
