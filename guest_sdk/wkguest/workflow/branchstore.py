@@ -19,6 +19,7 @@ import contextlib
 from typing import Any, NamedTuple
 
 from .errors import StoreFault
+from .frontier import CUT
 from .kinds import GROUP_OPEN, STEP_RETRYING
 from .store import Store
 
@@ -40,8 +41,11 @@ TABLE = """CREATE TABLE IF NOT EXISTS _wk_wf_branch (
 # an older SDK has none, and one that never groups never needs it.
 _OPEN = ("/*wk:group-open*/ INSERT INTO _wk_wf_step (pos, kind, name, updated_at)"
          " VALUES (?, ?, ?, ?)")
-_LOAD = ("SELECT idx, kind, name, result, attempts, error, next_attempt_at, wake_at"
-         " FROM _wk_wf_branch WHERE pos = ? ORDER BY idx")
+# With each row, the instance's error: where a cut's reason is (store.note_trap's).
+_LOAD = ("SELECT idx, kind, name, result, attempts, error, next_attempt_at, wake_at,"
+         " (SELECT error FROM _wk_wf) FROM _wk_wf_branch WHERE pos = ? ORDER BY idx")
+_CUT_PREFIX = "its last event was cut: "
+_NOTE_CUT = "/*wk:branch-cut*/ UPDATE _wk_wf_branch SET error = ? WHERE pos = ? AND idx = ?"
 _PUT = ("/*wk:branch*/ INSERT INTO _wk_wf_branch (pos, idx, kind, name, result, attempts,"
         " error, next_attempt_at, wake_at, event_seq, updated_at)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (pos, idx) DO UPDATE SET"
@@ -76,7 +80,25 @@ class Branches:
         self.db.exec(_OPEN, (self.pos, GROUP_OPEN, name, now))
 
     def load(self) -> dict[int, Row]:
-        return {r[0]: Row(*r) for r in self.store.rows(_LOAD, (self.pos,))}
+        rows = {}
+        for r in self.store.rows(_LOAD, (self.pos,)):
+            row = Row(*r[:8])
+            rows[row.idx] = self._note_cut(row, r[8])
+        return rows
+
+    def _note_cut(self, row: Row, instance_error: object) -> Row:
+        """A step branch's attempt that was cut still holds the error it was counted
+        with: the cut's reason goes on it, as store.note_trap puts it on a step's (the
+        instance's error says it until the run ends), for its history and its final
+        error."""
+        n = row.attempts
+        if (row.kind != STEP_RETRYING or n == 0 or row.error != CUT.format(n=n)
+                or not isinstance(instance_error, str)
+                or not instance_error.startswith(_CUT_PREFIX)):
+            return row
+        error = f"attempt {n} was cut: {instance_error.removeprefix(_CUT_PREFIX)}"
+        self.db.exec(_NOTE_CUT, (error, self.pos, row.idx))
+        return row._replace(error=error)
 
     def put(self, idx: int, kind: str, name: str, now: int, *, result: str | None = None,
             attempts: int = 0, error: str | None = None, next_attempt_at: int | None = None,

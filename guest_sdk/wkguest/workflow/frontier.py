@@ -13,6 +13,8 @@ import json
 from collections.abc import Callable
 from typing import Any, cast
 
+from .attempts import COUNTED, FAILED, RETURNED, Attempts, Meter, was_cut
+from .attempts import STEP as STEP_ONLY
 from .backend import Backend
 from .config import Retry
 from .errors import NonRetryable, Reordered, Suspend, UnsupportedValue, ValueTooLarge
@@ -50,7 +52,7 @@ from .values import encode, revive
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 MAX_ERROR_CHARS = 4000
-CUT = "attempt {n} ended without a result (the instance trapped, or the event was cut)"
+CUT = COUNTED  # the error an attempt is counted with: what it leaves if it never ends
 
 # (ok, value, error, attempts): what a step came to
 Outcome = tuple[bool, Any, str | None, int]
@@ -108,6 +110,8 @@ class Frontier:
         # (end_run or finish, exec_durable) syncs them with itself: one fsync per event
         # instead of one per step, and nothing is reported before that last write.
         self.unsynced = False
+        self.attempts = Attempts(store)  # each attempt's history row (attempts.py)
+        self.meter: Meter | None = None  # the attempt under way
 
     def _pending(self, pos: int, kind: str, call: str, name: str) -> Pending | None:
         p = self.pending
@@ -143,7 +147,10 @@ class Frontier:
         `fn` then takes the transaction's handle."""
         p = self._pending(pos, STEP_RETRYING, STEP, name)
         attempts = p.attempts if p else 0
+        cut = p is not None and attempts > 0 and was_cut(p.error, attempts)
         if attempts >= retry.attempts:  # the last attempt was cut: no result will come
+            if cut:
+                self.attempts.cut(pos)
             return self._give_up(pos, name, (p.error if p else None) or CUT.format(n=attempts),
                                  attempts)
         now = self.db.now()
@@ -153,16 +160,7 @@ class Frontier:
         if self.new_steps and now - self.started_at >= self.budget_ms:
             raise Suspend("running", now)  # the budget is spent: go on in a new event
         attempt = attempts + 1
-        retry_at = now + retry.backoff(attempt)
-        # Counted, with the error it leaves if it never returns, before f runs: a trap
-        # inside f then counts, and the watchdog alarm brings the next attempt.
-        self.watch(retry_at, now)
-        self.store.count_attempt(pos, name, attempt, CUT.format(n=attempt), retry_at, now)
-        if self.bad_runs_open:
-            self.store.clear_bad_runs()  # this run got into a step: not a bad run
-            self.bad_runs_open = False
-        self.new_steps += 1
-        self.pending = None
+        self._count(pos, name, attempt, retry, now, cut)
         tx = None if tables is None else Transaction(self.db, name, tables, self.journal.made)
         try:
             # A tx attempt's exception has rolled its writes back before it gets here.
@@ -172,6 +170,30 @@ class Frontier:
         except Exception as e:
             return self._failed(pos, name, describe(e), attempt, retry)
         return self._returned(pos, name, value, attempt, tx)
+
+    def _count(self, pos: int, name: str, attempt: int, retry: Retry, now: int,
+               cut: bool) -> None:
+        """Count attempt `attempt` before its function runs, with the error it leaves if
+        it never returns: a trap inside the function then counts, and the watchdog alarm
+        brings the next attempt. `cut`: the attempt before it never ended; its history
+        row is copied from the step's row first (attempts.py)."""
+        retry_at = now + retry.backoff(attempt)
+        self.watch(retry_at, now)
+        if cut:
+            self.attempts.cut(pos)
+        self.store.count_attempt(pos, name, attempt, CUT.format(n=attempt), retry_at, now)
+        if self.bad_runs_open:
+            self.store.clear_bad_runs()  # this run got into a step: not a bad run
+            self.bad_runs_open = False
+        self.new_steps += 1
+        self.pending = None
+        self.meter = self.attempts.begin(pos, STEP_ONLY, attempt, now)
+
+    def _end(self, outcome: str, error: str | None) -> None:
+        """The attempt under way ended: its history row (attempts.py), once."""
+        m, self.meter = self.meter, None
+        if m is not None:
+            self.attempts.end(m, outcome, error)
 
     def _returned(self, pos: int, name: str, value: Any, attempt: int,
                   tx: Transaction | None) -> Outcome:
@@ -183,6 +205,7 @@ class Frontier:
                 tx.rollback()
             return self._give_up(pos, name, str(e), attempt)
         kind = STEP_RETURNED_TAGGED if tagged else STEP_RETURNED
+        self._end(RETURNED, None)  # a tx step's: inside its transaction, as its result
         if tx is None:
             self.store.put_final(pos, kind, name, text, self.db.now(), durable=False)
         else:  # the result inside the attempt's transaction, then its COMMIT
@@ -197,6 +220,7 @@ class Frontier:
         return True, (revive(raw) if tagged else raw), None, 0
 
     def _failed(self, pos: int, name: str, error: str, attempt: int, retry: Retry) -> Outcome:
+        self._end(FAILED, error)
         if attempt >= retry.attempts:
             return self._give_up(pos, name, error, attempt)
         now = self.db.now()
@@ -205,6 +229,7 @@ class Frontier:
         raise Suspend("running", retry_at)
 
     def _give_up(self, pos: int, name: str, error: str, attempts: int) -> Outcome:
+        self._end(FAILED, error)
         text = json.dumps([error, attempts], ensure_ascii=False, separators=(",", ":"))
         self.store.put_final(pos, STEP_FAILED, name, text, self.db.now(), error=error,
                              durable=False)

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import child as _child
+from .attempts import FAILED, RETURNED, was_cut
 from .branches import ALL, ANY, CANCEL, Checked, Child, Sleep, Step, Wait
 from .branchstore import Branches, Row
 from .errors import NonRetryable, Reordered, Suspend, UnsupportedValue, ValueTooLarge
@@ -170,7 +171,10 @@ class GroupFront:
         front, retry = self.front, c.retry
         assert retry is not None
         attempts = row.attempts if row else 0
+        cut = row is not None and attempts > 0 and was_cut(row.error, attempts)
         if attempts >= retry.attempts:  # the last attempt was cut
+            if cut:
+                front.attempts.cut(self.pos, i)
             return self._failed(i, c.name, (row.error if row else None)
                                 or CUT.format(n=attempts), attempts)
         now = self.db.now()
@@ -184,12 +188,15 @@ class GroupFront:
         attempt = attempts + 1
         retry_at = now + retry.backoff(attempt)
         front.watch(retry_at, now)
+        if cut:  # its history row, from the branch's row before the count writes over it
+            front.attempts.cut(self.pos, i)
         self.rows.count_attempt(i, c.name, attempt, CUT.format(n=attempt), retry_at, now)
         if front.bad_runs_open:
             front.store.clear_bad_runs()
             front.bad_runs_open = False
         front.new_steps += 1
         front.unsynced = True
+        front.meter = front.attempts.begin(self.pos, i, attempt, now)
         try:
             value = fn()
         except NonRetryable as e:
@@ -199,6 +206,7 @@ class GroupFront:
         return done(i, c.name, value, attempt)
 
     def _retry_later(self, i: int, c: Checked, error: str, attempt: int) -> Outcome | None:
+        self.front._end(FAILED, error)
         retry = c.retry
         assert retry is not None
         if attempt >= retry.attempts:
@@ -216,10 +224,12 @@ class GroupFront:
         except (UnsupportedValue, ValueTooLarge) as e:
             return self._failed(i, name, str(e), attempt)
         kind = STEP_RETURNED_TAGGED if tagged else STEP_RETURNED
+        self.front._end(RETURNED, None)
         self.rows.put(i, kind, name, self.db.now(), result=text, attempts=attempt)
         return [kind, json.loads(text)]
 
     def _failed(self, i: int, name: str, error: str, attempts: int) -> Outcome:
+        self.front._end(FAILED, error)
         text = json.dumps([error, attempts], ensure_ascii=False, separators=(",", ":"))
         self.rows.put(i, STEP_FAILED, name, self.db.now(), result=text, attempts=attempts,
                       error=error)
@@ -258,6 +268,7 @@ class GroupFront:
         return None
 
     def _child_started(self, i: int, name: str) -> None:
+        self.front._end(RETURNED, None)  # the start's attempt
         self.rows.put(i, WAITING, name, self.db.now())
         self.started.add(i)
         self._later(None, waiting=name)

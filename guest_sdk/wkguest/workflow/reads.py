@@ -12,6 +12,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from . import dry
+from .attempts import (
+    DEFAULT_VALUE_BYTES,
+    MAX_HISTORY_PAGE,
+    MAX_VALUE_BYTES,
+    add_history,
+    add_values,
+)
 from .child import shown
 from .kinds import STEP_RETRYING, WAIT, call_of, state_of
 from .values import check_name, decode
@@ -75,14 +82,33 @@ def query(runner: Runner, msg: dict[str, Any]) -> dict[str, Any] | None:
     return {"result": value, "position": position}
 
 
+def bool_field(msg: dict[str, Any], key: str) -> bool:
+    v = msg.get(key, False)
+    if not isinstance(v, bool):
+        raise BadRequest(400, "bad-request", f"{key!r} must be true or false")
+    return v
+
+
 def steps(runner: Runner, msg: dict[str, Any]) -> dict[str, Any]:
-    """The steps route: the recorded positions from `from`, `limit` at a time."""
+    """The steps route: the recorded positions from `from`, `limit` at a time; with
+    `attempts`, each one's history, and with `values`, its recorded value's JSON text cut
+    at `value_bytes` (attempts.py)."""
     start = int_field(msg, "from", 0)
-    limit = min(max(int_field(msg, "limit", 100), 1), MAX_STEPS_PAGE)
+    with_attempts, with_values = bool_field(msg, "attempts"), bool_field(msg, "values")
+    cap = int_field(msg, "value_bytes", DEFAULT_VALUE_BYTES)
+    if not 1 <= cap <= MAX_VALUE_BYTES:
+        raise BadRequest(400, "bad-request",
+                         f"'value_bytes' must be from 1 to {MAX_VALUE_BYTES}")
+    page_max = MAX_HISTORY_PAGE if with_attempts else MAX_STEPS_PAGE
+    limit = min(max(int_field(msg, "limit", 100), 1), page_max)
     rows = runner.store.steps(start, limit + 1)
     more = len(rows) > limit
-    return {"steps": [_step_map(r) for r in rows[:limit]],
-            "next": rows[limit][0] if more else None}
+    page = [_step_map(r) for r in rows[:limit]]
+    if page and with_attempts:
+        add_history(runner.store, page, rows[:limit])
+    if page and with_values:
+        add_values(runner.store, page, cap)
+    return {"steps": page, "next": rows[limit][0] if more else None}
 
 
 def _step_map(r: list[Any]) -> dict[str, Any]:
