@@ -10,6 +10,7 @@
     admin.list("orders", state="waiting")                  # [(id, summary), ...]
     admin.events("orders", "order-42", after=0)            # what it emitted: [Event, ...]
     admin.query("orders", "order-42", "progress")          # a query handler's answer
+    admin.pause("orders", "order-42"); admin.resume(...)   # terminate, rescue, restart too
 
 It speaks wk-workflow/v1 (docs/workflow-protocol.md) to
 `{base_url}/{class}/{quoted id}/wk-workflow/v1/<route>` with the admin token, so the host
@@ -38,6 +39,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 import cbor2
+from wkguest.workflow.client import KEEP
 from wkguest.workflow.errors import NOT_DECLARED, WorkflowError
 from wkguest.workflow.serve import PROTOCOL
 from wkguest.workflow.status import CONTENT_TYPE, PREFIX, Event, Status, check_answer, events_of
@@ -96,6 +98,42 @@ class WorkflowAdmin:
         then ends cancelled; a parked one is cancelled at once, compensating nothing."""
         msg = {"compensate": True} if compensate else {}
         return Status.from_map(self._call(cls, id, "cancel", msg))
+
+    # -- an operator's moves (the runner's ops.py) ------------------------------------
+
+    def terminate(self, cls: str, id: str, *, reason: str | None = None) -> Status:
+        """Stop it at once (terminated; no compensation; its children not detached are
+        terminated too). A finished instance is left as it is: its status says how."""
+        return self._move(cls, id, "terminate", {} if reason is None else {"reason": reason})
+
+    def pause(self, cls: str, id: str) -> Status:
+        """It starts no new work, holds no alarm, still records events (refused, 409,
+        for a parked or finished instance)."""
+        return self._move(cls, id, "pause", {})
+
+    def resume(self, cls: str, id: str) -> Status:
+        """A paused instance goes on where it stopped (refused, 409, if not paused)."""
+        return self._move(cls, id, "resume", {})
+
+    def rescue(self, cls: str, id: str) -> Status:
+        """A parked or failed instance runs again from its failing position under the
+        code now deployed; refused (409) once a failed one's compensations have run."""
+        return self._move(cls, id, "rescue", {})
+
+    def restart(self, cls: str, id: str, *, from_position: int | None = None,
+                step: str | None = None, occurrence: int = 1, input: Any = KEEP) -> Status:
+        """From the start (a new run id; `input` replaces the instance's), or from a
+        position (`from_position`, or the `occurrence`-th named `step`), keeping the
+        results recorded before it and the run id."""
+        msg: dict[str, Any] = {} if input is KEEP else {"input": input}
+        if from_position is not None:
+            msg["from"] = from_position
+        if step is not None:
+            msg |= {"step": step, "occurrence": occurrence}
+        return self._move(cls, id, "restart", msg)
+
+    def _move(self, cls: str, id: str, route: str, msg: dict[str, Any]) -> Status:
+        return Status.from_map(self._call(cls, id, route, msg))
 
     # -- the operator routes -------------------------------------------------------
 

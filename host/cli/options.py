@@ -35,7 +35,7 @@ class Exit(IntEnum):
     WORKFLOW_FAILED = 10
     WORKFLOW_CANCELLED = 11
     WORKFLOW_PARKED = 12
-    WORKFLOW_PAUSED = 13      # reserved, as 14: states that later releases add
+    WORKFLOW_PAUSED = 13
     WORKFLOW_TERMINATED = 14
     INTERRUPTED = 130         # 128 + SIGINT, as a shell reports Ctrl-C
     BROKEN_PIPE = 141         # 128 + SIGPIPE, as a shell reports `cmd | head` for any tool
@@ -48,7 +48,7 @@ STATE_EXITS = {"failed": Exit.WORKFLOW_FAILED, "cancelled": Exit.WORKFLOW_CANCEL
 
 WORKFLOW = frozenset(f"workflow {c}" for c in
                      ("start", "status", "send-event", "cancel", "steps", "list", "events",
-                      "query", "terminate", "pause", "resume", "rescue", "restart"))
+                      "query", "terminate", "pause", "resume", "rescue", "restart", "bulk"))
 STATEFUL = frozenset({"workflow start", "workflow status"})
 SCHEDULE = frozenset(f"schedule {c}" for c in
                      ("create", "list", "describe", "pause", "resume", "delete"))
@@ -76,7 +76,10 @@ CONTRACT = (
     Row("1", "the answer's status was 400 or more (its body is shown)", frozenset({"call"})),
     Row("1", "the server refused: an unknown class, say", frozenset({"actors"})),
     Row("1", "the operation failed: an unknown instance, an event to a finished one, "
-             "a cancel of one that had already finished otherwise, a class that is not a "
+             "a cancel or terminate of one that had already finished otherwise, a move its "
+             "state refuses (a pause of a parked one, a resume of one not paused, a rescue "
+             "after compensations), a bulk move that failed for any instance, a class "
+             "that is not a "
              "workflow's, a query the workflow does not register (or whose handler failed, "
              "or whose journal does not replay), or the host's own error (a trapped "
              "instance)", WORKFLOW),
@@ -96,8 +99,9 @@ CONTRACT = (
     Row("12", "the instance is parked: a failure that is not the workflow's own (a "
               "reordered deploy, say) stopped it, unfinished, until an operator moves it; "
               "its reason is printed", STATEFUL),
-    Row("13", "reserved: the instance is paused", STATEFUL),
-    Row("14", "reserved: the instance was terminated", STATEFUL),
+    Row("13", "the instance is paused: an operator paused it; it starts no new work "
+              "until `workflow resume`", STATEFUL),
+    Row("14", "the instance was terminated", STATEFUL),
     Row("15-19", "reserved for more states", STATEFUL),
     Row("130", "interrupted (Ctrl-C)", CLIENTS),
     Row("141", "its output was closed before all of it was written (a pipe to head, "

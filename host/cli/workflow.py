@@ -12,10 +12,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 import time
 from typing import Any
 
-from . import listing, steps
+from . import listing, operate, steps
 from .client import Started, Status, WorkflowAdmin, WorkflowError
 from .options import (
     STATE_EXITS,
@@ -42,6 +43,24 @@ _COMMANDS = [
      "--after 10"),
     ("query", "ask an instance's query handler", "wkhost workflow query orders order-42 "
      "progress '{\"detail\": true}'"),
+    ("terminate", "stop an instance at once, running no compensation (its children not "
+     "detached are terminated too)",
+     "wkhost workflow terminate orders order-42 --reason 'duplicate order'"),
+    ("pause", "pause an instance: it starts no new work and still records the events sent "
+     "to it (`resume` goes on)", "wkhost workflow pause orders order-42"),
+    ("resume", "resume a paused instance where it stopped",
+     "wkhost workflow resume orders order-42"),
+    ("rescue", "run a parked or failed instance again from its failing position, under "
+     "the code now deployed (a failed one's last failed step gets fresh attempts; refused "
+     "once its compensations have run: restart it)", "wkhost workflow rescue orders order-42"),
+    ("restart", "run an instance again from the start (a new run id; same input unless "
+     "--input) or from a step (--from-step NAME [--occurrence N], --from-position N), "
+     "keeping the results recorded before it",
+     "wkhost workflow restart orders order-42 --from-step charge"),
+    ("bulk", "do one of terminate, pause, resume, rescue, restart, cancel to every instance "
+     "of a class that a filter selects (--dry-run only counts them)",
+     "wkhost workflow bulk orders rescue --status parked --since 2026-12-01T18:00:00Z "
+     "--dry-run"),
 ]
 
 
@@ -52,12 +71,13 @@ def add_workflow_command(sub: Any) -> None:
                               "exit codes (docs/cli.md).")
     ws = w.add_subparsers(title="workflow commands", metavar="COMMAND")
     for name, help_text, example in _COMMANDS:
-        p = ws.add_parser(name, help=help_text, description=help_text[0].upper() + help_text[1:],
+        p = ws.add_parser(name, help=help_text,
+                          description=textwrap.fill(help_text[0].upper() + help_text[1:], 88),
                           epilog=f"example:\n  {example}\n\n"
                                  + exit_status_epilog(f"workflow {name}"),
                           formatter_class=argparse.RawDescriptionHelpFormatter)
         p.add_argument("cls", metavar="CLASS", help="the workflow class, e.g. orders")
-        if name != "list":
+        if name not in ("list", "bulk"):
             p.add_argument("id", metavar="ID", help="the instance id, e.g. order-42")
         _add_specific(name, p)
         add_server_args(p)
@@ -100,6 +120,8 @@ def _add_specific(name: str, p: argparse.ArgumentParser) -> None:
         listing.add_args(p)
     elif name == "steps":
         steps.add_args(p)
+    elif name in _MOVES or name == "bulk":
+        operate.add_args(name, p)
 
 
 def _json_arg(spec: str) -> Any:
@@ -186,7 +208,19 @@ def _query(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
     return Exit.OK
 
 
-_RUN = {"list": listing.run, "steps": steps.run, "send-event": _send_event, "cancel": _cancel,
+def _move(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
+    status = operate.move(admin, args, _json_arg)
+    _print_status(args.cls, args.id, status, args.json)
+    why = operate.refused(args.command, status)
+    if why is not None:
+        print(f"wkhost: {args.cls}/{args.id}: {why}", file=sys.stderr)
+        return Exit.FAILED
+    return Exit.OK
+
+
+_MOVES = ("terminate", "pause", "resume", "rescue", "restart")
+_RUN = {**dict.fromkeys(_MOVES, _move), "bulk": operate.bulk, "list": listing.run,
+        "steps": steps.run, "send-event": _send_event, "cancel": _cancel,
         "start": _start_or_status, "status": _start_or_status, "events": _events,
         "query": _query}
 
@@ -228,8 +262,12 @@ def _print_status(cls: str, actor_id: str, s: Status, as_json: bool,
         line += f", wakes at {when(s.wake_at)}"
     if s.parked_at is not None:
         line += f", since {when(s.parked_at)}"
-    if s.runs > 1:  # continued as new
+    if s.paused_at is not None:
+        line += f", paused since {when(s.paused_at)}"
+    if s.runs > 1:  # continued as new, or restarted
         line += f", run {s.runs} (previous run {s.previous_run_id})"
+    if s.held_by:
+        line += f", held by {s.held_by}"
     print(line)
     if s.output is not None:
         print(f"  output: {json.dumps(s.output, default=repr)}")
@@ -245,11 +283,11 @@ def _status_doc(s: Status, started: Started | None) -> dict[str, Any]:
         doc["previous_run_id"] = s.previous_run_id
     if s.parked_at is not None:
         doc["parked_at"] = s.parked_at
+    if s.paused_at is not None:
+        doc["paused_at"] = s.paused_at
+    if s.held_by is not None:
+        doc["held_by"] = s.held_by
     if started is not None:
         doc |= {"created": started.created, "input_differs": started.input_differs,
                 "created_at": started.created_at}
     return doc
-
-
-
-
