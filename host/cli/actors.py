@@ -1,4 +1,7 @@
-"""`wkhost actors`: the ids of a class's actors, a page at a time."""
+"""`wkhost actors`: a class's actors, filtered by what they published, a page at a time.
+
+The listing reads the host's index only: no actor runs an event for it (host/net/listing.py).
+"""
 
 from __future__ import annotations
 
@@ -6,9 +9,11 @@ import argparse
 import json
 import shlex
 import sys
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from ..storage.listing import MAX_LIMIT, ORDERS
 from .options import (
     CliError,
     Exit,
@@ -18,50 +23,120 @@ from .options import (
     operator_token,
     with_exit_codes,
 )
+from .text import when
 
 _ACTORS_EPILOG = """\
 examples:
   wkhost actors counter                    the ids of class counter's actors
   wkhost actors counter --limit 100        the first 100
   wkhost actors counter --after c42        the ids after c42 (the next page)
-  wkhost actors counter | wc -l            how many (up to --limit)
+  wkhost actors orders --status parked -l  those whose published status is parked, with
+                                           their status, time and labels
+  wkhost actors orders --status failed --since 2026-01-01T00:00:00Z --count
+                                           how many failed since the new year
+  wkhost actors orders --label region=eu --order=-updated --json
+                                           those labelled region=eu, newest first
 
 Ids come one per line, in order. A full page ends with a line on stderr that says where
-the next one begins."""
-
-
-_MAX_LIMIT = 10_000  # the host's most ids a request (host/net/frontdoor.py)
+the next one begins. --status, --since, --until, --label and --order list only actors
+that published attributes (a workflow publishes its state); times are ms since the Unix
+epoch or ISO 8601 (UTC unless it says otherwise)."""
 
 
 def add_actors(sub: Any) -> None:
     a = sub.add_parser("actors", help="list the actors of a class",
-                       description="List the ids of a class's actors, as the host knows them.",
+                       description="List a class's actors, as the host's index knows them: "
+                       "no actor runs for it.",
                        epilog=_ACTORS_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     with_exit_codes(a, "actors")
     a.add_argument("cls", metavar="CLASS", help="the class, e.g. counter")
-    a.add_argument("--after", default="", metavar="ID",
-                   help="list the ids after this one (paging; default: from the first)")
+    add_filter_args(a)
+    a.add_argument("--order", default="id", choices=ORDERS,
+                   help="by id (default), by updated time (oldest first) or -updated")
+    a.add_argument("--after", default="", metavar="CURSOR",
+                   help="the page after this one: an id, or what the last page said")
     a.add_argument("--limit", type=int, default=1000, metavar="N",
-                   help=f"list at most N ids, 1 to {_MAX_LIMIT} (default %(default)s)")
+                   help=f"list at most N actors, 1 to {MAX_LIMIT} (default %(default)s)")
+    a.add_argument("--count", action="store_true",
+                   help="print only how many actors match (all pages)")
+    a.add_argument("-l", "--long", action="store_true",
+                   help="each actor's status, updated time and labels beside its id")
+    a.add_argument("--json", action="store_true", help="the page as JSON")
     add_server_args(a)
     a.set_defaults(run=run_actors)
 
 
+def add_filter_args(a: argparse.ArgumentParser) -> None:
+    """The filters on published attributes (`wkhost actors`; `workflow list` has its own
+    --status)."""
+    a.add_argument("--status", action="append", default=[], metavar="S",
+                   help="only actors whose published status is S (repeat for any of them)")
+    a.add_argument("--since", type=time_arg, default=None, metavar="TIME",
+                   help="only those updated at or after TIME")
+    a.add_argument("--until", type=time_arg, default=None, metavar="TIME",
+                   help="only those updated at or before TIME")
+    a.add_argument("--label", action="append", default=[], metavar="K=V", type=label_arg,
+                   help="only those labelled K=V (repeat: all of them)")
+
+
+def time_arg(text: str) -> int:
+    """A time as ms since the Unix epoch: a whole number, or ISO 8601 (UTC if no zone)."""
+    if text.isdigit():
+        return int(text)
+    try:
+        t = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a time: ms since the Unix epoch, or ISO 8601 such as "
+            "2026-01-01T00:00:00Z") from None
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=UTC)
+    return int(t.timestamp() * 1000)
+
+
+def label_arg(text: str) -> str:
+    if "=" not in text or text.startswith("="):
+        raise argparse.ArgumentTypeError(f"{text!r} is not K=V")
+    return text
+
+
+def fetch_page(server: str, token: str, cls: str, params: dict[str, Any]) -> dict[str, Any]:
+    """One page of the host's listing (host/net/listing.py) with these query parameters
+    (a list's values repeat the parameter). Raises CliError with the host's refusal."""
+    q = urlencode({k: v for k, v in params.items() if v not in (None, "", [])}, doseq=True)
+    url = f"{server.rstrip('/')}/_wk/actors/{quote(cls, safe='')}?{q}"
+    answer = operator_request("GET", url, token)
+    if answer.status != 200:
+        raise CliError(f"{cls}: {answer.body.decode(errors='replace').strip()}",
+                       Exit.FAILED)
+    page: dict[str, Any] = json.loads(answer.body)
+    return page
+
+
 def run_actors(args: argparse.Namespace) -> int:
     checked_target(args.cls)
-    if not 1 <= args.limit <= _MAX_LIMIT:
-        raise CliError(f"--limit takes 1 to {_MAX_LIMIT}")
-    q = urlencode({"after": args.after, "limit": args.limit})
-    url = f"{args.server.rstrip('/')}/_wk/actors/{quote(args.cls, safe='')}?{q}"
-    answer = operator_request("GET", url, operator_token(args))
-    if answer.status != 200:
-        print(f"wkhost: {args.cls}: {answer.body.decode(errors='replace').strip()}",
-              file=sys.stderr)
-        return Exit.FAILED
-    ids = json.loads(answer.body)["ids"]
-    for actor_id in ids:
-        print(actor_id)
-    if len(ids) == args.limit:
-        print(f"wkhost: --limit {args.limit} reached; more ids may follow: "
-              f"--after {shlex.quote(ids[-1])}", file=sys.stderr)
+    if not 1 <= args.limit <= MAX_LIMIT:
+        raise CliError(f"--limit takes 1 to {MAX_LIMIT}")
+    page = fetch_page(args.server, operator_token(args), args.cls, {
+        "status": args.status, "since": args.since, "until": args.until,
+        "label": args.label, "order": args.order, "after": args.after,
+        "limit": 1 if args.count else args.limit, "count": 1 if args.count else None})
+    if args.count:
+        print(page["count"])
+    elif args.json:
+        print(json.dumps(page))
+    else:
+        for actor in page["actors"]:
+            print(_line(actor) if args.long else actor["id"])
+        if page["next"] is not None:
+            print(f"wkhost: --limit {args.limit} reached; more may follow: "
+                  f"--after {shlex.quote(page['next'])}", file=sys.stderr)
     return Exit.OK
+
+
+def _line(actor: dict[str, Any]) -> str:
+    if actor["status"] is None:
+        return f"{actor['id']}\t-"
+    labels = " ".join(f"{k}={v}" for k, v in sorted(actor["labels"].items()))
+    return "\t".join(x for x in (actor["id"], actor["status"], when(actor["updated_ms"]),
+                                 labels) if x)

@@ -1,4 +1,5 @@
-"""`wkhost workflow list`: the instances of a class, with their states."""
+"""`wkhost workflow list`: the instances of a class, with their states, from the host's
+index (what each instance published: host/net/listing.py), so that no instance wakes."""
 
 from __future__ import annotations
 
@@ -6,35 +7,53 @@ import argparse
 import json
 from typing import Any
 
+from wkguest.workflow.status import STATES
+
+from .actors import fetch_page, time_arg
 from .client import WorkflowAdmin
 from .options import Exit
+from .text import when
+
+_PAGE = 10_000  # the host's most a page (storage/listing.py's MAX_LIMIT)
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
     """The options of `workflow list` beyond CLASS, the server's and --json."""
-    p.add_argument("--status", dest="state", default=None,
-                   choices=["running", "waiting", "compensating", "completed", "failed",
-                            "cancelled", "parked"],
+    p.add_argument("--status", dest="state", default=None, choices=list(STATES),
                    help="only instances in this state")
+    p.add_argument("--since", type=time_arg, default=None, metavar="TIME",
+                   help="only instances whose state began at or after TIME (ms since the "
+                   "Unix epoch, or ISO 8601)")
+    p.add_argument("--until", type=time_arg, default=None, metavar="TIME",
+                   help="only instances whose state began at or before TIME")
 
 
 def select(admin: WorkflowAdmin, cls: str, *, status: str | None = None,
            since: int | None = None, until: int | None = None
            ) -> list[tuple[str, dict[str, Any]]]:
-    """(id, summary) of each instance of `cls` in `status`, updated within [since, until]
-    (host-clock ms) when given: what `list` shows, and what bulk operations act on."""
-    rows = admin.list(cls, status)
-    return [(i, s) for i, s in rows
-            if (since is None or s.get("updated_at", 0) >= since)
-            and (until is None or s.get("updated_at", 0) <= until)]
+    """(id, summary) of each instance of `cls` in `status`, whose state began within
+    [since, until] (host-clock ms) when given: what `list` shows, and what bulk
+    operations act on. The summary: its "state", "updated_at" (when it entered that
+    state, as it published it) and "labels". Filtered by the host, from its index: no
+    instance runs an event for it. Raises CliError if the host refuses."""
+    # Without a status, any workflow state: an actor that published none is no instance.
+    params: dict[str, Any] = {"status": status or ",".join(STATES), "since": since,
+                              "until": until, "limit": _PAGE}
+    out: list[tuple[str, dict[str, Any]]] = []
+    while True:
+        page = fetch_page(admin.base_url, admin.token, cls, params)
+        out += [(a["id"], {"state": a["status"], "updated_at": a["updated_ms"],
+                           "labels": a["labels"]}) for a in page["actors"]]
+        if page["next"] is None:
+            return out
+        params["after"] = page["next"]
 
 
 def run(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
-    rows = select(admin, args.cls, status=args.state)
+    rows = select(admin, args.cls, status=args.state, since=getattr(args, "since", None),
+                  until=getattr(args, "until", None))
     if args.json:
         print(json.dumps([{"id": i, **s} for i, s in rows], default=str))
     for actor_id, s in rows if not args.json else []:
-        line = f"{actor_id}\t{s.get('state')}\t{s.get('positions', 0)} positions"
-        # A parked instance waits for an operator: the list says why, on its line.
-        print(f"{line}\t{s.get('error')}" if s.get("state") == "parked" else line)
+        print(f"{actor_id}\t{s['state']}\tsince {when(int(s['updated_at']))}")
     return Exit.OK

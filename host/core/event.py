@@ -63,6 +63,7 @@ class Event:
     alarm_touched: bool = False   # the guest set or cleared its alarm in this event
     trapped: str | None = None    # why the guest's call trapped or was cut, if it was
     trap_read: bool = False       # the guest asked for its last trap (lifecycle.last-trap)
+    published: bool = False       # the guest published its attributes (WIT attributes)
     # A request whose answer asked to be held (core/holds.py): how long, and, once the
     # event has ended, the future that the actor's next event completes.
     hold_ms: int = 0

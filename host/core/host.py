@@ -33,6 +33,7 @@ from ..storage import paths
 from ..storage.actordb import StorageError
 from ..storage.files import wait_new_files
 from ..storage.index import Index, prepare_layout
+from ..storage.listing import Listed, ListQuery
 from ..storage.policy import set_heap_limit
 from ..storage.watch import Loan
 from ..testing import Switches
@@ -128,7 +129,8 @@ class Host:
             config=config, classes=self.classes, slots=self._table, graph=self.graph,
             gate=self.gate, holds=self.holds, admission=self.admission, index=self.index,
             alarms=self.alarms, eviction=self.eviction, instances=instances,
-            settle=Settle(config, self._table, self.alarms, self.eviction, self.testing),
+            settle=Settle(config, self._table, self.alarms, self.eviction, self.index,
+                          self.testing),
             call_export=self._call, long_wait=self.long_wait,
             statement_loan=self._statement_loan, testing=self.testing)
         self._requests = Requests(
@@ -227,6 +229,14 @@ class Host:
         if cls not in self.classes:
             raise UnknownClass(f"no actor class named {cls!r}")
         return self.index.actors(cls, after, limit)
+
+    def list_page(self, q: ListQuery, count: bool = False
+                  ) -> tuple[list[Listed], int | None]:
+        """One page of this process's actors of `q.cls`, filtered and ordered by what they
+        published (storage/listing.py), and how many match; no actor's event runs."""
+        if q.cls not in self.classes:
+            raise UnknownClass(f"no actor class named {q.cls!r}")
+        return self.index.list_page(q, count)
 
     def evict_idle(self, keep: int | None = None) -> int:
         """Drop idle actors' instances and databases: those idle past idle_instance_s (or

@@ -1,13 +1,16 @@
 """After an event: its effects settled while it still holds its actor's lock (the
-guest's output logged, a transaction left open rolled back, a trap kept, a delete done,
-the alarm synced), and whether the actor now sleeps."""
+guest's output logged, a transaction left open rolled back, a trap kept, the attributes
+it published indexed, a delete done, the alarm synced), and whether the actor now
+sleeps."""
 
 from __future__ import annotations
 
 import logging
 import time
 
-from ..storage.actordb import ActorDb
+from ..storage.actordb import ActorDb, StorageError
+from ..storage.attributes import decoded
+from ..storage.index import Index
 from ..testing import Switches
 from .alarms import Alarms
 from .config import HostConfig
@@ -22,8 +25,9 @@ log = logging.getLogger("wkhost")
 
 class Settle:
     def __init__(self, config: HostConfig, slots: SlotTable, alarms: Alarms,
-                 eviction: Eviction, testing: Switches) -> None:
+                 eviction: Eviction, index: Index, testing: Switches) -> None:
         self._config = config
+        self._index = index
         self._testing = testing
         self._slots = slots
         self._alarms = alarms
@@ -39,11 +43,26 @@ class Settle:
         if db.end_event():
             log.info("%s: rolled back a transaction the event left open", slot.ref)
         keep_trap(slot, ev, db)
+        if ev.published:
+            self._publish(slot, ev, db)
         if ev.delete_requested and slot.instance is not None:
             self._eviction.destroy(slot)
             return False
         self._alarms.after_event(slot, ev)
         return self._sleeps(slot, ev)
+
+    def _publish(self, slot: ActorSlot, ev: Event, db: ActorDb) -> None:
+        """The attributes the event published: those no statement took commit now (unless
+        the event trapped); what is committed goes to the index, if it changed."""
+        try:
+            db.settle_attrs(commit=ev.trapped is None)
+            encoded = db.published()
+        except StorageError as e:
+            log.warning("%s: its published attributes were not kept: %s", slot.ref, e)
+            return
+        if encoded != slot.attrs_seen:
+            self._index.set_attrs(slot.ref, decoded(encoded))
+            slot.attrs_seen = encoded
 
     def _sleeps(self, slot: ActorSlot, ev: Event) -> bool:
         now = time.monotonic()

@@ -78,6 +78,7 @@ class ActorSlot:
     instance: Instance | None = None
     initialized: bool | None = None      # None: not read from the db yet
     alarm_seen: AlarmRow | None = None   # the row as last synced (core/alarms.py)
+    attrs_seen: str | None = None        # the published attributes as last indexed
     last_used: float = 0.0
     last_request: float = 0.0            # when someone last asked it something
     # Asleep (see core/settle.py) but kept warm a little while, as someone asked it
@@ -101,5 +102,6 @@ class ActorSlot:
             self.db = None
         self.initialized = None
         self.alarm_seen = None
+        self.attrs_seen = None
         self.last_trap = None
         return inst

@@ -10,7 +10,7 @@ from wasmtime import Engine, WasmtimeError
 from wasmtime.component import Linker
 
 from ..engine import fastconv
-from . import actors, http, lifecycle, sqlite
+from . import actors, attributes, http, lifecycle, sqlite
 from . import alarm as alarms
 from .ports import E, HostPort
 
@@ -59,4 +59,5 @@ def make_linker(engine: Engine, host: HostPort[E]) -> Linker:
         actors.register(root, pinned_guard, host)
         http.register(root, pinned_guard, host)
         lifecycle.register(root, pinned_guard, host)
+        attributes.register(root, pinned_guard, host)
     return linker

@@ -54,6 +54,7 @@ class RunningEvent(Protocol):
     alarm_touched: bool
     delete_requested: bool
     trap_read: bool
+    published: bool
 
     @property
     def slot(self) -> EventActor: ...

@@ -1,12 +1,27 @@
-"""Listing a class's actors for operators: `/_wk/actors/{cls}`, across every process."""
+"""Listing a class's actors for operators: `/_wk/actors/{cls}`, across every process.
+
+It reads the host's index only (storage/listing.py): no actor's event runs. Query:
+  status=S        only actors whose published status is S (repeat, or S1,S2, for any of)
+  since=MS        only those updated at or after MS (ms since the Unix epoch)
+  until=MS        only those updated at or before MS
+  label=K=V       only those with label K equal to V (repeat: all of them)
+  order=O         id (default), updated (oldest first) or -updated (newest first)
+  after=CURSOR    the page after this one: a page's `next`
+  limit=N         at most N actors (1 to 10,000; default 1,000)
+  count=1         also count every actor that matches, on all pages
+Answer: {"ids": [...], "actors": [{"id", "status", "updated_ms", "labels"}...],
+         "next": CURSOR or null (the last page), "count": N or null}.
+"""
 
 from __future__ import annotations
 
 from aiohttp import web
+from multidict import MultiMapping
 
 from ..errors import BadRequest
+from ..storage.listing import MAX_LIMIT, ListQuery
 from .operator import is_operator, plain
-from .peers import list_actors as list_from_every_process
+from .peers import list_page
 
 
 def add_routes(app: web.Application) -> None:
@@ -16,10 +31,46 @@ def add_routes(app: web.Application) -> None:
 async def _list_actors(request: web.Request) -> web.Response:
     if not is_operator(request):
         return plain(403, "listing actors is for operators (send the admin token)")
-    after = request.query.get("after", "")
+    q = request.query
     try:
-        limit = min(10_000, int(request.query.get("limit", "1000")))
+        query = query_from(request.match_info["cls"], q)
+    except ValueError as e:
+        raise BadRequest(str(e)) from None
+    page = await list_page(request.app, query, q.get("count", "") in ("1", "true"))
+    return web.json_response(page.doc())
+
+
+def query_from(cls: str, q: MultiMapping[str]) -> ListQuery:
+    """The ListQuery a request's query string asks for. Raises ValueError naming the
+    parameter that is wrong."""
+    statuses = tuple(s for v in q.getall("status", []) for s in v.split(",") if s)
+    labels = []
+    for item in q.getall("label", []):
+        k, sep, v = item.partition("=")
+        if not sep or not k:
+            raise ValueError(f"label: K=V, not {item!r}")
+        labels.append((k, v))
+    return ListQuery(cls, statuses, _ms(q, "since"), _ms(q, "until"), tuple(labels),
+                     q.get("order", "id"), q.get("after", ""),
+                     _whole(q, "limit", 1000, 1, MAX_LIMIT))
+
+
+def _ms(q: MultiMapping[str], name: str) -> int | None:
+    text = q.get(name)
+    if text is None or text == "":
+        return None
+    try:
+        return int(text)
     except ValueError:
-        raise BadRequest("limit must be a whole number") from None
-    ids = await list_from_every_process(request.app, request.match_info["cls"], after, limit)
-    return web.json_response({"ids": ids})
+        raise ValueError(f"{name}: a time in ms since the Unix epoch, not {text!r}") from None
+
+
+def _whole(q: MultiMapping[str], name: str, default: int, low: int, high: int) -> int:
+    text = q.get(name, str(default))
+    try:
+        n = int(text)
+    except ValueError:
+        raise ValueError(f"{name} must be a whole number, not {text!r}") from None
+    if not low <= n <= high:
+        raise ValueError(f"{name}: {low} to {high}, not {n}")
+    return n

@@ -27,6 +27,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterable
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
@@ -39,6 +40,7 @@ from ..core.event import Chain
 from ..errors import DeadlineExceeded, HostError, PeerUnavailable
 from ..interfaces.records import record
 from ..partition import Partition
+from ..storage.listing import Listed, ListQuery, Page, merged
 from ..types import ActorRef, Sender
 from ..wire import HOP_BY_HOP, answer_headers
 from .peer_clients import PeerClients, lost, unavailable
@@ -205,6 +207,32 @@ async def list_actors(app: web.Application, cls: str, after: str, limit: int) ->
     return sorted(ids)[:limit]
 
 
+async def list_page(app: web.Application, q: ListQuery, count: bool) -> Page:
+    """One page of `q` over every process's actors, each process asked at once, and the
+    count of all that match (`count`)."""
+    host: Host = app["host"]
+    partition = host.config.partition
+    body = cbor2.dumps({"q": asdict(q), "count": count})
+
+    async def ask(process: int) -> tuple[list[Listed], int | None]:
+        status, _, out = await app["peers"].exchange(
+            process, "POST", "/_wk/peer/list", [("content-type", CBOR)], body)
+        if status != 200:
+            raise PeerUnavailable(f"process {process} could not list {q.cls!r}")
+        doc = cbor2.loads(out)
+        return [Listed(**r) for r in doc["rows"]], doc["count"]
+
+    others = [ask(k) for k in range(partition.count) if k != partition.me]
+    parts = [host.list_page(q, count), *await asyncio.gather(*others)]
+    return merged(q, parts)
+
+
+def query_of(doc: dict[str, Any]) -> ListQuery:
+    """A ListQuery from its fields as CBOR carried them (lists for tuples)."""
+    return ListQuery(**{**doc, "statuses": tuple(doc["statuses"]),
+                        "labels": tuple(tuple(kv) for kv in doc["labels"])})
+
+
 async def advance_clock(app: web.Application, now_ms: int) -> None:
     """Bring every other process's test clock to `now_ms`."""
     partition = app["host"].config.partition
@@ -233,6 +261,7 @@ async def catch_up_clock(app: web.Application) -> None:
 def add_peer_routes(app: web.Application) -> None:
     app.router.add_post("/_wk/peer/call", _call)
     app.router.add_get("/_wk/peer/actors/{cls}", _actors)
+    app.router.add_post("/_wk/peer/list", _list)
     app.router.add_post("/_wk/peer/clock", _clock)
 
 
@@ -263,6 +292,13 @@ async def _actors(request: web.Request) -> web.Response:
     host: Host = request.app["host"]
     return _cbor(host.list_actors(request.match_info["cls"], request.query.get("after", ""),
                                   int(request.query.get("limit", "1000"))))
+
+
+async def _list(request: web.Request) -> web.Response:
+    host: Host = request.app["host"]
+    m = cbor2.loads(await request.read())
+    rows, count = host.list_page(query_of(m["q"]), bool(m["count"]))
+    return _cbor({"rows": [asdict(r) for r in rows], "count": count})
 
 
 async def _clock(request: web.Request) -> web.Response:

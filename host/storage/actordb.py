@@ -35,7 +35,7 @@ from typing import Any
 import apsw
 
 from ..testing import crashpoints
-from . import files
+from . import attributes, files
 from . import functions as sql_functions
 from . import policy as sql_policy
 from .files import (
@@ -90,6 +90,9 @@ class ActorDb:
         self._guest = False
         self._names_host = False  # the running guest script's text holds `_wk_host_`
         self.wrote_rows = False  # a guest statement on this connection changed a row
+        # Attributes the guest published outside a transaction (storage/attributes.py),
+        # encoded: they commit with its next statement, or at the event's end.
+        self.pending_attrs: str | None = None
         self._connect()
         self._new_file_synced: NewFileSync | None = None
         if self.created:
@@ -191,7 +194,10 @@ class ActorDb:
         self._watching = self._watch and self._guest_statements == 1 and not params
         self._schema_only = True
         try:
-            columns, rows = self._run_guest(sql, params, deadline, loan)
+            if self.pending_attrs is None:
+                columns, rows = self._run_guest(sql, params, deadline, loan)
+            else:
+                columns, rows = self._run_with_attrs(sql, params, deadline, loan)
         finally:
             watched, self._watching = self._watching, False
         if watched and self._schema_only and not columns and not rows \
@@ -219,6 +225,61 @@ class ActorDb:
             # something" (the host's after-event), which errs on keeping a file.
             self.wrote_rows = self.wrote_rows or self.conn.total_changes() != changes_before
             self._guest = False
+
+    # -- published attributes (storage/attributes.py) ----------------------------------
+    def publish(self, encoded: str) -> None:
+        """The guest published: into its open transaction, or kept for its next
+        statement (`_run_with_attrs`)."""
+        if self.conn.in_transaction:
+            self.host_exec(attributes.WRITE, (encoded,))
+            self.pending_attrs = None
+        else:
+            self.pending_attrs = encoded
+
+    def published(self) -> str | None:
+        """What the guest last published, committed or not yet."""
+        if self.pending_attrs is not None:
+            return self.pending_attrs
+        rows = self.host_exec(attributes.READ)
+        return str(rows[0][0]) if rows else None
+
+    def _run_with_attrs(self, sql: str, params: Sequence[SqlValue], deadline: float,
+                        loan: Loan | None) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """The guest's statement and the attributes it published before, in one
+        transaction: both commit, or neither (they wait for the next statement)."""
+        conn, encoded = self.conn, self.pending_attrs
+        if conn.in_transaction:  # cannot be: publish writes into an open one
+            self.publish(str(encoded))
+            return self._run_guest(sql, params, deadline, loan)
+        list(conn.execute("BEGIN"))
+        try:
+            self.host_exec(attributes.WRITE, (encoded,))
+            out = self._run_guest(sql, params, deadline, loan)
+        except SqlError as e:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if "within a transaction" not in str(e):
+                raise
+            # A script that begins a transaction of its own: the attributes join it.
+            out = self._run_guest(sql, params, deadline, loan)
+            if conn.in_transaction:
+                self.publish(str(encoded))
+            return out
+        if conn.in_transaction:  # else the script ended it: they are written again later
+            try:
+                list(conn.execute("COMMIT"))
+            except apsw.Error as e:
+                conn.execute("ROLLBACK")
+                raise SqlError(self._explain(e)) from None
+            self.pending_attrs = None
+        return out
+
+    def settle_attrs(self, commit: bool) -> None:
+        """At the event's end: attributes no statement took, committed on their own
+        (`commit`), or dropped (the event trapped before the write they announced)."""
+        encoded, self.pending_attrs = self.pending_attrs, None
+        if encoded is not None and commit:
+            self.host_exec(attributes.WRITE, (encoded,))
 
     def _after_statement(self, sql: str, durable: bool,
                          io_wait: Callable[[], AbstractContextManager[Any]],

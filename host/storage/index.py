@@ -1,8 +1,10 @@
-"""The host's index of actors and pending alarms, derived from the actors' own databases.
+"""The host's index of actors, their pending alarms and what they published (their
+attributes), derived from the actors' own databases.
 
-It lets the host schedule alarms and list a class's actors without opening every
-database. It can always be rebuilt from them, and is: a marker file says the host is
-running, so a start that finds it knows the last stop was unclean and rebuilds.
+It lets the host schedule alarms and list a class's actors, by their attributes too
+(storage/listing.py), without opening every database. It can always be rebuilt from
+them, and is: a marker file says the host is running, so a start that finds it knows the
+last stop was unclean and rebuilds.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ import apsw
 from ..partition import Partition
 from ..types import ActorRef
 from . import paths
+from .attributes import Attributes, decoded
 from .files import delete_db_files, fdatasync_file, fsync_dir
+from .listing import Listed, ListQuery, count_sql, listed, page_sql
 
 log = logging.getLogger("wkhost.index")
 
@@ -27,7 +31,19 @@ PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;
 CREATE TABLE IF NOT EXISTS actors (cls TEXT, id TEXT, PRIMARY KEY (cls, id)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS alarms (cls TEXT, id TEXT, at_ms INTEGER NOT NULL,
                                    PRIMARY KEY (cls, id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS attrs (cls TEXT, id TEXT, status TEXT NOT NULL,
+                                  updated_ms INTEGER NOT NULL, labels TEXT NOT NULL,
+                                  PRIMARY KEY (cls, id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS attrs_by_status ON attrs (cls, status, updated_ms, id);
+CREATE INDEX IF NOT EXISTS attrs_by_time ON attrs (cls, updated_ms, id);
+CREATE TABLE IF NOT EXISTS labels (cls TEXT, k TEXT, v TEXT, id TEXT,
+                                   PRIMARY KEY (cls, k, v, id)) WITHOUT ROWID;
 """
+
+_FORGET_ATTRS = ("DELETE FROM attrs WHERE cls = ? AND id = ?; "
+                 "DELETE FROM labels WHERE cls = ? AND id = ?")
+_INSERT_ATTRS = "INSERT OR REPLACE INTO attrs VALUES (?, ?, ?, ?, ?)"
+_INSERT_LABEL = "INSERT OR IGNORE INTO labels VALUES (?, ?, ?, ?)"
 
 
 class Index:
@@ -74,6 +90,12 @@ class Index:
         self._write("DELETE FROM actors WHERE cls = ? AND id = ?; "
                     "DELETE FROM alarms WHERE cls = ? AND id = ?",
                     (ref.cls, ref.id, ref.cls, ref.id))
+        self._write(_FORGET_ATTRS, (ref.cls, ref.id, ref.cls, ref.id))
+
+    def set_attrs(self, ref: ActorRef, attrs: Attributes | None) -> None:
+        """What the actor has published (storage/attributes.py), as committed."""
+        for sql, params in _attrs_writes(ref, attrs):
+            self._write(sql, params)
 
     def set_alarm(self, ref: ActorRef, at_ms: int | None) -> None:
         if at_ms is None:
@@ -124,6 +146,16 @@ class Index:
                           (cls, after, limit))
         return [str(r[0]) for r in rows]
 
+    def list_page(self, q: ListQuery, count: bool = False
+                  ) -> tuple[list[Listed], int | None]:
+        """One page of `q` from this process's actors, and how many match in all."""
+        sql, params = page_sql(q)
+        rows = [listed(r) for r in self._exec(sql, tuple(params))]
+        if not count:
+            return rows, None
+        sql, params = count_sql(q)
+        return rows, int(str(self._exec(sql, tuple(params))[0][0]))
+
     def rebuild(self, data_dir: Path, owns_shard: Callable[[str], bool] = lambda _: True
                 ) -> int:
         """Re-derive both tables from every actor database in a directory this process
@@ -133,7 +165,7 @@ class Index:
         have made a new one whose own syncs never ran (storage/files.py: NewFileSync), and this
         host's first durable write to it would sync only its WAL. Files already on disk
         cost a system call each."""
-        found: list[tuple[ActorRef, int | None]] = []
+        found: list[tuple[ActorRef, int | None, Attributes | None]] = []
         dirs: set[Path] = set()
         for path in _actor_files(data_dir):
             if not owns_shard(path.parent.name):
@@ -146,12 +178,15 @@ class Index:
         for d in dirs:
             fsync_dir(d)
         with self._lock, self.conn:
-            list(self.conn.execute("DELETE FROM actors; DELETE FROM alarms"))
-            for ref, at_ms in found:
+            list(self.conn.execute("DELETE FROM actors; DELETE FROM alarms; "
+                                   "DELETE FROM attrs; DELETE FROM labels"))
+            for ref, at_ms, attrs in found:
                 self.conn.execute("INSERT OR IGNORE INTO actors VALUES (?, ?)", (ref.cls, ref.id))
                 if at_ms is not None:
                     self.conn.execute("INSERT OR REPLACE INTO alarms VALUES (?, ?, ?)",
                                       (ref.cls, ref.id, at_ms))
+                for sql, params in _attrs_writes(ref, attrs):
+                    list(self.conn.execute(sql, params))
         log.info("index rebuilt from %d actor databases", len(found))
         return len(found)
 
@@ -188,8 +223,22 @@ def _actor_files(data_dir: Path) -> Iterator[Path]:
         yield from root.glob("*/*/*.db")
 
 
-def _read_actor(path: Path) -> tuple[ActorRef, int | None] | None:
-    """An initialized actor's identity and alarm; a half-created one is deleted."""
+def _attrs_writes(ref: ActorRef, attrs: Attributes | None
+                  ) -> list[tuple[str, tuple[object, ...]]]:
+    """The index's statements for an actor's attributes: the old ones forgotten, the new
+    ones (if any) written, its labels one row each so that a filter by label is a lookup."""
+    out: list[tuple[str, tuple[object, ...]]] = [
+        (_FORGET_ATTRS, (ref.cls, ref.id, ref.cls, ref.id))]
+    if attrs is not None:
+        out.append((_INSERT_ATTRS, (ref.cls, ref.id, attrs.status, attrs.updated_ms,
+                                    attrs.labels_json())))
+        out += [(_INSERT_LABEL, (ref.cls, k, v, ref.id)) for k, v in attrs.labels]
+    return out
+
+
+def _read_actor(path: Path) -> tuple[ActorRef, int | None, Attributes | None] | None:
+    """An initialized actor's identity, alarm and attributes; a half-created one is
+    deleted."""
     try:
         conn = apsw.Connection(str(path))
         # Closing the last connection would checkpoint the WAL into the file: a copy of
@@ -212,5 +261,5 @@ def _read_actor(path: Path) -> tuple[ActorRef, int | None] | None:
     if paths.db_path(path.parents[3], cls, actor_id) != path:
         log.warning("%s does not belong where it is; skipped", path)
         return None
-    return ActorRef(cls, actor_id), (int(alarm[0][0]) if alarm and alarm[0][0] is not None
-                                      else None)
+    at_ms = int(alarm[0][0]) if alarm and alarm[0][0] is not None else None
+    return ActorRef(cls, actor_id), at_ms, decoded(meta.get("attrs"))

@@ -22,7 +22,7 @@ import wkguest
 from wkhost.engine.componentize import WIT_DIR, componentize_command
 
 GENERATED = ("wit_world", "componentize_py_types", "componentize_py_async_support", "poll_loop")
-BOUND = ("_bindings", "sqlite", "alarm", "actors", "http", "lifecycle", "actor")
+BOUND = ("_bindings", "sqlite", "alarm", "actors", "http", "lifecycle", "attributes", "actor")
 
 
 def _forget_bindings() -> None:
@@ -228,6 +228,25 @@ def test_lifecycle_fuel_used_and_holder(wit: ModuleType, monkeypatch: pytest.Mon
     monkeypatch.setattr(wit.lifecycle, "holder", lambda: "process 1 of 2 (pid 7)")
     assert lifecycle.fuel_used() == 123_456
     assert lifecycle.holder() == "process 1 of 2 (pid 7)"
+
+
+def test_attributes_publish(wit: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    from componentize_py_types import Err
+    from wkguest import attributes
+
+    seen: list[Any] = []
+
+    def fake_publish(status: str, updated_ms: int, labels: Any) -> None:
+        seen.append((status, updated_ms, labels))
+        if status == "bad":
+            raise Err("not published: a status has 1 to 64 bytes")
+
+    monkeypatch.setattr(wit.attributes, "publish", fake_publish)
+    attributes.publish("waiting", 5, {"region": "eu"})
+    attributes.publish("waiting", 6)
+    assert seen == [("waiting", 5, [("region", "eu")]), ("waiting", 6, None)]
+    with pytest.raises(attributes.PublishError, match="1 to 64 bytes"):
+        attributes.publish("bad", 7)
 
 
 # ---- export() -------------------------------------------------------------------------

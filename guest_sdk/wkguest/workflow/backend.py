@@ -16,7 +16,7 @@ host's clock in ms.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from .errors import StoreFault
@@ -71,6 +71,11 @@ class Backend(Protocol):
     def holder(self) -> str:
         """Who runs this actor now, to show (lifecycle.holder)."""
 
+    def publish(self, status: str, updated_ms: int,
+                labels: Mapping[str, str] | None = None) -> None:
+        """Publish the actor's status for the host's listing (WIT attributes): it commits
+        with the next write. Raises StoreFault if the host refused it."""
+
     def call(self, cls: str, id: str, method: str, path: str, body: bytes) -> tuple[int, bytes]:
         """A wk-workflow/v1 request to actor `cls`/`id`'s handle: (status, body).
         Raises CallFailed if the call itself failed."""
@@ -86,7 +91,7 @@ class RealBackend:
     """
 
     def __init__(self) -> None:
-        from wkguest import actors, alarm, errors, lifecycle, sqlite
+        from wkguest import actors, alarm, attributes, errors, lifecycle, sqlite
 
         from .status import CONTENT_TYPE, PROTOCOL
 
@@ -98,6 +103,7 @@ class RealBackend:
         self._headers = [("content-type", CONTENT_TYPE), ("wk-protocol", PROTOCOL)]
         self._alarm: Any = alarm
         self._lifecycle: Any = lifecycle
+        self._attributes: Any = attributes
         self._errors: tuple[type[Exception], ...] = (errors.SqliteError, errors.AlarmError)
 
     # The runner's writes need only their changes: `sqlite.write` leaves the rows behind.
@@ -164,6 +170,13 @@ class RealBackend:
 
     def holder(self) -> str:
         return str(self._lifecycle.holder())
+
+    def publish(self, status: str, updated_ms: int,
+                labels: Mapping[str, str] | None = None) -> None:
+        try:
+            self._attributes.publish(status, updated_ms, labels)
+        except self._attributes.PublishError as e:
+            raise StoreFault(f"attributes: {e}") from None
 
     def call(self, cls: str, id: str, method: str, path: str, body: bytes) -> tuple[int, bytes]:
         try:

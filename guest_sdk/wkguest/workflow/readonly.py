@@ -8,7 +8,7 @@ deletion or call raises `DryStop` before it is made, and no step function runs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .backend import Backend, Param
@@ -73,3 +73,7 @@ class ReadOnly:
 
     def holder(self) -> str:
         return self._db.holder()
+
+    def publish(self, status: str, updated_ms: int,
+                labels: Mapping[str, str] | None = None) -> None:
+        raise self._stop("publishing a status")

@@ -15,7 +15,7 @@ import json
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..backend import CallFailed, Param
@@ -61,6 +61,8 @@ class FakeBackend:
         self.fuel = 0
         self.memory: int | None = None
         self.holder_name = "process 0 of 1 (pid 1)"
+        # What the actor last published (WIT attributes): (status, updated_ms, labels).
+        self.published: tuple[str, int, dict[str, str]] | None = None
         self.host_ns = 0
         self._durable: tuple[bytes | None, int | None] = (None, None)  # None: empty
 
@@ -147,6 +149,13 @@ class FakeBackend:
 
     def holder(self) -> str:
         return self.holder_name
+
+    def publish(self, status: str, updated_ms: int,
+                labels: Mapping[str, str] | None = None) -> None:
+        self.calls["publish"] += 1
+        kept = dict(labels) if labels is not None else (
+            self.published[2] if self.published else {})
+        self.published = (status, updated_ms, kept)
 
     def call(self, cls: str, id: str, method: str, path: str, body: bytes) -> tuple[int, bytes]:
         self.calls["call"] += 1

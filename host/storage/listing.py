@@ -1,0 +1,162 @@
+"""Listing a class's actors from the index, by what they published (storage/attributes.py):
+the filters, the order, the cursor, and the SQL they make.
+
+The host gives the attributes no meaning: a status is a string to match, a time a number
+to compare, a label a key and value to match exactly. Actors that published nothing are
+listed only when no filter and no order by time asks for attributes.
+
+A cursor (`after`) is where the last page ended: an id when listing by id; `MS/ID` when
+listing by time (MS its updated time, ID the rest), so a page starts after that row and
+no row is listed twice or skipped while others change.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+ORDERS = ("id", "updated", "-updated")
+MAX_LIMIT = 10_000
+
+
+@dataclass(frozen=True)
+class Listed:
+    id: str
+    status: str | None = None
+    updated_ms: int | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+
+    def key(self, order: str) -> tuple[Any, ...]:
+        """Its place in `order` (what the processes' pages are merged by)."""
+        if order == "id":
+            return (self.id,)
+        ms = self.updated_ms or 0
+        return (-ms, _desc(self.id)) if order == "-updated" else (ms, self.id)
+
+    def cursor(self, order: str) -> str:
+        return self.id if order == "id" else f"{self.updated_ms}/{self.id}"
+
+    def doc(self) -> dict[str, Any]:
+        return {"id": self.id, "status": self.status, "updated_ms": self.updated_ms,
+                "labels": self.labels}
+
+
+def _desc(s: str) -> tuple[int, ...]:
+    """A key that sorts strings in reverse (for the merge of "-updated" pages)."""
+    return tuple(-b for b in s.encode()) + (1,)
+
+
+@dataclass(frozen=True)
+class ListQuery:
+    cls: str
+    statuses: tuple[str, ...] = ()
+    since: int | None = None   # updated_ms >= since
+    until: int | None = None   # updated_ms <= until
+    labels: tuple[tuple[str, str], ...] = ()
+    order: str = "id"
+    after: str = ""
+    limit: int = 1000
+
+    def __post_init__(self) -> None:
+        if self.order not in ORDERS:
+            raise ValueError(f"order: one of {', '.join(ORDERS)}, not {self.order!r}")
+        if not 1 <= self.limit <= MAX_LIMIT:
+            raise ValueError(f"limit: 1 to {MAX_LIMIT}")
+        if self.order != "id" and self.after:
+            ms, sep, _ = self.after.partition("/")
+            if not sep or not ms.lstrip("-").isdigit():
+                raise ValueError(f"after: listing by time, a cursor is MS/ID (as a page's "
+                                 f"`next` gives it), not {self.after!r}")
+
+    @property
+    def by_attributes(self) -> bool:
+        return bool(self.statuses or self.since is not None or self.until is not None
+                    or self.labels or self.order != "id")
+
+
+def page_sql(q: ListQuery) -> tuple[str, list[Any]]:
+    """The statement for one page of `q`: rows (id, status, updated_ms, labels)."""
+    if not q.by_attributes:
+        return ("SELECT ac.id, a.status, a.updated_ms, a.labels FROM actors ac"
+                " LEFT JOIN attrs a ON a.cls = ac.cls AND a.id = ac.id"
+                " WHERE ac.cls = ? AND ac.id > ? ORDER BY ac.id LIMIT ?",
+                [q.cls, q.after, q.limit])
+    where, params = _filters(q)
+    if q.after:
+        where.append(_after_sql(q.order))
+        params += _after_params(q)
+    order = {"id": "a.id", "updated": "a.updated_ms, a.id",
+             "-updated": "a.updated_ms DESC, a.id DESC"}[q.order]
+    return (f"SELECT a.id, a.status, a.updated_ms, a.labels FROM attrs a"
+            f" WHERE {' AND '.join(where)} ORDER BY {order} LIMIT ?", [*params, q.limit])
+
+
+def count_sql(q: ListQuery) -> tuple[str, list[Any]]:
+    """The statement that counts every row `q` matches, on every page."""
+    if not q.by_attributes:
+        return "SELECT count(*) FROM actors WHERE cls = ?", [q.cls]
+    where, params = _filters(q)
+    return f"SELECT count(*) FROM attrs a WHERE {' AND '.join(where)}", params
+
+
+def _filters(q: ListQuery) -> tuple[list[str], list[Any]]:
+    where: list[str] = ["a.cls = ?"]
+    params: list[Any] = [q.cls]
+    if q.statuses:
+        where.append(f"a.status IN ({', '.join('?' * len(q.statuses))})")
+        params += list(q.statuses)
+    if q.since is not None:
+        where.append("a.updated_ms >= ?")
+        params.append(q.since)
+    if q.until is not None:
+        where.append("a.updated_ms <= ?")
+        params.append(q.until)
+    for k, v in q.labels:
+        where.append("EXISTS (SELECT 1 FROM labels l WHERE l.cls = a.cls AND l.k = ?"
+                     " AND l.v = ? AND l.id = a.id)")
+        params += [k, v]
+    return where, params
+
+
+def _after_sql(order: str) -> str:
+    if order == "id":
+        return "a.id > ?"
+    return "(a.updated_ms, a.id) > (?, ?)" if order == "updated" else \
+        "(a.updated_ms, a.id) < (?, ?)"
+
+
+def _after_params(q: ListQuery) -> list[Any]:
+    if q.order == "id":
+        return [q.after]
+    ms, _, actor_id = q.after.partition("/")
+    return [int(ms), actor_id]
+
+
+def listed(row: tuple[Any, ...]) -> Listed:
+    actor_id, status, updated_ms, labels = row
+    return Listed(str(actor_id), None if status is None else str(status),
+                  None if updated_ms is None else int(updated_ms),
+                  json.loads(labels) if isinstance(labels, str) else {})
+
+
+@dataclass(frozen=True)
+class Page:
+    rows: list[Listed]
+    next: str | None         # the `after` of the next page; None: this is the last
+    count: int | None = None  # every row the query matches, when asked
+
+    def doc(self) -> dict[str, Any]:
+        return {"ids": [r.id for r in self.rows], "actors": [r.doc() for r in self.rows],
+                "next": self.next, "count": self.count}
+
+
+def merged(q: ListQuery, parts: list[tuple[list[Listed], int | None]]) -> Page:
+    """One page of `q` from each process's page of it (each process owns its own
+    actors, so none is listed twice), and their counts summed."""
+    rows = sorted((r for part, _ in parts for r in part), key=lambda r: r.key(q.order))
+    full = len(rows) >= q.limit
+    rows = rows[:q.limit]
+    counts = [c for _, c in parts]
+    total = None if any(c is None for c in counts) else sum(c or 0 for c in counts)
+    return Page(rows, rows[-1].cursor(q.order) if full and rows else None, total)
