@@ -20,6 +20,7 @@ from ..net.preflight import UsageError, preflight, served_classes
 from ..net.serve import ServeOptions, serve
 from ..net.supervisor import MAX_PROCESSES, die_with, inherited_socket, pin_to_cores, supervise
 from ..partition import Partition
+from ..storage.paths import check_class
 from .options import with_exit_codes
 from .serve_flags import add_serve_options, host_config
 
@@ -39,18 +40,21 @@ def add_serve(sub: Any) -> None:
 def run_serve(args: argparse.Namespace) -> int:  # returns only for bad usage
     logs.setup(args.log_level)
     try:
-        actors, access = served_classes(_pairs(args.actor, "--actor"),
-                                        _pairs(args.access, "--access"), args.reuse_instances)
+        pairs, levels = _with_schedules(args.schedules, _pairs(args.actor, "--actor"),
+                                        _pairs(args.access, "--access"))
+        actors, access = served_classes(pairs, levels, args.reuse_instances)
         policy = FetchPolicy.parse(args.allow_http)
     except (UsageError, ValueError) as e:
         print(f"wkhost: error: {e}", file=sys.stderr)
         return 2
     config = host_config(args, http=policy)
-    opts = serve_options(args, actors, access)
     wrong = _out_of_range(args)
     if wrong:
         print(f"wkhost: error: {wrong}", file=sys.stderr)
         return 2
+    if args.schedules is not None and not _build_schedules(args.schedules, actors):
+        return 1
+    opts = serve_options(args, actors, access)
     _exit_without_finalizing(_served(config, opts, args))
 
 
@@ -70,6 +74,49 @@ def _pairs(items: list[str], what: str) -> list[tuple[str, str]]:
             raise SystemExit(2)  # bad usage
         out.append((name, value))
     return out
+
+
+_SCHEDULES_BUILT = "(the schedule class, built at start)"
+
+
+def _with_schedules(name: str | None, actors: list[tuple[str, str]],
+                    access: list[tuple[str, str]]
+                    ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """`--schedules NAME`: the class NAME added, internal (its file comes once built)."""
+    if name is None:
+        return actors, access
+    flag = f"--schedules {name}"
+    try:
+        check_class(name)
+    except HostError as e:
+        raise UsageError(f"{flag}: {e}") from None
+    if any(n == name for n, _ in actors):
+        raise UsageError(f"{flag}: --actor {name}=... serves another class by that name; "
+                         "give --schedules another NAME")
+    for n, level in access:
+        if n == name and level != "internal":
+            raise UsageError(f"{flag}: the schedule class is internal (only actors and "
+                             f"operators may call it), not --access {name}={level}")
+    return [*actors, (name, _SCHEDULES_BUILT)], [*access, (name, "internal")]
+
+
+def _build_schedules(name: str, actors: list[tuple[str, Path]]) -> bool:
+    """Build the schedule class (wkguest.schedule's app) with the build cache, and
+    point class `name` at it. False (said on stderr) if it cannot be built."""
+    from wkguest.schedule import APP
+
+    from ..engine.build import BuildError, cached_build
+    from ..engine.build_cache import default_cache_dir
+
+    try:
+        wasm = cached_build(APP, default_cache_dir(),
+                            progress=lambda line: print(f"wkhost: {line}", file=sys.stderr))
+    except (BuildError, OSError) as e:
+        print(f"wkhost: error: --schedules: the schedule class cannot be built: {e}",
+              file=sys.stderr)
+        return False
+    actors[:] = [(n, wasm if n == name else f) for n, f in actors]
+    return True
 
 
 def _out_of_range(args: argparse.Namespace) -> str | None:

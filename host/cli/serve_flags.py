@@ -73,6 +73,13 @@ def _add_classes(s: argparse.ArgumentParser) -> None:
                         "outlive an actor (its Actor object does not), so keep per-actor "
                         "state on the object or in SQLite. A trapped instance is never reused "
                         "(default: none; every instance serves one actor)")
+    s.add_argument("--schedules", nargs="?", const="schedules", default=None, metavar="NAME",
+                   help="also serve the schedule class that ships with wkhost, as class "
+                        "NAME (default schedules), internal: `wkhost schedule create` "
+                        "makes its schedules, each one an actor that starts instances of a "
+                        "workflow class on a cron spec. Its component is built from the "
+                        "guest SDK with the build cache ($WKHOST_CACHE_DIR, else "
+                        "~/.cache/wkhost/components): the first time takes a while")
 
 
 def _add_address(s: argparse.ArgumentParser) -> None:
