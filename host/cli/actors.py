@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from ..storage.listing import MAX_LIMIT, ORDERS
+from ..storage.listing import MAX_LIMIT
 from .options import (
     CliError,
     Exit,
@@ -34,13 +34,16 @@ examples:
                                            their status, time and labels
   wkhost actors orders --status failed --since 2026-01-01T00:00:00Z --count
                                            how many failed since the new year
-  wkhost actors orders --label region=eu --order=-updated --json
+  wkhost actors orders --label region=eu --order newest --json
                                            those labelled region=eu, newest first
 
 Ids come one per line, in order. A full page ends with a line on stderr that says where
 the next one begins. --status, --since, --until, --label and --order list only actors
 that published attributes (a workflow publishes its state); times are ms since the Unix
 epoch or ISO 8601 (UTC unless it says otherwise)."""
+
+# The CLI's words for the listing's orders (storage/listing.py's ORDERS).
+_ORDERS = {"id": "id", "oldest": "updated", "newest": "-updated"}
 
 
 def add_actors(sub: Any) -> None:
@@ -51,8 +54,8 @@ def add_actors(sub: Any) -> None:
     with_exit_codes(a, "actors")
     a.add_argument("cls", metavar="CLASS", help="the class, e.g. counter")
     add_filter_args(a)
-    a.add_argument("--order", default="id", choices=ORDERS,
-                   help="by id (default), by updated time (oldest first) or -updated")
+    a.add_argument("--order", default="id", choices=list(_ORDERS),
+                   help="by id (default), or by updated time: oldest or newest first")
     a.add_argument("--after", default="", metavar="CURSOR",
                    help="the page after this one: an id, or what the last page said")
     a.add_argument("--limit", type=int, default=1000, metavar="N",
@@ -119,7 +122,7 @@ def run_actors(args: argparse.Namespace) -> int:
         raise CliError(f"--limit takes 1 to {MAX_LIMIT}")
     page = fetch_page(args.server, operator_token(args), args.cls, {
         "status": args.status, "since": args.since, "until": args.until,
-        "label": args.label, "order": args.order, "after": args.after,
+        "label": args.label, "order": _ORDERS[args.order], "after": args.after,
         "limit": 1 if args.count else args.limit, "count": 1 if args.count else None})
     if args.count:
         print(page["count"])

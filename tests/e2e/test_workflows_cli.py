@@ -45,6 +45,13 @@ def when(ms: int) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ms / 1000)) + f".{ms % 1000:03d}Z"
 
 
+def list_lines(out: str) -> list[list[str]]:
+    """`workflow list`'s lines, as [id, state] (the third column is a time)."""
+    lines = out.splitlines()
+    assert all(line.split("\t")[2].startswith("since ") for line in lines), lines
+    return [line.split("\t")[:2] for line in lines]
+
+
 def test_the_workflow_cli(shop_factory: ShopFactory) -> None:
     shop = shop_factory()
     c1 = json.dumps({**ORDER, "cool_off_ms": 0})
@@ -67,8 +74,9 @@ def test_the_workflow_cli(shop_factory: ShopFactory) -> None:
 
     ok(shop, "start", "orders", "c2", "--input", json.dumps({**ORDER, "cool_off_ms": HOUR}))
     shop.wait_for("c2", in_state("waiting"))
-    assert ok(shop, "list", "orders", "--status", "waiting") == (
-        "c1\twaiting\t3 positions\nc2\twaiting\t2 positions\n")
+    # list reads the host's index (each line: id, state, since when): it wakes no one
+    assert list_lines(ok(shop, "list", "orders", "--status", "waiting")) == [
+        ["c1", "waiting"], ["c2", "waiting"]]
     assert ok(shop, "list", "orders", "--status", "completed") == ""
 
     assert ok(shop, "send-event", "orders", "c1", "approved", "--payload", '{"by": "cli"}') == (
@@ -84,9 +92,8 @@ def test_the_workflow_cli(shop_factory: ShopFactory) -> None:
 
     assert ok(shop, "cancel", "orders", "c2") == "orders/c2: cancelled, 2 positions\n"
     assert shop.status("c2")["state"] == "cancelled"
-    assert ok(shop, "list", "orders") == (
-        "c1\tcompleted\t5 positions\nc2\tcancelled\t2 positions\n")
-    assert ok(shop, "list", "orders", "--status", "cancelled") == "c2\tcancelled\t2 positions\n"
+    assert list_lines(ok(shop, "list", "orders")) == [["c1", "completed"], ["c2", "cancelled"]]
+    assert list_lines(ok(shop, "list", "orders", "--status", "cancelled")) == [["c2", "cancelled"]]
     listed = json.loads(ok(shop, "list", "orders", "--status", "completed", "--json"))
     assert [(x["id"], x["state"], "output" in x) for x in listed] == [("c1", "completed", False)]
 
