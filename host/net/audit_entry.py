@@ -8,9 +8,10 @@ Generic by route, so that a new action is recorded without a change here:
 - Its action is the protocol route's name (start, event, cancel, terminate...), "call"
   for any other request to an actor (`wkhost call`), or the path after `/_wk/` for the
   host's own routes (clock/advance).
-- The answer's one-line result: an error answer's "kind: message" (a protocol's CBOR or
-  JSON map) or its text's first line; for a map, its top-level booleans ("created",
-  "input_differs=false"), else "ok"; else its size. The state after is the map's "state".
+- The answer's one-line result: a refusal's "kind: message" (a 4xx or 5xx protocol map,
+  CBOR or JSON) or its text's first line; for a map, its top-level booleans ("created",
+  "input_differs=false"), or a small map's fields ("events_pending=1"), else "ok"; else
+  its size. The state after is the map's "state".
 - The request's detail: its body's top-level plain fields (numbers, booleans, strings of
   up to 80 characters, cut beyond); a nested value shows only as its type, so inputs and
   payloads are not copied into the log whole.
@@ -112,17 +113,25 @@ def _decoded(content_type: str, body: bytes | None) -> Any:
 def _result(a: Answered, answer: Any) -> tuple[str, str | None]:
     state = answer.get("state") if isinstance(answer, dict) else None
     state = state if isinstance(state, str) else None
-    if isinstance(answer, dict) and "error" in answer:
+    if isinstance(answer, dict) and a.status >= 400 and "error" in answer:
         text = f"{answer['error']}: {answer.get('message', '')}"
     elif isinstance(answer, dict):
-        flags = [k if v else f"{k}=false" for k, v in answer.items()
-                 if isinstance(k, str) and isinstance(v, bool)]
-        text = ", ".join(flags) or "ok"
+        text = _flags(answer) or "ok"
     elif isinstance(answer, str) and answer.strip():
         text = answer.strip().splitlines()[0]
     else:
         text = "ok" if a.body_size == 0 and a.status < 400 else f"{a.body_size} bytes"
     return _one_line(text, _RESULT_CHARS), state
+
+
+def _flags(answer: dict[Any, Any]) -> str:
+    """A map's booleans ("created", "input_differs=false"); a small map without any,
+    its plain fields ("events_pending=1")."""
+    flags = [k if v else f"{k}=false" for k, v in answer.items()
+             if isinstance(k, str) and isinstance(v, bool)]
+    if not flags and len(answer) <= 2:
+        flags = [f"{k}={_plain(v)}" for k, v in answer.items() if k != "state"]
+    return ", ".join(flags)
 
 
 def _detail(a: Answered) -> str | None:
