@@ -1,8 +1,8 @@
 """The audit log through a real `wkhost serve`: the operator's actions (start, send-event,
-cancel, a bulk's note) recorded with their answers, refusals too; reads, the public's
-requests and an actor's calls not recorded; `wkhost audit`'s filters, text, JSON and
-pages; the log kept across a restart; with `--processes 2`, each action once, whichever
-process the client reached, read from either."""
+cancel, pause, resume, terminate, a bulk's note) recorded with their answers, refusals
+too; reads, the public's requests and an actor's calls not recorded; `wkhost audit`'s
+filters, text, JSON and pages; the log kept across a restart; with `--processes 2`, each
+action once, whichever process the client reached, read from either."""
 
 from __future__ import annotations
 
@@ -99,6 +99,18 @@ def test_operator_actions_are_recorded_and_read_back(make_server: MakeServer,
     cursor = first.stderr.split("--before ", 1)[1].split()[0]
     rest = audit(s, "--target", "orders", "--before", cursor)["entries"]
     assert [e["action"] for e in rest] == ["cancel", "start", "event", "start"]  # after note, nope
+
+    # The routes added since the log was written are recorded as they are, by route.
+    code, _ = shop.wk("c3", "start", {"input": {**ORDER, "cool_off_ms": 0}})
+    assert code == 200
+    shop.wait_for("c3", waiting_for("approved"))
+    for move in (["pause"], ["resume"], ["terminate", "--reason", "test"]):
+        wk(s, "workflow", move[0], "orders", "c3", *move[1:])  # exit codes: ops's contract
+    got = rows(s, "--target", "orders/c3")
+    assert [(action, status) for action, _, status, _ in got] == [
+        ("terminate", 200), ("resume", 200), ("pause", 200), ("start", 200)]
+    assert got[0][3] == "terminated" and got[1][3] != "paused" and got[2][3] == "paused"
+    assert audit(s, "--target", "orders/c3")["entries"][0]["detail"] == {"reason": "test"}
 
     status, _, body = s.request("GET", "/_wk/audit")  # the public
     assert status == 403 and b"for operators" in body
