@@ -97,11 +97,15 @@ class Meter(NamedTuple):
 class Attempts:
     """The attempt rows of one run, over its Store."""
 
-    __slots__ = ("store", "db")
+    __slots__ = ("store", "db", "_fuel")
 
     def __init__(self, store: Store) -> None:
         self.store = store
         self.db: Backend = store.db
+        # The fuel read when this run's last attempt ended: the next attempt's start, so
+        # that a run of steps reads the meter once per attempt, not twice (what the run
+        # does between two attempts, a journal append, counts to the second).
+        self._fuel: int | None = None
 
     def _ready(self) -> None:
         if self.store not in _KNOWN:
@@ -111,13 +115,17 @@ class Attempts:
     def begin(self, pos: int, idx: int, attempt: int, now: int) -> Meter:
         """Attempt `attempt` begins (its row counted it at `now`): read the meters."""
         self._ready()
-        return Meter(pos, idx, attempt, now, self.db.fuel_used(), self.db.memory_bytes())
+        fuel = self.db.fuel_used() if self._fuel is None else self._fuel
+        return Meter(pos, idx, attempt, now, fuel, self.db.memory_bytes())
 
-    def end(self, m: Meter, outcome: str, error: str | None) -> None:
-        """The attempt `m` ended (returned or failed): its row."""
+    def end(self, m: Meter, outcome: str, error: str | None, now: int | None = None) -> None:
+        """The attempt `m` ended (returned or failed) at `now` (default: the clock): its
+        row."""
         fuel, memory = self.db.fuel_used(), self.db.memory_bytes()
-        self.db.exec(_END, (m.pos, m.idx, m.attempt, m.started_at, self.db.now(), outcome,
-                            error, _grown(m.fuel, fuel), _grown(m.memory, memory)))
+        self._fuel = fuel
+        self.db.exec(_END, (m.pos, m.idx, m.attempt, m.started_at,
+                            self.db.now() if now is None else now, outcome, error,
+                            _grown(m.fuel, fuel), _grown(m.memory, memory)))
 
     def cut(self, pos: int, idx: int = STEP) -> None:
         """The step's (or branch `idx`'s) last counted attempt was cut: copy it from its

@@ -189,11 +189,11 @@ class Frontier:
         self.pending = None
         self.meter = self.attempts.begin(pos, STEP_ONLY, attempt, now)
 
-    def _end(self, outcome: str, error: str | None) -> None:
+    def _end(self, outcome: str, error: str | None, now: int | None = None) -> None:
         """The attempt under way ended: its history row (attempts.py), once."""
         m, self.meter = self.meter, None
         if m is not None:
-            self.attempts.end(m, outcome, error)
+            self.attempts.end(m, outcome, error, now)
 
     def _returned(self, pos: int, name: str, value: Any, attempt: int,
                   tx: Transaction | None) -> Outcome:
@@ -205,11 +205,12 @@ class Frontier:
                 tx.rollback()
             return self._give_up(pos, name, str(e), attempt)
         kind = STEP_RETURNED_TAGGED if tagged else STEP_RETURNED
-        self._end(RETURNED, None)  # a tx step's: inside its transaction, as its result
+        now = self.db.now()
+        self._end(RETURNED, None, now)  # a tx step's: inside its transaction, as its result
         if tx is None:
-            self.store.put_final(pos, kind, name, text, self.db.now(), durable=False)
+            self.store.put_final(pos, kind, name, text, now, durable=False)
         else:  # the result inside the attempt's transaction, then its COMMIT
-            tx.commit(lambda: self.store.put_final(pos, kind, name, text, self.db.now(),
+            tx.commit(lambda: self.store.put_final(pos, kind, name, text, now,
                                                    durable=False))
         self.unsynced = True
         # A plain scalar comes back from its JSON as itself: decoding it again (slow for a
