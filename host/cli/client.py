@@ -84,11 +84,13 @@ class WorkflowAdmin:
         return Started.from_start(self._call(cls, id, "start",
                                              {"input": input, **_wait(wait)}, wait))
 
-    def status(self, cls: str, id: str, *, wait: float = 0) -> Status:
+    def status(self, cls: str, id: str, *, wait: float = 0, held_by: bool = False) -> Status:
         """With `wait` (seconds), as for start: the status once finished or parked, or
         at `wait`. A parked instance's status says why (`error`) and since when
-        (`parked_at`)."""
-        return Status.from_map(self._call(cls, id, "status", _wait(wait), wait))
+        (`parked_at`). `held_by`: also who runs it now (`Status.held_by`: "process 2 of
+        4 (pid 1234)")."""
+        msg = {**_wait(wait), **({"held_by": True} if held_by else {})}
+        return Status.from_map(self._call(cls, id, "status", msg, wait))
 
     def send_event(self, cls: str, id: str, name: str, payload: Any = None) -> None:
         self._call(cls, id, "event", {"name": name, "payload": payload})

@@ -96,6 +96,10 @@ def _add_specific(name: str, p: argparse.ArgumentParser) -> None:
                        help="the input, as JSON or @FILE (default null). An instance that "
                             "exists keeps its own: a different one is ignored, with a line "
                             "on stderr")
+    if name == "status":
+        p.add_argument("--held-by", action="store_true",
+                       help="also say who runs it now (the host's process: 'held by "
+                            "process 2 of 4 (pid 1234)' on the status line)")
     if name in ("start", "status"):
         p.add_argument("--wait", action="store_true", help=wait_help)
         p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
@@ -178,8 +182,9 @@ def _start_or_status(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
     if args.command == "start":
         first = admin.start(cls, actor_id, _json_arg(args.input), wait=wait)
     else:
-        first = admin.status(cls, actor_id, wait=wait)
-    status = first if deadline is None else _follow(admin, cls, actor_id, first, deadline)
+        first = admin.status(cls, actor_id, wait=wait, held_by=args.held_by)
+    status = first if deadline is None else _follow(admin, cls, actor_id, first, deadline,
+                                                    getattr(args, "held_by", False))
     started = first if isinstance(first, Started) else None
     _print_status(cls, actor_id, status, args.json, started)
     if started is not None:
@@ -232,11 +237,11 @@ def _ended(s: Status) -> bool:
 
 
 def _follow(admin: WorkflowAdmin, cls: str, actor_id: str, status: Status,
-            deadline: float) -> Status:
+            deadline: float, held_by: bool = False) -> Status:
     """Ask again while it has not ended and time is left: each answer is held by the
     host until the instance finishes or the wait is up (at most 120 s a request)."""
     while not _ended(status) and (left := deadline - time.monotonic()) >= 0.001:
-        status = admin.status(cls, actor_id, wait=left)
+        status = admin.status(cls, actor_id, wait=left, held_by=held_by)
     return status
 
 

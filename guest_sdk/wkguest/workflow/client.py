@@ -54,9 +54,11 @@ class Client:
         instance's (it was ignored). Raises WorkflowError."""
         return Status.from_map(self._call(id, "start", {"input": input}))
 
-    def status(self, id: str) -> Status:
-        """Raises WorkflowError ("unknown": never started, or past its retention)."""
-        return Status.from_map(self._call(id, "status", {}))
+    def status(self, id: str, held_by: bool = False) -> Status:
+        """`held_by`: also say who runs it now (Status.held_by, as the host names it).
+        Raises WorkflowError ("unknown": never started, or past its retention)."""
+        return Status.from_map(self._call(id, "status", {"held_by": True} if held_by
+                                          else {}))
 
     def send_event(self, id: str, name: str, payload: Any = None) -> None:
         """Deliver event `name`; the oldest waiting one is taken by the next matching

@@ -130,7 +130,8 @@ class Protocol:
             return refuse(e.status, e.kind, str(e))
 
     def _routes(self) -> dict[str, Callable[[dict[str, Any], StatusRow], Reply]]:
-        return {"status": lambda m, row: self._held(m, row, self._status(row)),
+        return {"status": lambda m, row: self._held(m, row, self._status(
+                    row, held_by=m.get("held_by") is True)),
                 "event": self._event,
                 "cancel": self._cancel, "steps": lambda m, row: reply(reads.steps(self.r, m)),
                 "summary": lambda m, row: reply(self._status(row, output=False)),
@@ -298,7 +299,8 @@ class Protocol:
             row = self.store.status() or row
         return reply(self._status(row))
 
-    def _status(self, row: StatusRow, output: bool = True) -> dict[str, Any]:
+    def _status(self, row: StatusRow, output: bool = True, held_by: bool = False
+                ) -> dict[str, Any]:
         m: dict[str, Any] = {
             "state": row.state, "run_id": row.run_id, "wake_at": row.wake_at,
             "waiting_for": [shown(row.waiting_for)] if row.waiting_for else [],
@@ -315,7 +317,8 @@ class Protocol:
             m["parked_at"] = row.updated_at
         if row.state == PAUSED:
             m["paused_at"] = row.updated_at
-        m["held_by"] = self.db.holder()  # who runs it now, as the host names it
+        if held_by:  # asked for: who runs it now, as the host names it (lifecycle.holder)
+            m["held_by"] = self.db.holder()
         if output and row.state == "completed" and row.output is not None:
             m["output"] = decode(row.output, row.output_tagged)
         return m

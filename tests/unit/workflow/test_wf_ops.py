@@ -204,3 +204,11 @@ def test_rescue_is_refused_once_compensations_have_run(any_host: FakeHost) -> No
     any_host.client("r").start("2")
     with pytest.raises(WorkflowError, match="running: rescue takes a parked or a failed"):
         any_host.client("r").rescue("2")
+
+
+def test_the_status_names_who_holds_it_when_asked(any_host: FakeHost) -> None:
+    c = served(any_host)
+    c.start("1")
+    any_host.instance("w", "1").backend.holder_name = "process 2 of 4 (pid 1234)"
+    assert c.status("1", held_by=True).held_by == "process 2 of 4 (pid 1234)"
+    assert c.status("1").held_by is None  # not asked: the map stays as it was

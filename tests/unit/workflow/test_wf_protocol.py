@@ -14,7 +14,7 @@ from wkguest.workflow.testing.fakes import FakeBackend
 from wkguest.workflow.values import encode
 
 STATUS_KEYS = {"state", "run_id", "wake_at", "waiting_for", "error", "positions", "created_at",
-               "updated_at", "finished_at", "events_pending", "runs", "held_by"}
+               "updated_at", "finished_at", "events_pending", "runs"}
 
 
 def order(run: Run, inp: Any) -> Any:
