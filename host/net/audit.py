@@ -84,7 +84,7 @@ async def middleware(request: web.Request, handler: Handler) -> web.StreamRespon
         raise
     body = resp.body if isinstance(resp, web.Response) else None
     seen.answered(resp.status, resp.content_type,
-                  bytes(body) if isinstance(body, (bytes, bytearray)) else b"")
+                  body if isinstance(body, (bytes, bytearray)) else b"")
     return resp
 
 
@@ -92,7 +92,7 @@ class _Seen:
     def __init__(self, request: web.Request, at: int, started: float) -> None:
         self.request, self.at, self.started = request, at, started
 
-    def answered(self, status: int, content_type: str, body: bytes) -> None:
+    def answered(self, status: int, content_type: str, body: bytes | bytearray) -> None:
         log = _log_of(self.request.app)
         if log is None:  # the app was not started (never so in `wkhost serve`)
             return
@@ -102,7 +102,7 @@ class _Seen:
         a = Answered(
             at=self.at, took_ms=took, process=r.app["host"].config.partition.me,
             method=r.method, raw_path=r.raw_path, status=status, content_type=content_type,
-            body=body if len(body) <= DESCRIBED_BYTES else None, body_size=len(body),
+            body=bytes(body) if len(body) <= DESCRIBED_BYTES else None, body_size=len(body),
             request_type=r.headers.get("Content-Type", ""),
             request_body=read if isinstance(read, bytes) and len(read) <= DESCRIBED_BYTES
             else None, note=r.headers.get(NOTE))

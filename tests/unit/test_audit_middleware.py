@@ -43,6 +43,8 @@ async def actor(request: web.Request) -> web.Response:
         raise RuntimeError("a bug")
     if path.endswith("/event") and "/gone/" in path:
         return cbor_answer({"error": "unknown", "message": "no such workflow instance"}, 404)
+    if path.startswith("/big/"):
+        return web.Response(text="x" * 70_000)
     if path.endswith("/start"):
         return cbor_answer({"state": "running", "created": True, "input_differs": False})
     if path.endswith("/event"):
@@ -148,6 +150,14 @@ def test_a_failed_action_is_recorded_with_why(tmp_path: Path) -> None:
             ("crash/x", 500, "internal error in the host (see its log)"),
             ("nope/x", 400, "bad class name 'nope!'"),
             ("orders/gone", 404, "unknown: no such workflow instance")]
+    with_client(tmp_path, body)
+
+
+def test_a_big_answer_or_request_is_shown_by_its_size(tmp_path: Path) -> None:
+    async def body(c: Client) -> None:
+        await post(c, "/big/b1/put", {"name": "n", "blob": "y" * 70_000})
+        [e] = await entries(c)
+        assert (e["result"], e["detail"]) == ("70000 bytes", {})
     with_client(tmp_path, body)
 
 
