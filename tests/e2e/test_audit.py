@@ -1,7 +1,7 @@
 """The audit log through a real `wkhost serve`: the operator's actions (start, send-event,
 cancel, pause, resume, terminate, a bulk's note) recorded with their answers, refusals
 too; reads, the public's requests and an actor's calls not recorded; `wkhost audit`'s
-filters, text, JSON and pages; the log kept across a restart; with `--processes 2`, each
+filters, text, JSON and pages; the log kept across a kill -9; with `--processes 2`, each
 action once, whichever process the client reached, read from either."""
 
 from __future__ import annotations
@@ -115,10 +115,10 @@ def test_operator_actions_are_recorded_and_read_back(make_server: MakeServer,
     status, _, body = s.request("GET", "/_wk/audit")  # the public
     assert status == 403 and b"for operators" in body
 
-    before = rows(s)
-    s.stop()
+    before = rows(s)  # a read: every row before it is written (and committed)
+    s.kill9()
     again = serve(make_server, workflow_wasm, tmp_path / "data")
-    assert rows(again.server) == before  # kept across a restart
+    assert rows(again.server) == before  # kept across a kill -9 and a restart
     bad = wk(again.server, "audit", "--since", "yesterday")
     assert bad.returncode == 2 and "--since: 'yesterday' is not a time" in bad.stderr
 
