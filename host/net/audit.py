@@ -7,9 +7,9 @@
   steps, list, events, query...), the public's requests, a request with a wrong token
   (it is refused, 401, before it reaches anything; the public cannot fill the log), and
   what the processes pass each other (the process a client reached records it).
-- The middleware only queues what it saw: describing it and writing it happen on the
-  log's own thread (host/storage/audit_log.py), after the answer is made and before it
-  is sent, so a client that reads the log next finds its action.
+- The middleware only queues what it saw, once the answer is made and before it is
+  sent, so a client that reads the log next finds its action; describing it and
+  writing it happen on the log's own thread (host/storage/audit_log.py).
 - A client may mark a request with `wk-audit-note: TEXT` (up to 500 characters kept):
   its row keeps the note. `POST /_wk/audit/note` with {"note": TEXT, "target":
   "CLASS[/ID]"} (JSON) records a line of its own, the action "note": what a bulk
