@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import unquote
 
 import cbor2
@@ -40,10 +39,10 @@ _FIELD_CHARS = 80
 DESCRIBED_BYTES = 1 << 16  # an answer or request bigger than this is shown by its size
 
 
-@dataclass(frozen=True)
-class Answered:
+class Answered(NamedTuple):
     """What the middleware keeps of a request and its answer (bodies over
-    DESCRIBED_BYTES are None, with their size)."""
+    DESCRIBED_BYTES are None, with their size). A tuple: made on the loop, for each
+    action, for a fifth of what a frozen dataclass costs."""
 
     at: int
     took_ms: int
