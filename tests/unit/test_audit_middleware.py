@@ -16,7 +16,7 @@ import cbor2
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
-from wkhost.errors import BadRequest
+from wkhost.errors import BadRequest, PeerUnavailable
 from wkhost.net import audit
 from wkhost.net.frontdoor import _errors_middleware
 from wkhost.net.operator import is_operator
@@ -56,20 +56,35 @@ async def actor(request: web.Request) -> web.Response:
     return web.Response(text="deposited 5\nmore\n")
 
 
-def make_app(tmp_path: Path, for_peers: bool = False) -> web.Application:
+class Peers:
+    """The other processes of `--processes 3`: process 1 flushes, process 2 is down."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[int, str, str]] = []
+
+    async def exchange(self, process: int, method: str, target: str) -> tuple[int, list[
+            tuple[str, str]], bytes]:
+        self.asked.append((process, method, target))
+        if process == 2:
+            raise PeerUnavailable("process 2, which serves this actor, did not answer")
+        return 200, [], b'{"flushed": true}'
+
+
+def make_app(tmp_path: Path, for_peers: bool = False, peers: Peers | None = None
+             ) -> web.Application:
     with warnings.catch_warnings():  # the front door's keys are strings, as here
         warnings.simplefilter("ignore", web.NotAppKeyWarning)
-        return _app(tmp_path, for_peers)
+        return _app(tmp_path, for_peers, peers)
 
 
-def _app(tmp_path: Path, for_peers: bool) -> web.Application:
+def _app(tmp_path: Path, for_peers: bool, peers: Peers | None) -> web.Application:
     app = web.Application(middlewares=[_errors_middleware, audit.middleware])
     clock = SimpleNamespace(now_ms=lambda: NOW)
     app["host"] = SimpleNamespace(clock=clock, config=SimpleNamespace(
-        data_dir=tmp_path, partition=Partition(0, 1)))
+        data_dir=tmp_path, partition=Partition(0, 3 if peers else 1)))
     app["token"] = TOKEN
     app["for_peers"] = for_peers
-    app["peers"] = None
+    app["peers"] = peers
     audit.add_routes(app)
     app.router.add_route("*", r"/{tail:[\s\S]*}", actor)
     return app
@@ -79,9 +94,9 @@ Client = TestClient[web.Request, web.Application]
 
 
 def with_client(tmp_path: Path, body: Callable[[Client], Awaitable[None]],
-                for_peers: bool = False) -> None:
+                for_peers: bool = False, peers: Peers | None = None) -> None:
     async def go() -> None:
-        async with TestClient(TestServer(make_app(tmp_path, for_peers))) as client:
+        async with TestClient(TestServer(make_app(tmp_path, for_peers, peers))) as client:
             await body(client)
     asyncio.run(go())
 
@@ -253,4 +268,28 @@ def test_an_entry_is_json_as_the_cli_prints_it(tmp_path: Path) -> None:
         assert set(doc["entries"][0]) == {
             "at", "took_ms", "process", "action", "method", "cls", "actor_id", "target",
             "path", "status", "result", "state", "note", "detail"}
+    with_client(tmp_path, body)
+
+
+def test_a_read_asks_the_other_processes_to_flush_and_names_one_that_did_not(
+        tmp_path: Path) -> None:
+    peers = Peers()
+
+    async def body(c: Client) -> None:
+        await post(c, f"/orders/a{WF}/start")
+        doc = await (await c.get("/_wk/audit", headers=OP)).json()
+        assert [e["target"] for e in doc["entries"]] == ["orders/a"]
+        assert doc["unflushed"] == [2]
+        assert peers.asked == [(1, "POST", "/_wk/peer/audit/flush"),
+                               (2, "POST", "/_wk/peer/audit/flush")]
+    with_client(tmp_path, body, peers=peers)
+
+
+def test_a_log_that_cannot_be_opened_is_a_507_for_its_reader(tmp_path: Path) -> None:
+    (tmp_path / "_host" / "audit.db").mkdir(parents=True)  # where the file should be
+
+    async def body(c: Client) -> None:
+        assert await post(c, f"/orders/a{WF}/start") == 200  # the action is not refused
+        resp = await c.get("/_wk/audit", headers=OP)
+        assert resp.status == 507 and "audit log could not be opened" in await resp.text()
     with_client(tmp_path, body)
