@@ -91,7 +91,7 @@ def shop_factory(request: pytest.FixtureRequest, make_server: MakeServer,
 
 # -- predicates on a status map ----------------------------------------------------------
 
-FINISHED = ("completed", "failed", "cancelled")
+FINISHED = ("completed", "failed", "cancelled", "terminated")
 
 
 def finished(s: Status) -> bool:

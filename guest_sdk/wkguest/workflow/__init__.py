@@ -39,7 +39,10 @@ emitted events' SQL), `dry` (the dry replay that answers queries), `reads` (the 
 query routes), `group`, `groupfront`, `branches` and `branchstore` (wf.all and its
 kin: the calls, the turns of the branches, the branch descriptors, their SQL), `child`,
 `kin` and `family` (child workflows: the calls, the tables, the notices and cancels
-owed), `saga` (compensation), and `testing` (fakes, a test host, replaying
+owed), `saga` and `cancelling` (compensation, and a cancel with it), `ops` and `rewind`
+(an operator's moves: terminate, pause, resume, rescue, restart, and their SQL),
+`attempts` (each attempt's history), `publish` (the state, for the host's listing),
+`readonly` (the database a dry replay reads), and `testing` (fakes, a test host, replaying
 recorded histories, and the replay benchmark; imported only on demand).
 """
 
