@@ -11,7 +11,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from . import listing
+from . import audit, listing
 from .client import Status, WorkflowAdmin, WorkflowError
 from .options import CliError, Exit
 
@@ -101,6 +101,12 @@ def bulk(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
     rows = listing.select(admin, args.cls, status=args.state, since=since, until=until)
     if args.dry_run:
         return _dry(args, rows)
+    if rows:  # the bulk's own line in the audit log, before its targets' (each recorded)
+        filters = " ".join(f"{flag} {v}" for flag, v in (
+            ("--status", args.state), ("--since", args.since), ("--until", args.until)) if v)
+        audit.note(admin.base_url, admin.token,
+                   f"bulk {args.action} {filters} ({len(rows)} instance(s))".replace("  ", " "),
+                   args.cls)
     done: list[tuple[str, str]] = []
     failed: list[tuple[str, str]] = []
     for id, _ in rows:

@@ -59,7 +59,7 @@ OTHERS = CLIENTS - STATEFUL
 _GROUPS = {EVERY: "every command", CLIENTS: "every command but `serve`",
            OTHERS: "every command but `serve`, `workflow start` and `workflow status`",
            TO_SERVER: "`call`, `actors`, `workflow *`, `schedule *`, `audit`",
-           WORKFLOW: "`workflow *`"}
+           WORKFLOW: "`workflow *`", SCHEDULE: "`schedule *`"}
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,11 @@ CONTRACT = (
              "workflow's, a query the workflow does not register (or whose handler failed, "
              "or whose journal does not replay), or the host's own error (a trapped "
              "instance)", WORKFLOW),
+    Row("1", "the schedule refused: an unknown schedule, a create of one that exists, a "
+             "bad cron spec, time zone or policy (its message is printed), or a server "
+             "that serves no schedule class", SCHEDULE),
+    Row("1", "the server refused: a bad filter, or a log it cannot read",
+        frozenset({"audit"})),
     Row("1", "the build failed (componentize-py's output is printed)", frozenset({"build"})),
     Row("1", "it could not start, or stopped on an error", frozenset({"serve"})),
     Row("2", "bad usage: a bad flag or value, a bad class name or id, an input or body "
