@@ -29,7 +29,7 @@ from typing import Any
 from bench.common import REPO, RESULTS, SCRATCH_ENV, fmt_us, save
 
 MODULES = ("bench_core", "calibrate_fuel", "bench_frontdoor", "bench_conversion",
-           "bench_workflows", "bench_hostile", "bench_continue", "bench_groups")
+           "bench_workflows", "bench_hostile", "bench_continue", "bench_groups", "bench_listing")
 LEVELS = (1, 8, 32)
 
 

@@ -1,4 +1,5 @@
-"""lifecycle.fuel-used and lifecycle.holder, read by a real component on a real host."""
+"""lifecycle.fuel-used and lifecycle.holder, read by a real component on a real host; and
+attributes.publish, listed from the index after the event."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 from wkhost.core.config import HostConfig
 from wkhost.core.host import Host
+from wkhost.errors import GuestFailed
 from wkhost.testing import FakeClock
 from wkhost.types import Request, Sender
 
@@ -53,3 +55,39 @@ def test_fuel_used_grows_with_the_guest_work_and_starts_again_each_call(meter: H
 
 def test_holder_names_this_process(meter: Host) -> None:
     assert _meter(meter, 0)["holder"] == f"process 0 of 1 (pid {os.getpid()})"
+
+
+def _publish(host: Host, actor_id: str, **msg: object) -> tuple[int, dict[str, object]]:
+    ref = host.actor_ref("meter", actor_id)
+    resp = host.request(ref, Request("POST", "/publish", "", [], json.dumps(msg).encode()),
+                        Sender.operator())
+    return resp.status, (json.loads(resp.body) if resp.status == 200 else {})
+
+
+def _listed(host: Host, **q: object) -> list[tuple[str, str | None, int | None]]:
+    from wkhost.storage.listing import ListQuery
+
+    rows, _ = host.list_page(ListQuery("meter", **q))  # type: ignore[arg-type]
+    return [(r.id, r.status, r.updated_ms) for r in rows]
+
+
+def test_published_attributes_are_listed_by_status_and_label(meter: Host) -> None:
+    assert _publish(meter, "a", status="blue", at=5, labels={"team": "x"}, write=True) == (
+        200, {"ok": True})
+    assert _publish(meter, "b", status="blue", at=6, labels={"team": "y"}) == (
+        200, {"ok": True})  # no write follows: committed at the event's end
+    assert _listed(meter, statuses=("blue",)) == [("a", "blue", 5), ("b", "blue", 6)]
+    assert _listed(meter, labels=(("team", "y"),)) == [("b", "blue", 6)]
+    # labels None keeps those published before
+    assert _publish(meter, "a", status="green", at=7, labels=None)[0] == 200
+    assert _listed(meter, labels=(("team", "x"),)) == [("a", "green", 7)]
+
+
+def test_a_trapped_event_publishes_nothing_and_bad_ones_are_refused(meter: Host) -> None:
+    assert _publish(meter, "c", status="first", at=1)[0] == 200
+    with pytest.raises(GuestFailed, match="trapped"):
+        _publish(meter, "c", status="second", at=2, trap=True)
+    assert _listed(meter, statuses=("first", "second")) == [("c", "first", 1)]
+    status, out = _publish(meter, "c", status="x" * 65, at=3)
+    assert status == 200 and "1 to 64 bytes" in str(out["error"])
+    assert _listed(meter, statuses=("first",)) == [("c", "first", 1)]
