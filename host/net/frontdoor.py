@@ -18,8 +18,9 @@
 - An answer may ask to be held until the actor's next event (`wk-hold-ms`,
   host/core/holds.py): the request then waits here, on a future, and is delivered again
   when woken.
-- `/_wk/...` is the host's own: health, listing a class's actors (operator only), and, with
-  `--fake-clock` only, moving the clock (tests).
+- `/_wk/...` is the host's own: health, listing a class's actors and the audit log
+  (operator only, host/net/audit.py), and, with `--fake-clock` only, moving the clock
+  (tests).
 """
 
 from __future__ import annotations
