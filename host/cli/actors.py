@@ -59,7 +59,7 @@ def add_actors(sub: Any) -> None:
     a.add_argument("--after", default="", metavar="CURSOR",
                    help="the page after this one: an id, or what the last page said")
     a.add_argument("--limit", type=int, default=1000, metavar="N",
-                   help=f"list at most N actors, 1 to {MAX_LIMIT} (default %(default)s)")
+                   help=f"list at most N ids, 1 to {MAX_LIMIT} (default %(default)s)")
     a.add_argument("--count", action="store_true",
                    help="print only how many actors match (all pages)")
     a.add_argument("-l", "--long", action="store_true",
