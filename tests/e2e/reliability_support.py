@@ -24,6 +24,7 @@ Every wait here is bounded in real time; time inside the host moves only by
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -254,6 +255,35 @@ class ActorFile:
     @property
     def unfinished(self) -> bool:
         return self.wf is not None and self.wf["state"] not in FINISHED
+
+
+@contextlib.contextmanager
+def class_db(data: Path, cls: str, *, row: bool = False) -> Iterator[sqlite3.Connection]:
+    """A connection to a copy (db and WAL) of the one actor database of `cls` under
+    `data`, read while the host may be down or running; the copy goes on exit. ValueError
+    if `cls` has no database, or more than one. `row`: rows as sqlite3.Row."""
+    [path] = [p for p in (data / "actors").glob("*/*/*.db") if p.parent.parent.name == cls]
+    with tempfile.TemporaryDirectory(prefix="wkdb-") as tmp:
+        copy = Path(tmp) / "a.db"
+        shutil.copyfile(path, copy)
+        if Path(f"{path}-wal").exists():
+            shutil.copyfile(f"{path}-wal", f"{copy}-wal")
+        conn = sqlite3.connect(copy)
+        if row:
+            conn.row_factory = sqlite3.Row
+        try:
+            yield conn
+        finally:
+            conn.close()
+
+
+def has_db(data: Path, cls: str) -> bool:
+    """Whether `cls` has an actor database under `data` yet."""
+    return any(p.parent.parent.name == cls for p in (data / "actors").glob("*/*/*.db"))
+
+
+def table_names(conn: sqlite3.Connection) -> set[str]:
+    return {n for (n,) in conn.execute("SELECT name FROM sqlite_master")}
 
 
 def snapshot(data: Path) -> dict[tuple[str, str], ActorFile]:

@@ -10,9 +10,6 @@ across `--processes 2`, where the child's process is the one killed.
 from __future__ import annotations
 
 import http.client
-import shutil
-import sqlite3
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +18,7 @@ from typing import Any
 import pytest
 
 from . import reliability_support
-from .reliability_support import Host, HostDown, Launch
+from .reliability_support import Host, HostDown, Launch, class_db, table_names
 
 pytestmark = pytest.mark.e2e
 
@@ -50,21 +47,12 @@ def classes(wasm: Path) -> dict[str, Path]:
 def read_db(data: Path, cls: str) -> tuple[dict[str, int], dict[str, tuple[str, int]]]:
     """From a copy of `cls`'s one instance database: each effect's row count, and each
     recorded position's (kind, attempts) by name."""
-    [path] = [p for p in (data / "actors").glob("*/*/*.db") if p.parent.parent.name == cls]
-    with tempfile.TemporaryDirectory(prefix="wkchild-") as tmp:
-        copy = Path(tmp) / "a.db"
-        shutil.copyfile(path, copy)
-        if Path(f"{path}-wal").exists():
-            shutil.copyfile(f"{path}-wal", f"{copy}-wal")
-        conn = sqlite3.connect(copy)
-        try:
-            tables = {n for (n,) in conn.execute("SELECT name FROM sqlite_master")}
-            effects = dict(conn.execute("SELECT name, count(*) FROM effects GROUP BY name")
-                           if "effects" in tables else [])
-            steps = {n: (k, a) for n, k, a in conn.execute(
-                "SELECT name, kind, attempts FROM _wk_wf_step") if "_wk_wf_step" in tables}
-        finally:
-            conn.close()
+    with class_db(data, cls) as conn:
+        tables = table_names(conn)
+        effects = dict(conn.execute("SELECT name, count(*) FROM effects GROUP BY name")
+                       if "effects" in tables else [])
+        steps = {n: (k, a) for n, k, a in conn.execute(
+            "SELECT name, kind, attempts FROM _wk_wf_step") if "_wk_wf_step" in tables}
     return effects, steps
 
 

@@ -14,11 +14,9 @@ recorded result, so a step that ran again would show as a second row.
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,7 +26,7 @@ from typing import Any
 import pytest
 
 from . import reliability_support
-from .reliability_support import Host, HostDown, Launch
+from .reliability_support import Host, HostDown, Launch, class_db, table_names
 from .server import REPO
 
 pytestmark = pytest.mark.e2e
@@ -73,22 +71,12 @@ class Left:
 
 
 def read_db(data: Path) -> Left:
-    [path] = [p for p in (data / "actors").glob("*/*/*.db") if p.parent.parent.name == CLS]
-    with tempfile.TemporaryDirectory(prefix="wkcan-") as tmp:
-        copy = Path(tmp) / "a.db"
-        shutil.copyfile(path, copy)
-        if Path(f"{path}-wal").exists():
-            shutil.copyfile(f"{path}-wal", f"{copy}-wal")
-        conn = sqlite3.connect(copy)
-        conn.row_factory = sqlite3.Row
-        try:
-            return _read(conn)
-        finally:
-            conn.close()
+    with class_db(data, CLS, row=True) as conn:
+        return _read(conn)
 
 
 def _read(conn: sqlite3.Connection) -> Left:
-    tables = {n for (n,) in conn.execute("SELECT name FROM sqlite_master")}
+    tables = table_names(conn)
     alarm = conn.execute("SELECT at_ms FROM _wk_host_alarm").fetchone()
     chain = conn.execute("SELECT runs, previous_run_id FROM _wk_wf_run").fetchone()
     effects = ({(r, i): n for r, i, n in conn.execute(

@@ -10,9 +10,6 @@ The guest is tests/guests/wf_groups.py; the ledger is examples/workflows/ledger.
 
 from __future__ import annotations
 
-import shutil
-import sqlite3
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +18,7 @@ from typing import Any
 import pytest
 
 from . import reliability_support
-from .reliability_support import SHOP_SOURCES, Host, HostDown, Launch
+from .reliability_support import SHOP_SOURCES, Host, HostDown, Launch, class_db, has_db, table_names
 
 pytestmark = pytest.mark.e2e
 
@@ -53,20 +50,10 @@ def read_db(data: Path) -> tuple[dict[str, int], dict[str, str]]:
 
 
 def _rows(data: Path, cls: str, table: str, sql: str) -> list[Any]:
-    paths = [p for p in (data / "actors").glob("*/*/*.db") if p.parent.parent.name == cls]
-    if not paths:
+    if not has_db(data, cls):
         return []
-    with tempfile.TemporaryDirectory(prefix="wkgr-") as tmp:
-        copy = Path(tmp) / "a.db"
-        shutil.copyfile(paths[0], copy)
-        if Path(f"{paths[0]}-wal").exists():
-            shutil.copyfile(f"{paths[0]}-wal", f"{copy}-wal")
-        conn = sqlite3.connect(copy)
-        try:
-            known = conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,))
-            return list(conn.execute(sql)) if known.fetchone() else []
-        finally:
-            conn.close()
+    with class_db(data, cls) as conn:
+        return list(conn.execute(sql)) if table in table_names(conn) else []
 
 
 def until_down(host: Host, timeout: float = 60) -> None:

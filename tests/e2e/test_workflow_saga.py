@@ -11,11 +11,8 @@ compensation that undoes it (tagged /*app:undo*/), then a step declined for good
 
 from __future__ import annotations
 
-import shutil
-import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,7 +21,7 @@ from typing import Any
 import pytest
 
 from . import reliability_support
-from .reliability_support import Host, HostDown, Launch
+from .reliability_support import Host, HostDown, Launch, class_db, table_names
 from .server import REPO
 
 pytestmark = pytest.mark.e2e
@@ -56,22 +53,13 @@ def saga_wasm(build_guest: Callable[[str], Path]) -> Path:
 def read_db(data: Path) -> tuple[dict[tuple[str, int], int], dict[str, tuple[str, int]]]:
     """From a copy of the instance's database: the ledger's rows counted by (entry,
     delta), and each recorded position's (kind, attempts) by name."""
-    [path] = [p for p in (data / "actors").glob("*/*/*.db") if p.parent.parent.name == CLS]
-    with tempfile.TemporaryDirectory(prefix="wksaga-") as tmp:
-        copy = Path(tmp) / "a.db"
-        shutil.copyfile(path, copy)
-        if Path(f"{path}-wal").exists():
-            shutil.copyfile(f"{path}-wal", f"{copy}-wal")
-        conn = sqlite3.connect(copy)
-        try:
-            tables = {n for (n,) in conn.execute("SELECT name FROM sqlite_master")}
-            rows = {(e, d): n for e, d, n in conn.execute(
-                "SELECT entry, delta, count(*) FROM ledger GROUP BY entry, delta")
-                    } if "ledger" in tables else {}
-            steps = {n: (k, a) for n, k, a in conn.execute(
-                "SELECT name, kind, attempts FROM _wk_wf_step")} if "_wk_wf_step" in tables else {}
-        finally:
-            conn.close()
+    with class_db(data, CLS) as conn:
+        tables = table_names(conn)
+        rows = {(e, d): n for e, d, n in conn.execute(
+            "SELECT entry, delta, count(*) FROM ledger GROUP BY entry, delta")
+                } if "ledger" in tables else {}
+        steps = {n: (k, a) for n, k, a in conn.execute(
+            "SELECT name, kind, attempts FROM _wk_wf_step")} if "_wk_wf_step" in tables else {}
     return rows, steps
 
 

@@ -10,9 +10,6 @@ The guest is tests/guests/wf_tx.py: two tx steps that book "a" and "b" in its ow
 
 from __future__ import annotations
 
-import shutil
-import sqlite3
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +18,7 @@ from typing import Any
 import pytest
 
 from . import reliability_support
-from .reliability_support import Host, HostDown, Launch
+from .reliability_support import Host, HostDown, Launch, class_db, table_names
 
 pytestmark = pytest.mark.e2e
 
@@ -49,21 +46,12 @@ def tx_wasm(build_guest: Callable[[str], Path]) -> Path:
 def read_db(data: Path) -> tuple[dict[str, int], dict[str, tuple[str, int]]]:
     """From a copy of the instance's database: how many rows each entry has in its own
     table, and each recorded position's (kind, attempts) by name."""
-    [path] = [p for p in (data / "actors").glob("*/*/*.db") if p.parent.parent.name == CLS]
-    with tempfile.TemporaryDirectory(prefix="wktx-") as tmp:
-        copy = Path(tmp) / "a.db"
-        shutil.copyfile(path, copy)
-        if Path(f"{path}-wal").exists():
-            shutil.copyfile(f"{path}-wal", f"{copy}-wal")
-        conn = sqlite3.connect(copy)
-        try:
-            tables = {n for (n,) in conn.execute("SELECT name FROM sqlite_master")}
-            booked = dict(conn.execute("SELECT entry, count(*) FROM ledger GROUP BY entry")
-                          if "ledger" in tables else [])
-            steps = {n: (k, a) for n, k, a in conn.execute(
-                "SELECT name, kind, attempts FROM _wk_wf_step") if "_wk_wf_step" in tables}
-        finally:
-            conn.close()
+    with class_db(data, CLS) as conn:
+        tables = table_names(conn)
+        booked = dict(conn.execute("SELECT entry, count(*) FROM ledger GROUP BY entry")
+                      if "ledger" in tables else [])
+        steps = {n: (k, a) for n, k, a in conn.execute(
+            "SELECT name, kind, attempts FROM _wk_wf_step") if "_wk_wf_step" in tables}
     return booked, steps
 
 
