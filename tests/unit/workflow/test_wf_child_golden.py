@@ -29,7 +29,14 @@ from typing import Any
 import pytest
 from wkguest.workflow import Config, Run, cbor
 from wkguest.workflow.runner import Runner
-from wkguest.workflow.testing import FakeBackend, FakeHost, export_history, seed, status_of
+from wkguest.workflow.testing import (
+    FakeBackend,
+    FakeHost,
+    export_history,
+    insert_rows,
+    seed,
+    status_of,
+)
 
 GOLDEN = Path(__file__).parent / "golden" / "history_v3_children.json"
 DAY = 86_400_000
@@ -131,9 +138,7 @@ def _seeded(doc: dict[str, Any], ref: tuple[str, str], table: str, ddl: str,
     backend = seed(doc)
     backend.ref = ref
     backend.conn.execute(ddl)
-    for row in rows:
-        backend.conn.execute(f"INSERT INTO {table} ({', '.join(row)}) VALUES "
-                             f"({', '.join('?' for _ in row)})", tuple(row.values()))
+    insert_rows(backend, table, rows)
     sent: Sent = []
 
     def caller(cls: str, id: str, method: str, path: str, body: bytes) -> tuple[int, bytes]:

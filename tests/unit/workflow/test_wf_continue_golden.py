@@ -27,7 +27,14 @@ from typing import Any
 import pytest
 from wkguest.workflow import Config, Run
 from wkguest.workflow.runner import Runner
-from wkguest.workflow.testing import FakeBackend, FakeHost, export_history, seed, status_of
+from wkguest.workflow.testing import (
+    FakeBackend,
+    FakeHost,
+    export_history,
+    insert_rows,
+    seed,
+    status_of,
+)
 
 GOLDEN = Path(__file__).parent / "golden" / "history_v3_continue.json"
 DAY = 86_400_000
@@ -97,24 +104,18 @@ def _golden() -> dict[str, Any]:
     return doc
 
 
-def _insert(backend: FakeBackend, table: str, rows: list[dict[str, Any]]) -> None:
-    for row in rows:
-        backend.conn.execute(f"INSERT INTO {table} ({', '.join(row)}) VALUES "
-                             f"({', '.join('?' for _ in row)})", tuple(row.values()))
-
-
 def _replay(fn: Any) -> tuple[Any, FakeBackend, dict[str, Any]]:
     doc = _golden()
     backend = seed(doc)  # its schema has the chain's table and the stream's
-    _insert(backend, "_wk_wf_run", doc["runs"])
+    insert_rows(backend, "_wk_wf_run", doc["runs"])
     # The stream's trigger journals each row again, the older runs' too, each at its
     # position 0: the journal is cleared around each, and the recorded one (the current
     # run's alone) put back after.
     for row in doc["emitted"]:
         backend.conn.execute("DELETE FROM _wk_wf_step")
-        _insert(backend, "_wk_wf_emit", [row])
+        insert_rows(backend, "_wk_wf_emit", [row])
     backend.conn.execute("DELETE FROM _wk_wf_step")
-    _insert(backend, "_wk_wf_step", doc["steps"])
+    insert_rows(backend, "_wk_wf_step", doc["steps"])
     runner = Runner(fn, Config(), backend)
     runner.on_alarm()
     return status_of(runner), backend, doc

@@ -21,7 +21,14 @@ from typing import Any
 import pytest
 from wkguest.workflow import Config, Run
 from wkguest.workflow.runner import Runner
-from wkguest.workflow.testing import FakeBackend, FakeHost, export_history, seed, status_of
+from wkguest.workflow.testing import (
+    FakeBackend,
+    FakeHost,
+    export_history,
+    insert_rows,
+    seed,
+    status_of,
+)
 
 GOLDEN = Path(__file__).parent / "golden" / "history_v2_emit.json"
 DAY = 86_400_000
@@ -83,15 +90,10 @@ def _replay(fn: Any) -> tuple[Any, FakeBackend, dict[str, Any]]:
     doc = _golden()
     backend = seed(doc)
     backend.conn.execute("DELETE FROM _wk_wf_step")  # put back below, after the trigger's
-    for row in doc["emitted"]:  # the stream's rows, as recorded (seed() knows the rest)
-        cols = ", ".join(row)
-        backend.conn.execute(f"INSERT INTO _wk_wf_emit ({cols}) VALUES "
-                             f"({', '.join('?' for _ in row)})", tuple(row.values()))
+    insert_rows(backend, "_wk_wf_emit", doc["emitted"])  # as recorded (seed(): the rest)
     # The trigger journalled each of these rows again: the recorded journal is the file's.
     backend.conn.execute("DELETE FROM _wk_wf_step")
-    for row in doc["steps"]:
-        backend.conn.execute(f"INSERT INTO _wk_wf_step ({', '.join(row)}) VALUES "
-                             f"({', '.join('?' for _ in row)})", tuple(row.values()))
+    insert_rows(backend, "_wk_wf_step", doc["steps"])
     runner = Runner(fn, Config(), backend)
     runner.on_alarm()
     return status_of(runner), backend, doc

@@ -21,10 +21,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from wkguest.workflow import Config, Run
+from wkguest.workflow import Config, Run, branchstore
 from wkguest.workflow.branches import Sleep, Step, Wait
 from wkguest.workflow.runner import Runner
-from wkguest.workflow.testing import FakeBackend, FakeHost, export_history, seed, status_of
+from wkguest.workflow.testing import (
+    FakeBackend,
+    FakeHost,
+    export_history,
+    insert_rows,
+    seed,
+    status_of,
+)
 
 GOLDEN = Path(__file__).parent / "golden" / "history_v3_groups.json"
 DAY = 86_400_000
@@ -89,14 +96,9 @@ def _golden() -> dict[str, Any]:
 def _replay(fn: Any) -> tuple[Any, FakeBackend]:
     doc = _golden()
     backend = seed(doc)
-    for row in doc["branches"]:  # seed() makes the tables it knows; this one, as recorded
-        backend.conn.execute("CREATE TABLE IF NOT EXISTS _wk_wf_branch (pos INTEGER NOT NULL,"
-                             " idx INTEGER NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL,"
-                             " result TEXT, attempts INTEGER NOT NULL DEFAULT 0, error TEXT,"
-                             " next_attempt_at INTEGER, wake_at INTEGER, event_seq INTEGER,"
-                             " updated_at INTEGER NOT NULL, PRIMARY KEY (pos, idx))")
-        backend.conn.execute(f"INSERT INTO _wk_wf_branch ({', '.join(row)}) VALUES "
-                             f"({', '.join('?' for _ in row)})", tuple(row.values()))
+    # seed() makes the tables it knows; this one as the first group makes it
+    backend.conn.execute(branchstore.TABLE)
+    insert_rows(backend, "_wk_wf_branch", doc["branches"])
     runner = Runner(fn, Config(), backend)
     runner.on_alarm()
     return status_of(runner), backend

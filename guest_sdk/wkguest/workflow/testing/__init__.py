@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .bench import ReplayBench, bench_replay
 from .fakes import FakeBackend, FakeClock
-from .history import dump, export_history, load, replay, seed, status_of
+from .history import dump, export_history, insert_rows, load, replay, seed, status_of
 from .host import FakeHost, Instance, Trap
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "bench_replay",
     "dump",
     "export_history",
+    "insert_rows",
     "load",
     "replay",
     "seed",

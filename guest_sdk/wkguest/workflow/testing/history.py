@@ -51,12 +51,17 @@ def seed(doc: dict[str, Any], clock: FakeClock | None = None) -> FakeBackend:
     rows = {"instance": [doc["instance"]] if doc["instance"] else [],
             "steps": doc["steps"], "events": doc["events"]}
     for key, (table, _) in _TABLES.items():
-        for row in rows[key]:
-            cols = ", ".join(row)
-            marks = ", ".join("?" for _ in row)
-            backend.conn.execute(f"INSERT INTO {table} ({cols}) VALUES ({marks})",
-                                 tuple(row.values()))
+        insert_rows(backend, table, rows[key])
     return backend
+
+
+def insert_rows(backend: FakeBackend, table: str, rows: list[dict[str, Any]]) -> None:
+    """Put `rows` (column → value maps, as a history document keeps them) into `table`."""
+    for row in rows:
+        cols = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        backend.conn.execute(f"INSERT INTO {table} ({cols}) VALUES ({marks})",
+                             tuple(row.values()))
 
 
 def status_of(runner: Runner) -> Status:
