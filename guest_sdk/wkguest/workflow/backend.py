@@ -71,6 +71,12 @@ class Backend(Protocol):
     def holder(self) -> str:
         """Who runs this actor now, to show (lifecycle.holder)."""
 
+    def narrow_deadline(self, within_ms: int | None) -> None:
+        """Bound this event's host calls (SQL, actor calls, fetches) and its guest code by
+        `within_ms` from now, as well as by the event's own deadline; None lifts the
+        bound (lifecycle.narrow-deadline). A step's timeout (frontier.py) sets it around
+        each attempt."""
+
     def publish(self, status: str, updated_ms: int,
                 labels: Mapping[str, str] | None = None) -> None:
         """Publish the actor's status for the host's listing (WIT attributes): it commits
@@ -170,6 +176,9 @@ class RealBackend:
 
     def holder(self) -> str:
         return str(self._lifecycle.holder())
+
+    def narrow_deadline(self, within_ms: int | None) -> None:
+        self._lifecycle.narrow_deadline(within_ms)
 
     def publish(self, status: str, updated_ms: int,
                 labels: Mapping[str, str] | None = None) -> None:

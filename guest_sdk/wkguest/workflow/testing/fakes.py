@@ -61,6 +61,8 @@ class FakeBackend:
         self.fuel = 0
         self.memory: int | None = None
         self.holder_name = "process 0 of 1 (pid 1)"
+        self.deadlines: list[int | None] = []  # narrow_deadline's arguments, in order
+        self.deadline_at: int | None = None
         # What the actor last published (WIT attributes): (status, updated_ms, labels).
         self.published: tuple[str, int, dict[str, str]] | None = None
         self.host_ns = 0
@@ -149,6 +151,13 @@ class FakeBackend:
 
     def holder(self) -> str:
         return self.holder_name
+
+    def narrow_deadline(self, within_ms: int | None) -> None:
+        """Recorded, not enforced (a fake cannot cut Python code): `deadlines` holds each
+        call's argument, and `deadline_at` the bound now on the FakeClock, or None."""
+        self.calls["narrow_deadline"] += 1
+        self.deadlines.append(within_ms)
+        self.deadline_at = None if within_ms is None else self.clock.now() + within_ms
 
     def publish(self, status: str, updated_ms: int,
                 labels: Mapping[str, str] | None = None) -> None:
