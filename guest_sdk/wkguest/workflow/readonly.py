@@ -74,6 +74,9 @@ class ReadOnly:
     def holder(self) -> str:
         return self._db.holder()
 
+    def narrow_deadline(self, within_ms: int | None) -> None:
+        self._db.narrow_deadline(within_ms)  # a dry replay runs no step: never called
+
     def publish(self, status: str, updated_ms: int,
                 labels: Mapping[str, str] | None = None) -> None:
         raise self._stop("publishing a status")
