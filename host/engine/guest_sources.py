@@ -38,6 +38,9 @@ SDK_PACKAGE = "wkguest"
 PROTOCOL_MAKERS = {
     "wkguest.workflow.serve": WORKFLOW_PROTOCOL,
     "wkguest.workflow.serve.serve": WORKFLOW_PROTOCOL,
+    # The Cloudflare-shaped API's serve(cls) serves a workflow.serve of its own function.
+    "wkguest.cloudflare.serve": WORKFLOW_PROTOCOL,
+    "wkguest.cloudflare.entrypoint.serve": WORKFLOW_PROTOCOL,
 }
 _DYNAMIC_IMPORTS = {"importlib.import_module", "__import__", "import_module"}
 _HANDLER = "Handler"

@@ -1,0 +1,160 @@
+"""`WorkflowStep`: Cloudflare's `step` over a workflow `Run`.
+
+    pages = step.do("count pages", lambda: count(event.payload["id"]))
+    step.do("charge", {"retries": {"limit": 3}}, lambda ctx: charge(ctx.attempt),
+            rollback=lambda ctx, output, error: refund(output))
+    step.sleep("settle", "1 minute"); step.sleep_until("then", datetime(...))
+    review = step.wait_for_event("review", type="reviewed", timeout="1 day")
+
+`do` is `wf.step` with the config translated (config.py) and a `rollback` as its
+compensation: `rollback(ctx, output, error)` gets the original step's context, the step's
+recorded result and the workflow's failure message (None for a terminate with rollback),
+and runs with `rollback_config`'s retries and timeout (Cloudflare's defaults otherwise).
+Sleeps are `wf.sleep`/`wf.sleep_until`; a wait is `wf.wait_for_event` of the event's
+type (the journal names the wait by its type), and raises WorkflowTimeoutError when its
+timeout passes first, as Cloudflare throws.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable
+from typing import Any
+
+from wkguest.durations import format_ms, to_ms
+from wkguest.workflow.errors import CodeError
+from wkguest.workflow.kinds import WAIT_TIMED_OUT
+from wkguest.workflow.run import Run
+from wkguest.workflow.saga import Compensation
+
+from .config import resolve, step_options
+from .context import StepContext, StepInfo, takes_context
+from .errors import WorkflowTimeoutError
+from .events import EPOCH, ReceivedEvent
+
+DEFAULT_WAIT = "24 hours"
+_ATTEMPTS = "SELECT attempts FROM _wk_wf_step WHERE pos = ?"  # the journal's row (schema.py)
+
+
+class Failure:
+    """The run's failure, once an exception escaped `run()` (entrypoint.py): what the
+    rollbacks get as `error`. Set again by every replay that reaches the failure."""
+
+    __slots__ = ("error",)
+
+    def __init__(self) -> None:
+        self.error: str | None = None
+
+
+class WorkflowStep:
+    __slots__ = ("_counts", "_failure", "_wf")
+
+    def __init__(self, wf: Run, failure: Failure) -> None:
+        self._wf = wf
+        self._failure = failure
+        self._counts: dict[str, int] = {}
+
+    def do(self, name: str, *args: Any, rollback: Callable[..., Any] | None = None,
+           rollback_config: Any = None) -> Any:
+        """`do(name, fn)` or `do(name, config, fn)`: run `fn` once and record its result
+        (every replay returns the recorded one). `fn` gets the step context if it takes
+        an argument. Raises StepFailed when its retries run out (or it raised
+        NonRetryableError); uncaught, that fails the instance."""
+        what = f"step.do({name!r})"
+        config, fn = _config_and_fn(args, what)
+        count = self._counts[name] = self._counts.get(name, 0) + 1
+        resolved = resolve(config, f"{what}: the config")
+        info = StepInfo(name, count)
+        opts = step_options(resolved, lambda sc: StepContext(info, resolved,
+                                                             lambda: sc.attempt))
+        if takes_context(fn, what):
+            ctx = StepContext(info, resolved, self._attempt)
+            f: Callable[[], Any] = lambda: fn(ctx)  # noqa: E731
+        else:
+            f = fn
+        if rollback is None:
+            return self._wf.step(name, f, **opts)
+        done: list[Any] = []  # the step's result and position, once it has one
+        opts["compensate"] = self._compensation(info, resolved, rollback, rollback_config,
+                                                done, what)
+        out = self._wf.step(name, f, **opts)
+        done[:] = [out, self._wf.position - 1]
+        return out
+
+    def sleep(self, name: str, duration: Any) -> None:
+        """Wait `duration` ("1 minute", ms, a timedelta), from when it is first reached."""
+        self._wf.sleep(name, _ms(duration, f"step.sleep({name!r})"))
+
+    def sleep_until(self, name: str, when: datetime.datetime | int) -> None:
+        """Wait until `when`: a timezone-aware datetime, or ms since the Unix epoch."""
+        what = f"step.sleep_until({name!r})"
+        if isinstance(when, datetime.datetime):
+            if when.tzinfo is None:
+                raise CodeError(f"{what}: a naive datetime has no time zone; give one "
+                                "with tzinfo (e.g. datetime.UTC)")
+            at = (when - EPOCH) // datetime.timedelta(milliseconds=1)
+        elif isinstance(when, int) and not isinstance(when, bool):
+            at = when
+        else:
+            raise CodeError(f"{what}: when must be a datetime or ms since the epoch, not "
+                            f"{when!r}")
+        self._wf.sleep_until(name, max(at, 0))
+
+    def wait_for_event(self, name: str, *, type: str, timeout: Any = DEFAULT_WAIT
+                       ) -> ReceivedEvent:
+        """The oldest event of `type` not taken by an earlier wait (sent before this
+        wait or after). Raises WorkflowTimeoutError once `timeout` has passed first."""
+        what = f"step.wait_for_event({name!r})"
+        if not isinstance(type, str):
+            raise CodeError(f"{what}: type must be a str, not {type!r}")
+        ms = _ms(timeout, f"{what}: the timeout")
+        pos = self._wf.position
+        payload = self._wf.wait_for_event(type, ms)
+        # None is also a payload: the journal's entry tells a timeout from an event.
+        if payload is None and self._wf._kinds[pos] == WAIT_TIMED_OUT:
+            raise WorkflowTimeoutError(f"{what}: no event of type {type!r} came within "
+                                       f"{format_ms(ms)}")
+        return ReceivedEvent(payload, type)
+
+    # -- machinery -----------------------------------------------------------------
+
+    def _attempt(self) -> int:
+        return int(self._wf.step_context.attempt)  # type: ignore[attr-defined,unused-ignore]
+
+    def _compensation(self, info: StepInfo, resolved: dict[str, Any],
+                      rollback: Callable[..., Any], rollback_config: Any,
+                      done: list[Any], what: str) -> Compensation:
+        if not callable(rollback):
+            raise CodeError(f"{what}: rollback must be callable (ctx, output, error), "
+                            f"not {rollback!r}")
+        rb = resolve(rollback_config, f"{what}: the rollback_config")
+        ctx = StepContext(info, resolved, lambda: self._attempts_at(done[1]))
+
+        def compensate() -> Any:
+            return rollback(ctx, done[0], self._failure.error)
+
+        return Compensation(compensate, **step_options(rb, lambda sc: StepContext(
+            StepInfo("compensate:" + info.name, 1), rb, lambda: sc.attempt)))
+
+    def _attempts_at(self, pos: int) -> int | None:
+        row = self._wf._front.db.query_row(_ATTEMPTS, (pos,))
+        return int(row[0]) if row and row[0] else None
+
+
+def _config_and_fn(args: tuple[Any, ...], what: str) -> tuple[Any, Any]:
+    if len(args) == 1:
+        return None, args[0]
+    if len(args) == 2:
+        return args[0], args[1]
+    raise CodeError(f"{what} takes (name, fn) or (name, config, fn), not {len(args) + 1} "
+                    "argument(s)")
+
+
+def _ms(value: Any, what: str) -> int:
+    try:
+        return to_ms(value, what)
+    except (TypeError, ValueError) as e:
+        raise CodeError(str(e)) from None
+
+
+__all__ = ["DEFAULT_WAIT", "Failure", "WorkflowStep"]
