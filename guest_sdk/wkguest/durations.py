@@ -90,8 +90,9 @@ def _parse(text: str, what: str) -> Fraction:
         )
     if re.fullmatch(r"\d+(?:\.\d+)?", cleaned):
         raise ValueError(
-            f"{what}: {text!r} has no unit; write e.g. \"{cleaned} ms\" or \"{cleaned} seconds\", "
-            f"or pass an int of milliseconds"
+            f"{what}: {text!r} has no unit; write e.g. \"{cleaned} ms\" or \"{cleaned} "
+            "seconds\" (a number without a unit must be a number of milliseconds: an int, "
+            "not a str)"
         )
     raise ValueError(f"{what}: {text!r} is not a duration; write a number and a unit: {EXAMPLES}")
 

@@ -27,7 +27,9 @@ Code changed under live instances branches on `wf.patched(change_id)`. A step gi
 function gets, in one transaction with the step's recorded result. `wf.all`,
 `wf.all_settled` and `wf.any` run branches together (`Step`, `Sleep`, `Wait`, `Child`);
 `wf.child(cls, id, input)` runs a child workflow; `compensate=` gives a step its undo,
-run newest first when the workflow fails (a saga).
+run newest first when the workflow fails (a saga). Steps take `limit`, `delay` (a
+duration, or a function of the error), `backoff` and `timeout`; durations are ints of
+milliseconds or strings such as "10 seconds" (`wf.sleep("cool-off", "1 minute")`).
 
 Modules: `run` (the Run API and the replay core), `helpers` (wf.now, random, uuid and
 patched), `recorded` (what they record), `frontier` (new positions), `journal`
@@ -41,7 +43,10 @@ kin: the calls, the turns of the branches, the branch descriptors, their SQL), `
 `kin` and `family` (child workflows: the calls, the tables, the notices and cancels
 owed), `saga` and `cancelling` (compensation, and a cancel with it), `ops` and `rewind`
 (an operator's moves: terminate, pause, resume, rescue, restart, and their SQL),
-`attempts` (each attempt's history), `publish` (the state, for the host's listing),
+`attempts` (each attempt's history), `policy` (step options into a retry policy, and
+the wait after a failed attempt), `timeouts` (a step's timeout per attempt), `context`
+(StepContext, `wf.step_context`), `when` (the durations and times sleeps and waits
+take; wkguest.durations parses the strings), `publish` (the state, for the host's listing),
 `readonly` (the database a dry replay reads), and `testing` (fakes, a test host, replaying
 recorded histories, and the replay benchmark; imported only on demand).
 """
@@ -53,6 +58,7 @@ from .branches import Child, Sleep, Step, StepResult, Wait, Won
 from .child import ChildFailed, ChildHandle
 from .client import Client, Transport
 from .config import Config, Retry
+from .context import StepContext
 from .errors import (
     CborError,
     CodeError,
@@ -75,6 +81,7 @@ from .runner import Runner, Workflow
 from .saga import Compensation
 from .serve import serve
 from .status import FINISHED_STATES, STATES, Event, Status
+from .timeouts import StepTimedOut
 from .tx import Tables, TxDb, TxRefused
 
 __all__ = [
@@ -105,7 +112,9 @@ __all__ = [
     "Status",
     "Step",
     "StepFailed",
+    "StepContext",
     "StepResult",
+    "StepTimedOut",
     "StoreFault",
     "Suspend",
     "Tables",

@@ -7,7 +7,8 @@ branch of a group, or of a child's start in a group.
     ended_at       when it ended; NULL for an attempt that was cut (a trap, a kill, the
                    event's budget), whose end the guest never saw
     outcome        'returned', 'failed' (it raised, or its value could not be recorded),
-                   or 'cut'
+                   'timed-out' (it passed its step's timeout: it ended late, or it was
+                   cut at the deadline the timeout narrowed; timeouts.py), or 'cut'
     error          the attempt's error as the step records one, or the cut's reason
     fuel           the fuel the attempt burnt (lifecycle's fuel-used, before and after);
                    NULL where the backend cannot tell
@@ -35,11 +36,13 @@ from typing import Any, NamedTuple
 from .backend import Backend
 from .kinds import STEP_RETRYING
 from .store import Store
+from .timeouts import NARROWED_REASON
 
 TABLE = "_wk_wf_attempt"
 STEP = -1  # the idx of a step's own attempts (a branch's is its index in the group)
 
 RETURNED, FAILED, CUT = "returned", "failed", "cut"
+TIMED_OUT = "timed-out"  # an attempt that passed its step's timeout (timeouts.py)
 # The error an attempt is counted with (frontier.py): what it leaves if it never ends.
 COUNTED = "attempt {n} ended without a result (the instance trapped, or the event was cut)"
 
@@ -66,6 +69,11 @@ _CUT_BRANCH = (f"/*wk:attempt-cut*/ INSERT OR IGNORE INTO {TABLE} (pos, idx, att
                f" started_at, outcome, error) SELECT pos, idx, attempts, updated_at, '{CUT}',"
                f" {_REASON} FROM _wk_wf_branch WHERE pos = ? AND idx = ?"
                f" AND kind = '{STEP_RETRYING}' AND attempts > 0")
+
+# The latest cut row of a position's step (or branch) as timed out.
+_TIMED_OUT = (f"/*wk:attempt-timed-out*/ UPDATE {TABLE} SET outcome = '{TIMED_OUT}',"
+              f" error = ?1 WHERE pos = ?2 AND idx = ?3 AND outcome = '{CUT}' AND attempt ="
+              f" (SELECT max(attempt) FROM {TABLE} WHERE pos = ?2 AND idx = ?3)")
 
 # The Stores (one per Runner, so per actor object) whose database is known to hold the
 # table: made once per warm cache, not once per attempt.
@@ -127,14 +135,18 @@ class Attempts:
                             self.db.now() if now is None else now, outcome, error,
                             _grown(m.fuel, fuel), _grown(m.memory, memory)))
 
-    def cut(self, pos: int, idx: int = STEP) -> None:
+    def cut(self, pos: int, idx: int = STEP, *, timed_out: str | None = None) -> None:
         """The step's (or branch `idx`'s) last counted attempt was cut: copy it from its
-        row, before the next attempt's count or the final error writes over it."""
+        row, before the next attempt's count or the final error writes over it.
+        `timed_out`: it was cut at its narrowed deadline (timeouts.py), and this is its
+        error: the row says timed-out."""
         self._ready()
         if idx == STEP:
             self.db.exec(_CUT_STEP, (pos,))
         else:
             self.db.exec(_CUT_BRANCH, (pos, idx))
+        if timed_out is not None:  # rare: one more write rather than a second copy query
+            self.db.exec(_TIMED_OUT, (timed_out, pos, idx))
 
 
 def _grown(before: int | None, after: int | None) -> int | None:
@@ -214,11 +226,17 @@ def add_history(store: Store, page: list[dict[str, Any]], rows: list[list[Any]])
     for pos, idx, name, kind, n, error, at in open_rows:
         if kind == STEP_RETRYING and (pos, idx, n) not in seen and was_cut(error, n):
             by_pos.setdefault(pos, []).append(_attempt_map(
-                [pos, idx, n, at, None, CUT, _reason(error, n), None, None], name))
+                [pos, idx, n, at, None, _cut_outcome(error, n), _reason(error, n), None,
+                 None], name))
     for m in page:
         h = by_pos.get(m["pos"], [])
         h.sort(key=lambda a: (-1 if a["branch"] is None else a["branch"], a["attempt"]))
         m["history"], m["history_more"] = h, max(more.get(m["pos"], 0), 0)
+
+
+def _cut_outcome(error: str, attempt: int) -> str:
+    """A cut attempt is timed out if the host cut it at its narrowed deadline."""
+    return TIMED_OUT if _reason(error, attempt).startswith(NARROWED_REASON) else CUT
 
 
 def _reason(error: str, attempt: int) -> str:

@@ -16,8 +16,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from ..durations import Duration
 from .config import Retry
 from .values import check_ms, check_name
+from .when import check_duration
 
 MAX_BRANCHES = 1000
 # The group calls (group.py), as their entries' names begin.
@@ -53,8 +55,9 @@ class Won:
 @dataclass(frozen=True, init=False)
 class Step:
     """A step branch: `f()` (or `f(key)` with `keyed=True`: the branch's idempotency key),
-    with the step options of `wf.step` (attempts, backoff_ms, factor, max_backoff_ms,
-    compensate). A tx step is not a branch: give it a position of its own."""
+    with the step options of `wf.step` (policy.OPTIONS, and compensate); `wf.step_context`
+    is its context while `f` runs. A tx step is not a branch: give it a position of its
+    own."""
 
     name: str
     f: Callable[..., Any]
@@ -71,19 +74,28 @@ class Step:
 
 @dataclass(frozen=True)
 class Sleep:
-    """A sleep branch of `ms` milliseconds, counted from when the group is first reached."""
+    """A sleep branch of `ms`, counted from when the group is first reached: an int of
+    milliseconds, or any duration ("10 seconds", a timedelta), as `wf.sleep` takes."""
 
     name: str
-    ms: int
+    ms: Duration
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Wait:
     """A branch that waits for event `name`, as `wf.wait_for_event`: its payload, or None
-    once `timeout_ms` (counted from when the group is first reached) has passed."""
+    once `timeout` (counted from when the group is first reached) has passed: an int of
+    milliseconds or any duration ("1 day"); or `timeout_ms=`, an int."""
 
     name: str
-    timeout_ms: int
+    timeout: Duration | None
+    timeout_ms: int | None
+
+    def __init__(self, name: str, timeout: Duration | None = None, *,
+                 timeout_ms: int | None = None) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "timeout", timeout)
+        object.__setattr__(self, "timeout_ms", timeout_ms)
 
 
 @dataclass(frozen=True)
@@ -141,11 +153,19 @@ def _check_one(b: object, base: Retry) -> Checked:
         return Checked(b, b.name, base.override(**opts), compensate)
     if isinstance(b, Sleep):
         check_name(b.name, "sleep")
-        check_ms(b.ms, f"sleep {b.name!r}")
+        check_duration(b.ms, f"sleep {b.name!r}")
         return Checked(b, b.name, None, None)
     if isinstance(b, Wait):
         check_name(b.name, "event")
-        check_ms(b.timeout_ms, f"the wait for {b.name!r}: its timeout")
+        what = f"the wait for {b.name!r}: its timeout"
+        if (b.timeout is None) == (b.timeout_ms is None):
+            raise TypeError(f"{what}: give one, as timeout= (a duration) or timeout_ms= "
+                            "(an int)")
+        if b.timeout_ms is None:
+            check_duration(b.timeout, what)
+        else:
+            check_ms(b.timeout_ms, f"{what} timeout_ms")
+            b = Wait(b.name, b.timeout_ms)  # the group reads its timeout from `timeout`
         return Checked(b, b.name, None, None)
     if isinstance(b, Child):
         check_name(b.cls, "class")

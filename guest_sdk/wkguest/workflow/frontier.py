@@ -13,10 +13,12 @@ import json
 from collections.abc import Callable
 from typing import Any, cast
 
-from .attempts import COUNTED, FAILED, RETURNED, Attempts, Meter, was_cut
+from . import policy, timeouts
+from .attempts import COUNTED, FAILED, RETURNED, TIMED_OUT, Attempts, Meter, was_cut
 from .attempts import STEP as STEP_ONLY
 from .backend import Backend
 from .config import Retry
+from .context import StepContext
 from .errors import NonRetryable, Reordered, Suspend, UnsupportedValue, ValueTooLarge
 from .journal import Journal
 from .kin import shown
@@ -112,6 +114,7 @@ class Frontier:
         self.unsynced = False
         self.attempts = Attempts(store)  # each attempt's history row (attempts.py)
         self.meter: Meter | None = None  # the attempt under way
+        self.context: StepContext | None = None  # its context, while its function runs
 
     def _pending(self, pos: int, kind: str, call: str, name: str) -> Pending | None:
         p = self.pending
@@ -148,11 +151,12 @@ class Frontier:
         p = self._pending(pos, STEP_RETRYING, STEP, name)
         attempts = p.attempts if p else 0
         cut = p is not None and attempts > 0 and was_cut(p.error, attempts)
+        timed_out = timeouts.cut_message(p.error, attempts, retry.timeout_ms) if p else None
         if attempts >= retry.attempts:  # the last attempt was cut: no result will come
             if cut:
-                self.attempts.cut(pos)
-            return self._give_up(pos, name, (p.error if p else None) or CUT.format(n=attempts),
-                                 attempts)
+                self.attempts.cut(pos, timed_out=timed_out)
+            return self._give_up(pos, name, timed_out or (p.error if p else None)
+                                 or CUT.format(n=attempts), attempts)
         now = self.db.now()
         if p and p.next_attempt_at is not None and now < p.next_attempt_at:
             # a backoff is pending: an early event waits too
@@ -160,27 +164,51 @@ class Frontier:
         if self.new_steps and now - self.started_at >= self.budget_ms:
             raise Suspend("running", now)  # the budget is spent: go on in a new event
         attempt = attempts + 1
-        self._count(pos, name, attempt, retry, now, cut)
+        self._count(pos, name, attempt, retry, now, cut, timed_out)
         tx = None if tables is None else Transaction(self.db, name, tables, self.journal.made)
+        ctx = StepContext(name, attempt, pos, f"{self.journal.run_id}-{pos}",
+                          timeouts.deadline(retry.timeout_ms, now), self.journal)
+        return self._attempt(pos, ctx, fn, retry, tx, now)
+
+    def _attempt(self, pos: int, ctx: StepContext, fn: Callable[..., Any], retry: Retry,
+                 tx: Transaction | None, now: int) -> Outcome:
+        """Run the attempt counted at `now`, and record how it ended."""
+        name, attempt, limit = ctx.name, ctx.attempt, retry.timeout_ms
+        self.context = ctx
         try:
             # A tx attempt's exception has rolled its writes back before it gets here.
-            value = fn() if tx is None else tx.run(fn)
+            value = timeouts.call(self.db, fn if tx is None else lambda: tx.run(fn), limit)
         except NonRetryable as e:
-            return self._give_up(pos, name, describe(e), attempt)
+            error = describe(e)
+            if timeouts.overran(self.db, limit, now):
+                return self._give_up(pos, name, timeouts.message(attempt, limit, error),
+                                     attempt, TIMED_OUT)
+            return self._give_up(pos, name, error, attempt)
         except Exception as e:
-            return self._failed(pos, name, describe(e), attempt, retry)
+            if not timeouts.overran(self.db, limit, now):
+                return self._failed(pos, ctx, describe(e), retry, e)
+            error = timeouts.message(attempt, limit, describe(e))
+            return self._failed(pos, ctx, error, retry, timeouts.exception(error, e), TIMED_OUT)
+        finally:
+            self.context = None
+        if timeouts.overran(self.db, limit, now):
+            if tx is not None:
+                tx.rollback()
+            error = timeouts.message(attempt, limit)
+            return self._failed(pos, ctx, error, retry, timeouts.exception(error, None), TIMED_OUT)
         return self._returned(pos, name, value, attempt, tx)
 
     def _count(self, pos: int, name: str, attempt: int, retry: Retry, now: int,
-               cut: bool) -> None:
+               cut: bool, timed_out: str | None = None) -> None:
         """Count attempt `attempt` before its function runs, with the error it leaves if
         it never returns: a trap inside the function then counts, and the watchdog alarm
         brings the next attempt. `cut`: the attempt before it never ended; its history
-        row is copied from the step's row first (attempts.py)."""
+        row is copied from the step's row first (attempts.py), as timed out if it was cut
+        at its narrowed deadline (`timed_out`: its error)."""
         retry_at = now + retry.backoff(attempt)
         self.watch(retry_at, now)
         if cut:
-            self.attempts.cut(pos)
+            self.attempts.cut(pos, timed_out=timed_out)
         self.store.count_attempt(pos, name, attempt, CUT.format(n=attempt), retry_at, now)
         if self.bad_runs_open:
             self.store.clear_bad_runs()  # this run got into a step: not a bad run
@@ -220,17 +248,24 @@ class Frontier:
         # attempts 0: a replay cannot tell how many attempts a success took, so no run can
         return True, (revive(raw) if tagged else raw), None, 0
 
-    def _failed(self, pos: int, name: str, error: str, attempt: int, retry: Retry) -> Outcome:
-        self._end(FAILED, error)
+    def _failed(self, pos: int, ctx: StepContext, error: str, retry: Retry, exc: Exception,
+                outcome: str = FAILED) -> Outcome:
+        name, attempt = ctx.name, ctx.attempt
+        self._end(outcome, error)
         if attempt >= retry.attempts:
             return self._give_up(pos, name, error, attempt)
+        try:
+            wait = policy.wait_after(retry, attempt, ctx, exc)
+        except policy.DelayFailed as e:
+            return self._give_up(pos, name, policy.delay_failed(e, attempt, error), attempt)
         now = self.db.now()
-        retry_at = now + retry.backoff(attempt)
+        retry_at = now + wait
         self.store.retry_later(pos, error, retry_at, now)
         raise Suspend("running", retry_at)
 
-    def _give_up(self, pos: int, name: str, error: str, attempts: int) -> Outcome:
-        self._end(FAILED, error)
+    def _give_up(self, pos: int, name: str, error: str, attempts: int,
+                 outcome: str = FAILED) -> Outcome:
+        self._end(outcome, error)
         text = json.dumps([error, attempts], ensure_ascii=False, separators=(",", ":"))
         self.store.put_final(pos, STEP_FAILED, name, text, self.db.now(), error=error,
                              durable=False)

@@ -23,9 +23,12 @@ from collections.abc import Callable
 from typing import Any
 
 from . import child as _child
-from .attempts import FAILED, RETURNED, was_cut
+from . import policy, timeouts
+from .attempts import FAILED, RETURNED, TIMED_OUT, was_cut
 from .branches import ALL, ANY, CANCEL, Checked, Child, Sleep, Step, Wait
 from .branchstore import Branches, Row
+from .config import Retry
+from .context import StepContext
 from .errors import NonRetryable, Reordered, Suspend, UnsupportedValue, ValueTooLarge
 from .frontier import CUT, Frontier, describe
 from .kinds import (
@@ -46,6 +49,7 @@ from .kinds import (
     Pending,
 )
 from .values import decode, encode
+from .when import check_duration
 
 # A group that waits only for children has no time to wake at: their notices set its
 # alarm. It still looks again this often, in case an alarm was lost with a crash.
@@ -167,15 +171,17 @@ class GroupFront:
     def _attempt(self, i: int, c: Checked, row: Row | None, fn: Callable[[], Any],
                  done: Callable[[int, str, Any, int], Outcome | None]) -> Outcome | None:
         """One attempt of a step branch (or of a child's start), as Frontier.step makes
-        a step's: with its retries, its backoff, the watchdog and the event's budget."""
+        a step's: with its retries, its backoff, its timeout, the watchdog and the
+        event's budget."""
         front, retry = self.front, c.retry
         assert retry is not None
         attempts = row.attempts if row else 0
         cut = row is not None and attempts > 0 and was_cut(row.error, attempts)
+        late = timeouts.cut_message(row.error, attempts, retry.timeout_ms) if row else None
         if attempts >= retry.attempts:  # the last attempt was cut
             if cut:
-                front.attempts.cut(self.pos, i)
-            return self._failed(i, c.name, (row.error if row else None)
+                front.attempts.cut(self.pos, i, timed_out=late)
+            return self._failed(i, c.name, late or (row.error if row else None)
                                 or CUT.format(n=attempts), attempts)
         now = self.db.now()
         if row is not None and row.next_attempt_at is not None and now < row.next_attempt_at:
@@ -186,10 +192,18 @@ class GroupFront:
             self._later(now, running=True)
             return None
         attempt = attempts + 1
+        self._count(i, c, retry, attempt, now, late if cut else None, cut)
+        ctx = StepContext(c.name, attempt, self.pos, self.key(i),
+                          timeouts.deadline(retry.timeout_ms, now), front.journal)
+        return self._run(i, c, ctx, fn, done, now)
+
+    def _count(self, i: int, c: Checked, retry: Retry, attempt: int, now: int,
+               late: str | None, cut: bool) -> None:
+        front = self.front
         retry_at = now + retry.backoff(attempt)
         front.watch(retry_at, now)
         if cut:  # its history row, from the branch's row before the count writes over it
-            front.attempts.cut(self.pos, i)
+            front.attempts.cut(self.pos, i, timed_out=late)
         self.rows.count_attempt(i, c.name, attempt, CUT.format(n=attempt), retry_at, now)
         if front.bad_runs_open:
             front.store.clear_bad_runs()
@@ -197,22 +211,43 @@ class GroupFront:
         front.new_steps += 1
         front.unsynced = True
         front.meter = front.attempts.begin(self.pos, i, attempt, now)
-        try:
-            value = fn()
-        except NonRetryable as e:
-            return self._failed(i, c.name, describe(e), attempt)
-        except Exception as e:
-            return self._retry_later(i, c, describe(e), attempt)
-        return done(i, c.name, value, attempt)
 
-    def _retry_later(self, i: int, c: Checked, error: str, attempt: int) -> Outcome | None:
-        self.front._end(FAILED, error)
-        retry = c.retry
+    def _run(self, i: int, c: Checked, ctx: StepContext, fn: Callable[[], Any],
+             done: Callable[[int, str, Any, int], Outcome | None], now: int
+             ) -> Outcome | None:
+        limit = None if c.retry is None else c.retry.timeout_ms
+        self.front.context = ctx
+        try:
+            value = timeouts.call(self.db, fn, limit)
+        except NonRetryable as e:
+            late = timeouts.overran(self.db, limit, now)
+            error = timeouts.message(ctx.attempt, limit, describe(e)) if late else describe(e)
+            return self._failed(i, c.name, error, ctx.attempt, TIMED_OUT if late else FAILED)
+        except Exception as e:
+            if not timeouts.overran(self.db, limit, now):
+                return self._retry_later(i, c, ctx, describe(e), e)
+            error = timeouts.message(ctx.attempt, limit, describe(e))
+            return self._retry_later(i, c, ctx, error, timeouts.exception(error, e), TIMED_OUT)
+        finally:
+            self.front.context = None
+        if timeouts.overran(self.db, limit, now):
+            error = timeouts.message(ctx.attempt, limit)
+            return self._retry_later(i, c, ctx, error, timeouts.exception(error, None), TIMED_OUT)
+        return done(i, c.name, value, ctx.attempt)
+
+    def _retry_later(self, i: int, c: Checked, ctx: StepContext, error: str, exc: Exception,
+                     outcome: str = FAILED) -> Outcome | None:
+        self.front._end(outcome, error)
+        retry, attempt = c.retry, ctx.attempt
         assert retry is not None
         if attempt >= retry.attempts:
             return self._failed(i, c.name, error, attempt)
+        try:
+            wait = policy.wait_after(retry, attempt, ctx, exc)
+        except policy.DelayFailed as e:
+            return self._failed(i, c.name, policy.delay_failed(e, attempt, error), attempt)
         now = self.db.now()
-        at = now + retry.backoff(attempt)
+        at = now + wait
         self.rows.put(i, STEP_RETRYING, c.name, now, attempts=attempt, error=error,
                       next_attempt_at=at)
         self._later(at, running=True)
@@ -228,8 +263,9 @@ class GroupFront:
         self.rows.put(i, kind, name, self.db.now(), result=text, attempts=attempt)
         return [kind, json.loads(text)]
 
-    def _failed(self, i: int, name: str, error: str, attempts: int) -> Outcome:
-        self.front._end(FAILED, error)
+    def _failed(self, i: int, name: str, error: str, attempts: int,
+                outcome: str = FAILED) -> Outcome:
+        self.front._end(outcome, error)
         text = json.dumps([error, attempts], ensure_ascii=False, separators=(",", ":"))
         self.rows.put(i, STEP_FAILED, name, self.db.now(), result=text, attempts=attempts,
                       error=error)
@@ -238,7 +274,7 @@ class GroupFront:
     def _sleep(self, i: int, b: Sleep, row: Row | None) -> Outcome | None:
         now = self.db.now()
         if row is None or row.wake_at is None:
-            wake = now + int(b.ms)
+            wake = now + check_duration(b.ms, f"sleep {b.name!r}")
             self.rows.put(i, SLEEPING, b.name, now, wake_at=wake)
         else:
             wake = row.wake_at
@@ -251,7 +287,7 @@ class GroupFront:
     def _wait(self, i: int, b: Wait, row: Row | None) -> Outcome | None:
         now = self.db.now()
         if row is None or row.wake_at is None:
-            deadline = now + int(b.timeout_ms)
+            deadline = now + check_duration(b.timeout, f"the wait for {b.name!r}: its timeout")
             self.rows.put(i, WAITING, b.name, now, wake_at=deadline)
         else:
             deadline = row.wake_at

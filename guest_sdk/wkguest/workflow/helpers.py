@@ -21,8 +21,9 @@ the run, so that several `if wf.patched(id):` of one change agree with each othe
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
+from .context import StepContext
 from .errors import CodeError, WorkflowSignal
 from .frontier import Frontier
 from .journal import Journal
@@ -50,6 +51,16 @@ class _Core(Protocol):
 
 class Helpers:
     __slots__ = ()
+
+    @property
+    def step_context(self: _Core) -> StepContext:
+        """The context of the step attempt whose function is running (context.py): its
+        name, count, attempt, position, key and deadline. Only inside a step's function:
+        elsewhere it is a mistake in the code (CodeError: the instance parks)."""
+        ctx = self._front.context
+        if ctx is None:
+            _no_context(self)
+        return ctx
 
     # -- deterministic helpers -----------------------------------------------------
 
@@ -135,3 +146,10 @@ def _check_id(run: _Core, change_id: object, call: str) -> None:
     except (TypeError, ValueError) as e:
         run.stopped = CodeError(f"wf.{call}({change_id!r}): {e}")
         raise run.stopped from None
+
+
+def _no_context(run: _Core) -> NoReturn:
+    run.stopped = CodeError(
+        "wf.step_context is only there while a step's function runs (a step's, a step "
+        "branch's); a delay function gets it as its first argument")
+    raise run.stopped

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NoReturn, Unpack
 
+from ..durations import Duration
 from .branches import StepResult as StepResult
 from .child import Children
 from .config import Retry, StepOptions
@@ -54,6 +55,7 @@ from .kinds import (
 from .saga import Saga
 from .tx import tables_of
 from .values import check_ms, check_name, revive
+from .when import Moment, check_duration, check_time
 
 
 class Run(Helpers, Emits, Saga, Children, Groups):
@@ -97,12 +99,14 @@ class Run(Helpers, Emits, Saga, Children, Groups):
     def step(self, name: str, f: Callable[[], Any], **opts: Unpack[StepOptions]) -> Any:
         """Run `f` once and record its result; later runs get the recorded result.
 
-        An exception from `f` is retried with backoff (options: attempts, backoff_ms,
-        factor, max_backoff_ms); when the attempts run out (or `f` raised NonRetryable)
-        this raises StepFailed, which fails the workflow unless it is caught. The value
-        comes back as it will on every replay (see values.py). With `tx=True` (or
-        `tx=Tables(...)`), `f(db)` gets a `TxDb`, and what it writes commits in one
-        transaction with the step's result (tx.py).
+        An exception from `f` is retried with backoff (options, policy.py: attempts or
+        limit, backoff_ms or delay, backoff, factor, max_backoff_ms, timeout or
+        timeout_ms); when the attempts run out (or `f` raised NonRetryable) this raises
+        StepFailed, which fails the workflow unless it is caught. The value comes back as
+        it will on every replay (see values.py). `wf.step_context` tells `f` its name,
+        count and attempt (context.py). With `tx=True` (or `tx=Tables(...)`), `f(db)`
+        gets a `TxDb`, and what it writes commits in one transaction with the step's
+        result (tx.py).
         """
         # The replay fast path, inlined here and in step_keyed on purpose: it runs once
         # per recorded position in every event, and a shared helper would add a call.
@@ -168,33 +172,42 @@ class Run(Helpers, Emits, Saga, Children, Groups):
 
     # -- sleeps and events ---------------------------------------------------------
 
-    def sleep(self, name: str, ms: int) -> None:
-        """Wait `ms` milliseconds, counted from when this position is first reached."""
-        self._sleep(name, ms, relative=True)
+    def sleep(self, name: str, duration: Duration) -> None:
+        """Wait `duration` (an int of milliseconds, or "10 seconds", "5 minutes", a
+        timedelta: wkguest.durations), counted from when this position is first reached."""
+        self._sleep(name, duration, relative=True)
 
-    def sleep_until(self, name: str, at_ms: int) -> None:
-        """Wait until `at_ms` (ms since the Unix epoch, host clock)."""
-        self._sleep(name, at_ms, relative=False)
+    def sleep_until(self, name: str, when: Moment) -> None:
+        """Wait until `when`: ms since the Unix epoch (host clock), or a datetime with a
+        timezone (a naive one is an error: it names no instant)."""
+        self._sleep(name, when, relative=False)
 
-    def _sleep(self, name: str, t: int, relative: bool) -> None:
+    def _sleep(self, name: str, t: object, relative: bool) -> None:
         pos = self._enter()
         if pos < len(self._kinds):
             self._replay(pos, SLEEP, name)
             return
         check_name(name, "sleep")
-        t = self._duration(t, f"wf.{'sleep' if relative else 'sleep_until'}({name!r})")
+        what = f"wf.{'sleep' if relative else 'sleep_until'}({name!r})"
+        ms = self._duration(check_duration if relative else check_time, t, what)
         self._new(pos, lambda: self._front.sleep(
-            pos, name, self._front.db.now() + t if relative else t))
+            pos, name, self._front.db.now() + ms if relative else ms))
 
-    def wait_for_event(self, name: str, timeout_ms: int) -> Any:
+    def wait_for_event(self, name: str, timeout: Duration | None = None, *,
+                       timeout_ms: int | None = None) -> Any:
         """The payload of the oldest event `name` not taken by an earlier wait, or None
-        once `timeout_ms` (counted from when this position is first reached) has passed."""
+        once `timeout` has passed, counted from when this position is first reached: an
+        int of milliseconds or any duration ("1 day"); or `timeout_ms=`, an int."""
         pos = self._enter()
         if pos < len(self._kinds):
             return self._replay(pos, WAIT, name)
         check_name(name, "event")
-        timeout = self._duration(timeout_ms, f"wf.wait_for_event({name!r}): the timeout")
-        return self._new(pos, lambda: self._front.wait(pos, name, timeout))
+        what = f"wf.wait_for_event({name!r}): the timeout"
+        if (timeout is None) == (timeout_ms is None):
+            self._code(f"{what}: give one, as timeout= (a duration) or timeout_ms= (an int)")
+        ms = (self._duration(check_duration, timeout, what) if timeout_ms is None
+              else self._duration(check_ms, timeout_ms, f"{what} timeout_ms"))
+        return self._new(pos, lambda: self._front.wait(pos, name, ms))
 
     def continue_as_new(self, input: Any) -> NoReturn:
         """End this run and begin a fresh one of the same instance, with `input` and an
@@ -211,12 +224,16 @@ class Run(Helpers, Emits, Saga, Children, Groups):
 
     # -- machinery -----------------------------------------------------------------
 
-    def _duration(self, t: object, what: str) -> int:
+    def _duration(self, check: Callable[[object, str], int], t: object, what: str) -> int:
         try:
-            return check_ms(t, what)
+            return check(t, what)
         except (TypeError, ValueError) as e:
-            self.stopped = CodeError(str(e))
-            raise self.stopped from None
+            self._code(str(e))
+
+    def _code(self, message: str) -> NoReturn:
+        """A mistake in the workflow's code: the instance parks, saying `message`."""
+        self.stopped = CodeError(message)
+        raise self.stopped from None
 
     def _enter(self) -> int:
         if self.stopped is not None:

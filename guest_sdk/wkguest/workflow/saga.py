@@ -29,7 +29,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NoReturn, Protocol, Unpack
 
-from .config import Retry, StepOptions
+from ..durations import Duration
+from .config import Delay, Retry, StepOptions
 from .errors import (
     CodeError,
     Suspend,
@@ -42,23 +43,29 @@ from .values import check_name
 
 PREFIX = "compensate:"
 COMPENSATING = "compensating"  # the state of an instance running its compensations
-_OPTIONS = ("attempts", "backoff_ms", "factor", "max_backoff_ms")
+_OPTIONS = ("attempts", "backoff_ms", "factor", "max_backoff_ms", "limit", "delay",
+            "backoff", "timeout", "timeout_ms")
 
 
 class Compensation:
     """A compensation with its own step options: `compensate=Compensation(g,
-    attempts=10)`. The retry options are a step's (any of them; the rest from the
-    Config); `tx=True` (or a `Tables`) makes it a tx step: `g(db)` writes the instance's
-    own tables in one transaction with its record (tx.py), so a crash never repeats it.
-    They are checked when a step that carries it completes (CodeError, naming them)."""
+    attempts=10)`. The retry options are a step's (any of them, policy.py; the rest from
+    the Config); `tx=True` (or a `Tables`) makes it a tx step: `g(db)` writes the
+    instance's own tables in one transaction with its record (tx.py), so a crash never
+    repeats it. They are checked when a step that carries it completes (CodeError,
+    naming them)."""
 
     __slots__ = ("fn", "opts")
 
     def __init__(self, fn: Callable[..., Any], *, attempts: int | None = None,
                  backoff_ms: int | None = None, factor: float | None = None,
-                 max_backoff_ms: int | None = None, tx: bool | Tables = False) -> None:
+                 max_backoff_ms: int | None = None, limit: int | None = None,
+                 delay: Delay | None = None, backoff: str | None = None,
+                 timeout: Duration | None = None, timeout_ms: int | None = None,
+                 tx: bool | Tables = False) -> None:
         self.fn = fn
-        given = (attempts, backoff_ms, factor, max_backoff_ms)
+        given = (attempts, backoff_ms, factor, max_backoff_ms, limit, delay, backoff,
+                 timeout, timeout_ms)
         self.opts: dict[str, Any] = {k: v for k, v in zip(_OPTIONS, given, strict=True)
                                      if v is not None}
         if tx is not False:

@@ -12,7 +12,7 @@ from wkguest.workflow import Run
 from wkguest.workflow.testing import FakeHost
 
 CASES = [
-    (lambda run, f: run.step("charge", f, timeout_ms=10), "'timeout_ms'"),
+    (lambda run, f: run.step("charge", f, timeout_secs=10), "'timeout_secs'"),
     (lambda run, f: run.step("charge", f, backoff_ms="10s"), "'backoff_ms' must be a whole"),
     (lambda run, f: run.step("charge", f, attempts=0), "attempts must be at least 1"),
     (lambda run, f: run.step("charge", f, attempts=True), "'attempts' must be a whole"),
@@ -20,7 +20,7 @@ CASES = [
     (lambda run, f: run.step_keyed("charge", lambda k: f(), max_backoff_ms=-1),
      "must be >= 0"),
     (lambda run, f: run.sleep("nap", -5000), "wf.sleep('nap') must be 0 or more"),
-    (lambda run, f: run.sleep("nap", "5 s"), "wf.sleep('nap') must be a number"),
+    (lambda run, f: run.sleep("nap", "5 parsecs"), "wf.sleep('nap'): '5 parsecs' has an unknown"),
     (lambda run, f: run.sleep("nap", float("inf")), "must be 0 or more"),
     (lambda run, f: run.sleep_until("then", -1), "wf.sleep_until('then')"),
     (lambda run, f: run.wait_for_event("approved", -1), "wf.wait_for_event('approved')"),
@@ -52,7 +52,7 @@ def test_a_mistake_caught_by_the_code_still_parks_it(host: FakeHost) -> None:
     """CodeError is a signal: an `except Exception` around the call cannot swallow it."""
     def wf(run: Run, _: Any) -> Any:
         try:
-            run.step("charge", lambda: 1, timeout_ms=10)
+            run.step("charge", lambda: 1, timeout_secs=10)
         except Exception:
             return "swallowed"
         return "unreachable"
@@ -62,7 +62,7 @@ def test_a_mistake_caught_by_the_code_still_parks_it(host: FakeHost) -> None:
     c.start("1")
     host.run_due()
     s = c.status("1")
-    assert s.state == "parked" and "timeout_ms" in (s.error or ""), s
+    assert s.state == "parked" and "timeout_secs" in (s.error or ""), s
 
 
 def test_good_options_of_every_type_are_taken(host: FakeHost) -> None:
