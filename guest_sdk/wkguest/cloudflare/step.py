@@ -72,12 +72,14 @@ class WorkflowStep:
             f: Callable[[], Any] = lambda: fn(ctx)  # noqa: E731
         else:
             f = fn
-        if rollback is None:
-            return self._wf.step(name, f, **opts)
         done: list[Any] = []  # the step's result and position, once it has one
-        opts["compensate"] = self._compensation(info, resolved, rollback, rollback_config,
-                                                done, what)
-        out = self._wf.step(name, f, **opts)
+        if rollback is not None:
+            opts["compensate"] = self._compensation(info, resolved, rollback,
+                                                    rollback_config, done, what)
+        try:
+            out = self._wf.step(name, f, **opts)
+        except CodeError as e:  # a bad option's message names the call the user wrote
+            raise self._refuse(str(e).replace("wf.step(", "step.do(", 1)) from None
         done[:] = [out, self._wf.position - 1]
         return out
 
@@ -119,7 +121,12 @@ class WorkflowStep:
     # -- machinery -----------------------------------------------------------------
 
     def _attempt(self) -> int:
-        return int(self._wf.step_context.attempt)  # type: ignore[attr-defined,unused-ignore]
+        return self._wf.step_context.attempt
+
+    def _refuse(self, message: str) -> CodeError:
+        # The run's signal, as the runner reads it (Run.stopped), with the new message.
+        self._wf.stopped = CodeError(message)
+        return self._wf.stopped
 
     def _compensation(self, info: StepInfo, resolved: dict[str, Any],
                       rollback: Callable[..., Any], rollback_config: Any,

@@ -186,6 +186,7 @@ class BadRollback(WorkflowEntrypoint):
     ([True, {"retries": {"limit": 1}, "retry": 1}],
      "step.do('x'): the rollback_config: unknown key(s) 'retry'"),
     ([True, "fast"], "step.do('x'): the rollback_config must be a dict"),
+    ([True, {"retries": {"limit": -1}}], "step.do('x'): compensate: step option 'limit'"),
 ])
 def test_a_bad_rollback_parks_the_instance_naming_it(
         any_host: FakeHost, serve: Serve, params: Any, error: str) -> None:
