@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import time
 from calendar import timegm
 from typing import Any
 from urllib.parse import urlencode
+
+from wkguest.durations import to_ms
 
 from .options import (
     CliError,
@@ -39,13 +40,12 @@ examples:
   wkhost audit --before 1764633057123.42    the page after one that ended there
 
 TIME: an ISO date and time in UTC (2026-12-01T23:50:00Z, 2026-12-01 23:50, 2026-12-01),
-ms since the epoch, or a span back from the server's now: 90s, 15m, 2h, 7d.
+ms since the epoch, or a span back from the server's now: 90s, 15m, 2h, 7d, "3 days"
+(any duration the SDK takes: one number and one unit).
 Reads (status, steps, list, events, query) are not actions: they are not recorded.
 Actions the CLI names otherwise: send-event is recorded as `event`."""
 
 _ALIASES = {"send-event": "event"}
-_SPAN = re.compile(r"^([0-9]+)(s|m|h|d)$")
-_SPAN_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 _FORMATS = ("%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M",
             "%Y-%m-%d")
 
@@ -127,9 +127,11 @@ def parse_time(text: str, option: str) -> int:
     text = text.strip()
     if text.isdigit():
         return int(text)
-    span = _SPAN.match(text)
-    if span:
-        return -int(span.group(1)) * _SPAN_MS[span.group(2)]
+    if text[:1].isdigit() and not text[-1:].isdigit():  # a span back: 90s, "2 hours"
+        try:
+            return -to_ms(text, option)
+        except ValueError:
+            pass  # not a span: maybe a date, tried below
     bare = text.removesuffix("Z").removesuffix("+00:00")
     for fmt in _FORMATS:
         try:

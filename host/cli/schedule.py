@@ -29,7 +29,7 @@ from .options import (
     read_input_file,
     with_exit_codes,
 )
-from .text import when
+from .text import seconds_arg, when
 
 PREFIX = "/wk-schedule/v1/"
 _COMMANDS = [
@@ -104,9 +104,10 @@ def _add_create_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--catchup-max", type=int, default=10, metavar="N",
                    help="with --catchup all: at most N of them, the newest (1 to 1000; "
                         "default %(default)s)")
-    p.add_argument("--grace", type=float, default=60.0, metavar="SECONDS",
-                   help="a fire time at most this late is on time, and always starts "
-                        "(default %(default)g)")
+    p.add_argument("--grace", type=seconds_arg, default=60.0, metavar="SECONDS",
+                   help="a fire time at most this late is on time, and always starts: "
+                        "seconds, or a duration such as 5m or \"1 hour\" (default "
+                        "%(default)g s)")
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -28,7 +28,7 @@ from .options import (
     operator_token,
     read_input_file,
 )
-from .text import when
+from .text import seconds_arg, when
 
 _COMMANDS = [
     ("start", "start an instance (idempotent while it is kept)",
@@ -89,8 +89,9 @@ def add_workflow_command(sub: Any) -> None:
 def _add_specific(name: str, p: argparse.ArgumentParser) -> None:
     wait_help = ("wait until it finishes (or fails, or is cancelled) or parks: one "
                  "request the host holds, asked again every 120 s")
-    timeout_help = ("with --wait: give up after this many seconds, print the status of "
-                    "that moment and exit 4 (default %(default)s)")
+    timeout_help = ("with --wait: give up after this long (seconds, or a duration such as "
+                    "5m or \"2 hours\"), print the status of that moment and exit 4 "
+                    "(default %(default)g s)")
     if name == "start":
         p.add_argument("--input", default="null",
                        help="the input, as JSON or @FILE (default null). An instance that "
@@ -102,7 +103,7 @@ def _add_specific(name: str, p: argparse.ArgumentParser) -> None:
                             "process 2 of 4 (pid 1234)' on the status line)")
     if name in ("start", "status"):
         p.add_argument("--wait", action="store_true", help=wait_help)
-        p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+        p.add_argument("--timeout", type=seconds_arg, default=60.0, metavar="SECONDS",
                        help=timeout_help)
     elif name == "send-event":
         p.add_argument("name", metavar="EVENT", help="the event's name, e.g. approved")

@@ -23,7 +23,13 @@ def test_a_date_is_its_midnight_and_a_span_counts_back_on_the_server() -> None:
         -90_000, -900_000, -7_200_000, -604_800_000]
 
 
-@pytest.mark.parametrize("text", ["yesterday", "2h ago", "-5", "2025-13-01", "1.5h"])
+def test_a_span_is_any_duration_the_sdk_takes() -> None:
+    assert [parse_time(s, "--since") for s in ("1.5h", "3 days", "2 Hours", "500ms")] == [
+        -5_400_000, -259_200_000, -7_200_000, -500]
+
+
+@pytest.mark.parametrize("text", ["yesterday", "2h ago", "-5", "2025-13-01", "1h30m",
+                                  "10 parsecs", "2025-12-01T25:00Z"])
 def test_anything_else_is_refused_naming_the_option(text: str) -> None:
     with pytest.raises(CliError, match=r"^--until: .* is not a time"):
         parse_time(text, "--until")
