@@ -6,10 +6,10 @@
 becomes `limit=3, delay="10 seconds", backoff="exponential", timeout="5 minutes"`.
 Defaults as Cloudflare's: limit 5 (retries after the first attempt), delay "10 seconds",
 backoff "exponential"; but no timeout by default (Cloudflare's is 10 minutes): an attempt
-is bounded by the event's budget anyway (30 s by default). The growth of the delay is
-capped by the Config's `max_backoff_ms` (5 minutes by default), never below the delay
-itself. A `delay` may be a function `delay(ctx, error)` (Cloudflare's dynamic delay),
-which gets this package's step context.
+is bounded by the event's budget anyway (30 s by default). Exponential multiplies the
+delay by the Config's `factor` (2) per attempt, capped by its `max_backoff_ms` (5 minutes
+by default), never below the delay itself. A `delay` may be a function `delay(ctx,
+error)` (Cloudflare's dynamic delay), which gets this package's step context.
 
 Unknown keys fail at once, naming them (CodeError: the instance parks, as for any mistake
 in the code); a bad value fails in `wf.step`, naming its option.
