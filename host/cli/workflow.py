@@ -89,9 +89,8 @@ def add_workflow_command(sub: Any) -> None:
 def _add_specific(name: str, p: argparse.ArgumentParser) -> None:
     wait_help = ("wait until it finishes (or fails, or is cancelled) or parks: one "
                  "request the host holds, asked again every 120 s")
-    timeout_help = ("with --wait: give up after this long (seconds, or a duration such as "
-                    "5m or \"2 hours\"), print the status of that moment and exit 4 "
-                    "(default %(default)g s)")
+    timeout_help = ("with --wait: give up after this long (seconds, or a duration: 5m, "
+                    "\"2 hours\"), print the status then and exit 4 (default %(default)g s)")
     if name == "start":
         p.add_argument("--input", default="null",
                        help="the input, as JSON or @FILE (default null). An instance that "
