@@ -1,12 +1,18 @@
-"""This actor's identity, the host's clock, its own end, the fuel it has burnt and who runs
-it (WIT interface `lifecycle`)."""
+"""This actor's identity, the host's clock, its own end, the fuel it has burnt, who runs
+it, and a deadline it sets itself (WIT interface `lifecycle`)."""
 
 from __future__ import annotations
 
 from wkguest import _bindings as _b
 from wkguest.types import ActorRef
 
-__all__ = ["delete_self", "fuel_used", "holder", "last_trap", "now", "self_ref"]
+__all__ = ["NARROWED_REASON", "delete_self", "fuel_used", "holder", "last_trap",
+           "narrow_deadline", "now", "self_ref"]
+
+# What `last_trap()` says of an event whose guest code was still running at the deadline
+# it set itself (`narrow_deadline`). The host spells it too (wkhost.core.instance.NARROWED):
+# tests/unit/test_sdk_bindings.py checks that the two agree.
+NARROWED_REASON = "the event passed the deadline it set itself (lifecycle.narrow-deadline)"
 
 
 def self_ref() -> ActorRef:
@@ -49,3 +55,16 @@ def holder() -> str:
     "process 0 of 4 (pid 1234)". Never raises."""
     name: str = _b.lifecycle.holder()
     return name
+
+
+def narrow_deadline(within_ms: int | None) -> None:
+    """Until the next call, bound this call into the actor by `within_ms` from now, as
+    well as by its own deadline (a longer bound changes nothing); None lifts the bound.
+    Each on_init, on_alarm and handle starts without it.
+
+    Host calls cut by it fail with their deadline errors, which name
+    "lifecycle.narrow-deadline": SQL "interrupted: ...", fetch "timeout: ...", an actor
+    call "timeout: ...". After such an error the code runs on (only the event's own
+    deadline traps it) while host calls stay bounded. Code still running at it traps,
+    and `last_trap()` says NARROWED_REASON. Never raises."""
+    _b.lifecycle.narrow_deadline(within_ms)

@@ -13,6 +13,7 @@ one thread, waits on B while B, in another, waits on A). Both are refused at onc
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 import time
 from collections import deque
@@ -68,6 +69,49 @@ class Event:
     # event has ended, the future that the actor's next event completes.
     hold_ms: int = 0
     hold: Future[None] | None = None
+    # lifecycle.narrow-deadline: the deadline the guest set itself (time.monotonic()),
+    # and whether its Store's epoch deadline is at it (a trap then is NARROWED, not the
+    # wall budget's). Each call into the guest starts without it (core/lifecycle.py).
+    limit: float = math.inf
+    limit_traps: bool = False
+    # What bounds a host call: min(deadline, limit), kept as one attribute to read, as
+    # host calls did `deadline` before.
+    bound: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.bound = self.deadline
+
+    def narrow(self, within_ms: int | None) -> None:
+        """lifecycle.narrow-deadline: bound the event by `within_ms` from now too, or
+        (None) by its own deadline alone; the guest's code traps at the sooner."""
+        now = time.monotonic()
+        self.limit = math.inf if within_ms is None else now + within_ms / 1000
+        self.bound = min(self.deadline, self.limit)
+        self.limit_traps = self.limit < self.deadline
+        self._arm(now)
+
+    def unnarrow(self) -> None:
+        """Each call into the guest starts without a narrowed deadline."""
+        self.limit, self.limit_traps, self.bound = math.inf, False, self.deadline
+
+    def cut_by_limit(self) -> bool:
+        """Whether a host call that failed just now was cut by the narrowed deadline. If
+        so, the guest's code may run on to handle the error, as far as the event's own
+        deadline: else it would trap as soon as it resumed, the deadline being past."""
+        now = time.monotonic()
+        if not self.limit <= now < self.deadline:
+            return False
+        if self.limit_traps:
+            self.limit_traps = False
+            self._arm(now)
+        return True
+
+    def _arm(self, now: float) -> None:
+        """Set the running guest's epoch deadline to what should trap it now."""
+        inst = self.slot.instance
+        if inst is not None:
+            until = self.limit if self.limit_traps else self.deadline
+            inst.set_wall(max(0.0, (until - now) * 1000))
 
     def loan(self) -> Loan | None:
         """`statement_loan()`, made at the event's first guest statement and kept: every

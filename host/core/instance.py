@@ -150,8 +150,20 @@ class Instance:
             if data:  # past the cap: kept up to it, and the writes past the pipe failed
                 self._output[0](data, len(data) >= self._output_cap)
 
+    def set_wall(self, wall_ms: float) -> None:
+        """From inside a call into the guest (a host function): its code traps `wall_ms`
+        from now instead (lifecycle.narrow-deadline)."""
+        self.store.set_epoch_deadline(ticks_for(wall_ms))
+
     def fuel_used(self, budget: int) -> int:
         return budget - self.store.get_fuel()
+
+
+WALL_CLOCK = "the event used its wall-clock budget (--wall-budget-ms)"
+# A wall-clock trap while the deadline the guest set itself was the one its Store had
+# (core/lifecycle.py's call_export). The guest SDK spells it too, as
+# wkguest.lifecycle.NARROWED_REASON, to tell a step's timed-out attempt by it.
+NARROWED = "the event passed the deadline it set itself (lifecycle.narrow-deadline)"
 
 
 def classify_trap(e: WasmtimeError) -> GuestFailed:
@@ -159,7 +171,7 @@ def classify_trap(e: WasmtimeError) -> GuestFailed:
     if "all fuel consumed" in text:
         return BudgetExceeded("the event used its CPU budget (--cpu-budget-ms)")
     if "wasm trap: interrupt" in text:
-        return BudgetExceeded("the event used its wall-clock budget (--wall-budget-ms)")
+        return BudgetExceeded(WALL_CLOCK)
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     last = lines[-1] if lines else "unknown trap"
     return GuestFailed(f"guest trapped: {last}")

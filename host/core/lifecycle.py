@@ -15,7 +15,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
-from ..errors import GuestFailed, StorageFailed
+from ..errors import BudgetExceeded, GuestFailed, StorageFailed
 from ..storage.actordb import ActorDb, StorageError
 from ..storage.files import delete_db_files
 from ..storage.index import Index
@@ -29,6 +29,7 @@ from .config import HostConfig
 from .event import ActorGone, CallGraph, Chain, Event, RunGate
 from .eviction import Eviction
 from .holds import Holds
+from .instance import NARROWED, WALL_CLOCK
 from .instances import InstanceSource
 from .registry import ActorClass
 from .schema_learning import image_for, learn_schema
@@ -49,10 +50,13 @@ def call_export(slot: ActorSlot, ev: Event, export: str, args: tuple[Any, ...],
     inst = slot.instance
     assert inst is not None
     wall_ms = max(0.0, ev.remaining_s() * 1000)
+    ev.unnarrow()  # lifecycle.narrow-deadline's, should an earlier call have set it
     try:
         return inst.call(export, args, config.fuel_per_event(), wall_ms)
     except GuestFailed as e:
         slot.instance = None  # a trap poisons the instance and its Store
+        if ev.limit_traps and str(e) == WALL_CLOCK:
+            e = BudgetExceeded(NARROWED)
         if slot.output.flooded:  # what the trap itself says is only its last step
             e = GuestFailed(f"the guest's output flooded: it wrote past the "
                             f"{config.max_guest_output_bytes}-byte cap, where "

@@ -10,7 +10,7 @@ from concurrent.futures import Future
 from contextlib import AbstractContextManager
 from typing import Any
 
-from ..errors import TooLarge
+from ..errors import BudgetExceeded, DeadlineExceeded, TooLarge, call_kind
 from ..interfaces.records import request_record, response_from_record, sender_variant
 from ..testing import Switches
 from ..types import ActorRef, Request, Response, Sender
@@ -74,12 +74,21 @@ class Requests:
         cap = self._config.max_body_bytes
         if len(record.body) > cap:  # Latin-1 on the wire: one character per byte
             raise TooLarge(f"the request body is over the {cap}-byte cap")
-        deadline = min(caller.deadline,
+        deadline = min(caller.bound,
                        time.monotonic() + self._config.wall_budget_ms / 1000)
-        if not self._config.partition.owns(ref.id):
-            with self._long_wait():
-                return self._remote.call(ref, record, sender, caller.chain.stack, deadline)
-        return self.call_here(ref, record, sender, caller.chain, deadline)
+        try:
+            if not self._config.partition.owns(ref.id):
+                with self._long_wait():
+                    return self._remote.call(ref, record, sender, caller.chain.stack,
+                                             deadline)
+            return self.call_here(ref, record, sender, caller.chain, deadline)
+        except (DeadlineExceeded, BudgetExceeded) as e:
+            # The callee's event had the caller's narrowed deadline as its own, too.
+            if caller.cut_by_limit():
+                raise DeadlineExceeded(
+                    f"the call to {ref} passed the deadline the event set itself "
+                    f"(lifecycle.narrow-deadline): {call_kind(e)}: {e}") from None
+            raise
 
     def call_here(self, ref: ActorRef, record: Any, sender: Sender, chain: Chain,
                   deadline: float) -> Any:

@@ -26,8 +26,10 @@ def register(root: Any, guard: Any, host: Fetches[E]) -> None:
             return "invalid: the body is not bytes-as-Latin-1 (use wkguest's http.fetch)"
         try:
             with long_wait():
-                resp = fetch(request, policy, deadline=ev.deadline)
+                resp = fetch(request, policy, deadline=ev.bound)
         except FetchError as e:
+            if e.kind == "timeout" and ev.cut_by_limit():
+                return f"{e}, at the deadline the event set itself (lifecycle.narrow-deadline)"
             return str(e)
         return record(status=resp.status, headers=resp.headers,
                       body=resp.body.decode("latin-1"))

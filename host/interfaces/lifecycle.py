@@ -1,5 +1,5 @@
 """The `lifecycle` interface: who am I, what time is it, why my last event trapped, how
-much fuel I have burnt, who runs me, and delete me."""
+much fuel I have burnt, who runs me, delete me, and a deadline of my own."""
 
 from __future__ import annotations
 
@@ -39,10 +39,14 @@ def register(root: Any, guard: Any, host: Lifecycle[E]) -> None:
     def holder(_store: Any) -> str:
         return holder_name
 
+    def narrow_deadline(_store: Any, within_ms: int | None) -> None:
+        # The event sets the calling Store's epoch deadline through its instance, as a
+        # host call cut by the narrowed deadline does (core/event.py).
+        current().narrow(within_ms)
+
+    funcs = {"self-ref": self_ref, "now": now, "delete-self": delete_self,
+             "last-trap": last_trap, "fuel-used": fuel_used, "holder": holder,
+             "narrow-deadline": narrow_deadline}
     with root.add_instance("wk:host/lifecycle@0.1.0") as iface:
-        iface.add_func("self-ref", guard(self_ref))
-        iface.add_func("now", guard(now))
-        iface.add_func("delete-self", guard(delete_self))
-        iface.add_func("last-trap", guard(last_trap))
-        iface.add_func("fuel-used", guard(fuel_used))
-        iface.add_func("holder", guard(holder))
+        for name, fn in funcs.items():
+            iface.add_func(name, guard(fn))

@@ -60,7 +60,10 @@ class RunningEvent(Protocol):
     def slot(self) -> EventActor: ...
 
     @property
-    def deadline(self) -> float: ...
+    def bound(self) -> float:
+        """What bounds a host call (time.monotonic()): the event's deadline, or the one
+        it set itself (lifecycle.narrow-deadline) if that is sooner. One attribute read:
+        every host call reads it."""
 
     @property
     def chain(self) -> EventChain: ...
@@ -69,6 +72,13 @@ class RunningEvent(Protocol):
     def gate(self) -> EventGate: ...
 
     def loan(self) -> Loan | None: ...
+
+    def narrow(self, within_ms: int | None) -> None:
+        """lifecycle.narrow-deadline (None lifts it)."""
+
+    def cut_by_limit(self) -> bool:
+        """Whether a host call that failed just now was cut by the deadline the event set
+        itself; if so, the guest may run on to handle the error."""
 
 
 E = TypeVar("E", bound=RunningEvent)

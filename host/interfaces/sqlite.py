@@ -57,6 +57,10 @@ def pack_rows(columns: list[str], rows: list[tuple[Any, ...]]) -> str:
 
 
 # -- the `sqlite` interface ---------------------------------------------------------------
+NARROWED = ("interrupted: the statement ran past the deadline the event set itself "
+            "(lifecycle.narrow-deadline)")
+
+
 def register(root: Any, guard: Any, host: Events[E]) -> None:
     current = host.current_event
 
@@ -70,8 +74,13 @@ def register(root: Any, guard: Any, host: Events[E]) -> None:
         switches.)"""
         ev = current()
         db = ev.slot.require_db()
-        columns, rows = db.guest_exec(sql, params_from_wit(params), durable, ev.deadline,
-                                      io_wait=ev.gate.waiting, loan=ev.loan())
+        try:
+            columns, rows = db.guest_exec(sql, params_from_wit(params), durable, ev.bound,
+                                          io_wait=ev.gate.waiting, loan=ev.loan())
+        except SqlError as e:
+            if str(e).startswith("interrupted:") and ev.cut_by_limit():
+                raise SqlError(NARROWED) from None
+            raise
         return db, columns, rows
 
     with root.add_instance("wk:host/sqlite@0.1.0") as iface:
