@@ -230,6 +230,23 @@ def test_lifecycle_fuel_used_and_holder(wit: ModuleType, monkeypatch: pytest.Mon
     assert lifecycle.holder() == "process 1 of 2 (pid 7)"
 
 
+def test_lifecycle_narrow_deadline_and_its_trap_reason(
+        wit: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reason is spelled on both sides of the WIT boundary, which can share no module:
+    the host makes it (wkhost.core.instance), the guest SDK tells a timed-out attempt by
+    it (wkguest.lifecycle)."""
+    from wkguest import lifecycle
+    from wkhost.core import instance
+
+    seen: list[int | None] = []
+    monkeypatch.setattr(wit.lifecycle, "narrow_deadline", seen.append)
+    lifecycle.narrow_deadline(250)
+    lifecycle.narrow_deadline(None)
+    assert seen == [250, None]
+    assert lifecycle.NARROWED_REASON == instance.NARROWED
+    assert "narrow_deadline" in lifecycle.__all__
+
+
 def test_attributes_publish(wit: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
     from componentize_py_types import Err
     from wkguest import attributes
