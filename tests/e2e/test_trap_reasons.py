@@ -58,7 +58,7 @@ def test_the_cut_is_in_the_status_the_failure_and_the_log(
 
 
 @pytest.mark.parametrize("mistake, named", [
-    ("option", "wf.step('work'): unknown step option(s) 'timeout_ms'"),
+    ("option", "wf.step('work'): unknown step option(s) 'timeout_secs'"),
     ("type", "wf.step('work'): step option 'backoff_ms' must be a whole number"),
     ("sleep", "wf.sleep('nap') must be 0 or more milliseconds, not -5000"),
 ])

@@ -40,7 +40,7 @@ def _run(inp: Any) -> str:
 def cut(wf: workflow.Run, inp: Any) -> Any:
     mistake = inp.get("mistake")
     if mistake == "option":
-        return wf.step("work", lambda: _run(inp), timeout_ms=10)  # type: ignore[call-arg]
+        return wf.step("work", lambda: _run(inp), timeout_secs=10)  # type: ignore[call-arg]
     if mistake == "type":
         return wf.step("work", lambda: _run(inp), backoff_ms="10s")  # type: ignore[typeddict-item]
     if mistake == "sleep":
