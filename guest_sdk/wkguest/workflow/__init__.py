@@ -43,7 +43,8 @@ kin: the calls, the turns of the branches, the branch descriptors, their SQL), `
 `kin` and `family` (child workflows: the calls, the tables, the notices and cancels
 owed), `saga` and `cancelling` (compensation, and a cancel with it), `ops` and `rewind`
 (an operator's moves: terminate, pause, resume, rescue, restart, and their SQL),
-`attempts` (each attempt's history), `policy` (step options into a retry policy, and
+`attempts` (each attempt's history), `retry` (the retry policy and its arithmetic),
+`policy` (step options into a retry policy, and
 the wait after a failed attempt), `timeouts` (a step's timeout per attempt), `context`
 (StepContext, `wf.step_context`), `when` (the durations and times sleeps and waits
 take; wkguest.durations parses the strings), `publish` (the state, for the host's listing),

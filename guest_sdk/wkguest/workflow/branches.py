@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 from ..durations import Duration
 from .config import Retry
+from .policy import override
 from .values import check_ms, check_name
 from .when import check_duration
 
@@ -150,7 +151,7 @@ def _check_one(b: object, base: Retry) -> Checked:
         compensate = opts.pop("compensate", None)
         if "tx" in opts:
             raise TypeError(f"step {b.name!r}: a tx step cannot be a branch")
-        return Checked(b, b.name, base.override(**opts), compensate)
+        return Checked(b, b.name, override(base, opts), compensate)
     if isinstance(b, Sleep):
         check_name(b.name, "sleep")
         check_duration(b.ms, f"sleep {b.name!r}")

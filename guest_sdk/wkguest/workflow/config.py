@@ -2,78 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..durations import Duration, to_ms
+from .policy import override
+from .retry import BACKOFFS, CONSTANT, EXPONENTIAL, LINEAR, Delay, Retry
 
 if TYPE_CHECKING:
-    from .context import StepContext
     from .tx import Tables
 
+__all__ = ["BACKOFFS", "CONSTANT", "DAY_MS", "EXPONENTIAL", "LINEAR", "Config", "Delay",
+           "Retry", "StepOptions"]
+
 DAY_MS = 86_400_000
-# The backoff kinds: how the wait after a failed attempt grows with its number.
-CONSTANT, LINEAR, EXPONENTIAL = "constant", "linear", "exponential"
-BACKOFFS = (CONSTANT, LINEAR, EXPONENTIAL)
-# A delay: a duration, or Cloudflare's dynamic delay, `delay(ctx, error)` returning one.
-Delay = Duration | Callable[["StepContext", Exception], Duration]
-
-
-@dataclass(frozen=True)
-class Retry:
-    """A step's retry policy: `attempts` in all; after failed attempt n, a wait of the base
-    delay `backoff_ms` grown by `backoff_kind` ("constant": the base; "linear": base × n;
-    "exponential": base × factor^(n-1)), never longer than `max_backoff_ms` unless the
-    base itself is. `delay_fn(ctx, error)`, if set, gives the base delay after each failed
-    attempt instead (policy.py). `timeout_ms`: each attempt's timeout (timeouts.py), None
-    for none. Step options (policy.py) make one from the Config's."""
-
-    attempts: int = 5
-    backoff_ms: int = 1000
-    factor: float = 2.0
-    max_backoff_ms: int = 300_000
-    backoff_kind: str = EXPONENTIAL
-    delay_fn: Callable[[StepContext, Exception], Duration] | None = None
-    timeout_ms: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.attempts < 1:
-            raise ValueError(f"attempts must be at least 1, got {self.attempts}")
-        if self.backoff_ms < 0 or self.max_backoff_ms < 0:
-            raise ValueError("backoff_ms and max_backoff_ms must be >= 0")
-        if self.factor < 1:
-            raise ValueError(f"factor must be at least 1, got {self.factor}")
-        if self.backoff_kind not in BACKOFFS:
-            raise ValueError(f"backoff must be one of {', '.join(map(repr, BACKOFFS))}, "
-                             f"not {self.backoff_kind!r}")
-        if self.timeout_ms is not None and self.timeout_ms <= 0:
-            raise ValueError(f"timeout must be more than 0 ms, got {self.timeout_ms}")
-
-    def backoff(self, attempt: int, base: int | None = None) -> int:
-        """How long to wait after failed attempt number `attempt` (1-based), from the
-        base delay `base` (default: backoff_ms)."""
-        b = self.backoff_ms if base is None else base
-        cap = max(self.max_backoff_ms, b)  # a long base delay is meant: never cut below it
-        if self.backoff_kind == CONSTANT:
-            return b
-        if self.backoff_kind == LINEAR:
-            return min(b * attempt, cap)
-        try:
-            grown = b * self.factor ** min(attempt - 1, 64)
-        except OverflowError:
-            return cap
-        return int(min(grown, cap))
-
-    def override(self, **opts: Any) -> Retry:
-        """This policy with per-step options (policy.OPTIONS). Raises TypeError for
-        another name or a value of the wrong type, ValueError for a value out of range,
-        each naming the option."""
-        if not opts:
-            return self
-        from .policy import override  # policy.py builds on Retry: imported when used
-
-        return override(self, opts)
 
 
 class StepOptions(TypedDict, total=False):
@@ -174,7 +116,7 @@ def _config_retry(c: Config) -> Retry:
     if c.timeout is not None:
         opts["timeout"] = c.timeout
     try:
-        retry = base.override(**opts)
+        retry = override(base, opts)
     except (TypeError, ValueError) as e:
         raise type(e)(str(e).replace("step option", "Config", 1)) from None
     # A replace() of a Config carries the effective values over: only a different one clashes.

@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 from ..durations import to_ms
 
 if TYPE_CHECKING:
-    from .config import Retry
     from .context import StepContext
+    from .retry import Retry
 
 OPTIONS = ("attempts", "limit", "backoff_ms", "delay", "backoff", "factor", "max_backoff_ms",
            "timeout", "timeout_ms")

@@ -52,6 +52,7 @@ from .kinds import (
     WAIT_TOOK_EVENT_TAGGED,
     call_of,
 )
+from .policy import override
 from .saga import Saga
 from .tx import tables_of
 from .values import check_ms, check_name, revive
@@ -159,7 +160,7 @@ class Run(Helpers, Emits, Saga, Children, Groups):
         compensate = opts.pop("compensate", None)
         try:
             tables = tables_of(opts.pop("tx", False), keyed)
-            retry = self._retry.override(**opts)
+            retry = override(self._retry, dict(opts))
         except (TypeError, ValueError) as e:
             self.stopped = CodeError(f"wf.step({name!r}): {e}")
             raise self.stopped from None

@@ -38,6 +38,7 @@ from .errors import (
 )
 from .frontier import Frontier
 from .journal import Journal
+from .policy import override
 from .tx import Tables, tables_of
 from .values import check_name
 
@@ -167,7 +168,7 @@ def _entry(name: str, g: object, base: Retry) -> Entry:
         raise TypeError(f"must be a callable taking no argument or a "
                         f"workflow.Compensation, not {fn!r} ({type(fn).__name__})")
     retry = {k: v for k, v in opts.items() if k != "tx"}
-    base.override(**retry)  # raises naming a bad option
+    override(base, retry)  # raises naming a bad option
     tables_of(opts.get("tx", False), False)
     return name, fn, opts
 
