@@ -11,9 +11,7 @@ Any exception escaping `run()` fails the instance, as on Cloudflare (entrypoint.
 
 from __future__ import annotations
 
-from typing import cast
-
-from wkguest.workflow.errors import ErrorKind, NonRetryable, WorkflowError
+from wkguest.workflow.errors import NonRetryable, WorkflowError
 
 EXISTS = "exists"
 
@@ -28,9 +26,9 @@ class WorkflowTimeoutError(Exception):
 
 
 def exists(id: str) -> WorkflowError:
-    """The error of a create whose id is taken (Cloudflare's: the id exists). Its kind,
-    "exists", is this package's addition to the client's kinds."""
-    return WorkflowError(cast(ErrorKind, EXISTS), f"instance {id!r} exists", 409)
+    """The error of a create whose id is taken (Cloudflare's: the id exists), kind
+    "exists"."""
+    return WorkflowError("exists", f"instance {id!r} exists", 409)
 
 
 __all__ = ["EXISTS", "NonRetryableError", "WorkflowError", "WorkflowTimeoutError", "exists"]

@@ -37,7 +37,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-ErrorKind = Literal["unknown", "finished", "call", "refused", "not-a-workflow", "no-query"]
+ErrorKind = Literal["unknown", "finished", "call", "refused", "not-a-workflow", "no-query",
+                    "exists"]
 
 # What the host says when a class does not declare the workflow protocol (wkhost's
 # NotThatProtocol): a client seeing it knows the class is not a workflow class.
@@ -112,7 +113,8 @@ class WorkflowError(Exception):
     "finished" (an event to a finished instance), "call" (the call itself failed: the
     instance may or may not have recorded it), "not-a-workflow" (the class is not a
     workflow class: the host ran none of its code), "no-query" (a query of a name the
-    workflow does not register), "refused" (any other answer; see `status`).
+    workflow does not register), "refused" (any other answer; see `status`), "exists"
+    (the Cloudflare-shaped binding's create of an id that is taken: wkguest.cloudflare).
     """
 
     def __init__(self, kind: ErrorKind, message: str, status: int | None = None) -> None:
