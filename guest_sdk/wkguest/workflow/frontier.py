@@ -180,12 +180,12 @@ class Frontier:
             value = timeouts.call(self.db, fn if tx is None else lambda: tx.run(fn), limit)
         except NonRetryable as e:
             error = describe(e)
-            if timeouts.overran(self.db, limit, now):
+            if timeouts.overran(self.db, limit, now, e):
                 return self._give_up(pos, name, timeouts.message(attempt, limit, error),
                                      attempt, TIMED_OUT)
             return self._give_up(pos, name, error, attempt)
         except Exception as e:
-            if not timeouts.overran(self.db, limit, now):
+            if not timeouts.overran(self.db, limit, now, e):
                 return self._failed(pos, ctx, describe(e), retry, e)
             error = timeouts.message(attempt, limit, describe(e))
             return self._failed(pos, ctx, error, retry, timeouts.exception(error, e), TIMED_OUT)

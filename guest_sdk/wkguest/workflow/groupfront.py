@@ -220,11 +220,11 @@ class GroupFront:
         try:
             value = timeouts.call(self.db, fn, limit)
         except NonRetryable as e:
-            late = timeouts.overran(self.db, limit, now)
+            late = timeouts.overran(self.db, limit, now, e)
             error = timeouts.message(ctx.attempt, limit, describe(e)) if late else describe(e)
             return self._failed(i, c.name, error, ctx.attempt, TIMED_OUT if late else FAILED)
         except Exception as e:
-            if not timeouts.overran(self.db, limit, now):
+            if not timeouts.overran(self.db, limit, now, e):
                 return self._retry_later(i, c, ctx, describe(e), e)
             error = timeouts.message(ctx.attempt, limit, describe(e))
             return self._retry_later(i, c, ctx, error, timeouts.exception(error, e), TIMED_OUT)

@@ -265,3 +265,73 @@ def test_the_narrowed_reason_is_the_one_the_sdk_states() -> None:
             assert ast.literal_eval(node.value) == NARROWED_REASON
             return
     pytest.fail("wkguest.lifecycle states no NARROWED_REASON")
+
+
+class CutCall(Exception):
+    """A host call's error, as the host words one it cut at the narrowed deadline."""
+
+
+@pytest.mark.parametrize("message", [
+    "interrupted: the statement ran past the deadline the event set itself "
+    "(lifecycle.narrow-deadline)",
+    "timeout: no answer in 300 ms, at the deadline the event set itself "
+    "(lifecycle.narrow-deadline)",
+])
+def test_a_host_call_cut_at_the_deadline_is_timed_out_on_a_clock_held_still(
+        any_host: FakeHost, message: str) -> None:
+    """A test's host clock may not move while the host's real deadline passes: the
+    host's words for a call it cut tell the attempt timed out all the same, also when
+    the step's code wrapped that error in its own."""
+    calls: list[int] = []
+
+    def f() -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            raise CutCall(message)
+        if len(calls) == 2:
+            try:
+                raise CutCall(message)
+            except CutCall as e:
+                raise RuntimeError("the converter failed") from e
+        return len(calls)
+
+    any_host.serve("w", lambda wf, _: wf.step("s", f, timeout="300 ms", delay=10,
+                                              backoff="constant"))
+    c = any_host.client("w")
+    c.start("1")
+    any_host.run_due()
+    for _ in range(2):
+        any_host.advance(10)
+    assert c.status("1").output == 3
+    assert [h[1] for h in history(any_host)] == ["timed-out", "timed-out", "returned"]
+    assert history(any_host)[0][2].startswith("timed out: attempt 1 passed its timeout of "
+                                              "300 ms (CutCall: ")
+
+
+def test_an_error_naming_the_deadline_without_a_timeout_is_an_ordinary_failure(
+        any_host: FakeHost) -> None:
+    calls: list[int] = []
+
+    def f() -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            raise CutCall("timeout: ... (lifecycle.narrow-deadline)")
+        return "ok"
+
+    any_host.serve("w", lambda wf, _: wf.step("s", f, delay=10))
+    any_host.client("w").start("1")
+    any_host.run_due()
+    any_host.advance(10)
+    assert [h[1] for h in history(any_host)] == ["failed", "returned"]
+
+
+def test_the_host_words_its_cut_calls_with_the_mark_the_runner_looks_for() -> None:
+    from wkguest.workflow.timeouts import CUT_MARK
+    from wkhost.core import instance
+    from wkhost.interfaces import sqlite
+
+    assert CUT_MARK in sqlite.NARROWED and CUT_MARK in instance.NARROWED
+    host = Path(__file__).resolve().parents[3] / "host"
+    for source in ("interfaces/http.py", "core/requests.py"):  # messages built inline
+        assert f"set itself {CUT_MARK}" in (host / source).read_text().replace(
+            '"\n                    f"', "").replace('" "', ""), source
