@@ -38,7 +38,7 @@ from ..core.host import Host
 from ..errors import BadRequest, GuestFailed, HostError, NotServedHere, Overloaded, TooLarge
 from ..types import ActorRef, Request, Response, Sender
 from ..wire import answer_headers
-from . import audit, listing
+from . import audit, console, listing, metrics_route
 from .operator import is_operator, plain
 from .peer_clients import PeerClients
 from .peers import add_peer_routes, advance_clock, forward
@@ -76,6 +76,8 @@ def make_app(host: Host, admin_token: str, peer_clients: PeerClients | None = No
     app.router.add_get("/_wk/health", _health)
     listing.add_routes(app)
     audit.add_routes(app)
+    metrics_route.add_routes(app)
+    console.add_routes(app)
     app.router.add_post("/_wk/clock/advance", _advance_clock)
     app.router.add_route("*", r"/{tail:[\s\S]*}", _to_actor,  # ids may hold a newline
                          expect_handler=_expect)
