@@ -38,7 +38,7 @@ def add_serve(sub: Any) -> None:
 
 
 def run_serve(args: argparse.Namespace) -> int:  # returns only for bad usage
-    logs.setup(args.log_level)
+    logs.setup(args.log_level, args.log_format)
     try:
         pairs, levels = _with_schedules(args.schedules, _pairs(args.actor, "--actor"),
                                         _pairs(args.access, "--access"))

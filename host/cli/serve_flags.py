@@ -3,8 +3,8 @@
 The options that set a HostConfig field are made from the field (`flag(...)` in
 host/core/config.py): its option, its help, its default in the option's unit. Only the
 options of the command itself are written here: which classes to serve, where to
-listen, how many processes, the token, the log level and the fake clock. They take their
-places in --help between the fields', before the field each is keyed to.
+listen, how many processes, the token, the log's level and format, and the fake clock.
+They take their places in --help between the fields', before the field each is keyed to.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.config import Flag, HostConfig, serve_flags
+from ..logs import LOG_FORMATS
 
 
 def add_serve_options(s: argparse.ArgumentParser) -> None:
@@ -119,6 +120,11 @@ def _add_operation(s: argparse.ArgumentParser) -> None:
                    help="operator token file (default DATA/_host/admin-token, made if missing)")
     s.add_argument("--log-level", default="info",
                    choices=["debug", "info", "warning", "error"], help="(default %(default)s)")
+    s.add_argument("--log-format", default="logfmt", choices=LOG_FORMATS,
+                   help="the log's lines, on stderr: logfmt (key=value pairs, quoted and "
+                        "escaped where a value needs it) or json (one object a line); both "
+                        "with the keys ts, level, logger, msg, a record's own fields (a "
+                        "trap's class, id, event and reason) and exc (default %(default)s)")
     s.add_argument("--fake-clock", action="store_true",
                    help="testing only: a clock that moves only by POST /_wk/clock/advance")
 
