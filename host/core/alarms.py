@@ -23,6 +23,7 @@ from typing import Any
 
 from ..clock import Clock
 from ..errors import GuestFailed, HostError
+from ..logs import actor
 from ..storage import alarm_store
 from ..storage.actordb import ActorDb
 from ..storage.index import Index
@@ -100,10 +101,11 @@ class Alarms:
             # Deleted since its alarm was indexed: an alarm never creates an actor.
             self._index.remove_actor(ref)
         except HostError as e:
-            log.warning("%s: alarm event failed: %s", ref, e)
+            log.warning("%s: alarm event failed: %s", ref, e,
+                        extra=actor(ref, event="alarm", reason=str(e)))
             self._retry_in_memory(ref)
         except Exception:
-            log.exception("%s: alarm event failed", ref)
+            log.exception("%s: alarm event failed", ref, extra=actor(ref, event="alarm"))
             self._retry_in_memory(ref)
         finally:
             self.scheduler.done(ref)
@@ -146,4 +148,5 @@ class Alarms:
         delay = alarm_store.retry_delay_ms(before.retries, config.alarm_retry_base_ms,
                                            config.alarm_retry_max_ms)
         alarm_store.host_retry(db, self._clock.now_ms() + delay, before.retries + 1)
-        log.warning("%s: %s; retrying in %d ms", slot.ref, failure, delay)
+        log.warning("%s: %s; retrying in %d ms", slot.ref, failure, delay,
+                    extra=actor(slot.ref, event="alarm", reason=failure, retry_ms=delay))

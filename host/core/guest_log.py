@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from ..logs import actor
 from .event import Event
 from .slot import ActorSlot
 
@@ -17,8 +18,10 @@ def flush_output(slot: ActorSlot, ev: Event, cap: int) -> None:
     guest_log = logging.getLogger(f"wkhost.guest.{slot.ref.cls}")
     # After a trap, the guest's output is its traceback: why, in its own words.
     level = logging.INFO if ev.trapped is None else logging.WARNING
+    fields = actor(slot.ref, event=ev.kind)  # one for every line of the event's
     for line in text.rstrip("\n").splitlines():
-        guest_log.log(level, "[%s] %s", slot.ref, line)
+        guest_log.log(level, "[%s] %s", slot.ref, line, extra=fields)
     if dropped:
         guest_log.warning("[%s] %d more bytes of output dropped (cap %d per event)%s",
-                          slot.ref, dropped, cap, "; writes past it fail" if flooded else "")
+                          slot.ref, dropped, cap, "; writes past it fail" if flooded else "",
+                          extra=fields)

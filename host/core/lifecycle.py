@@ -16,6 +16,7 @@ from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
 from ..errors import BudgetExceeded, GuestFailed, StorageFailed
+from ..logs import actor
 from ..storage.actordb import ActorDb, StorageError
 from ..storage.files import delete_db_files
 from ..storage.index import Index
@@ -225,6 +226,7 @@ class EventRunner:
                 raise GuestFailed(f"on-init failed: {err}")
             db.end_speculation()
         except GuestFailed as e:
-            log.warning("%s: on-init failed, the actor was not created: %s", slot.ref, e)
+            log.warning("%s: on-init failed, the actor was not created: %s", slot.ref, e,
+                        extra=actor(slot.ref, event=ev.kind, reason=str(e)))
             self._eviction.destroy(slot)
             raise GuestFailed(f"{slot.ref} could not be created: {e}") from None

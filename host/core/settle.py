@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import time
 
+from ..logs import actor
 from ..storage.actordb import ActorDb, StorageError
 from ..storage.attributes import decoded
 from ..storage.index import Index
@@ -41,7 +42,8 @@ class Settle:
         if db is None:
             return False
         if db.end_event():
-            log.info("%s: rolled back a transaction the event left open", slot.ref)
+            log.info("%s: rolled back a transaction the event left open", slot.ref,
+                     extra=actor(slot.ref, event=ev.kind))
         keep_trap(slot, ev, db)
         if ev.published:
             self._publish(slot, ev, db)
@@ -58,7 +60,8 @@ class Settle:
             db.settle_attrs(commit=ev.trapped is None)
             encoded = db.published()
         except StorageError as e:
-            log.warning("%s: its published attributes were not kept: %s", slot.ref, e)
+            log.warning("%s: its published attributes were not kept: %s", slot.ref, e,
+                        extra=actor(slot.ref, event=ev.kind, reason=str(e)))
             return
         if encoded != slot.attrs_seen:
             self._index.set_attrs(slot.ref, decoded(encoded))
@@ -99,7 +102,8 @@ def keep_trap(slot: ActorSlot, ev: Event, db: ActorDb) -> None:
     events (`lifecycle.last-trap`); forget it once an event that asked for it ends
     cleanly. Committed like an exec: the reason is for the guest's bookkeeping."""
     if ev.trapped is not None:
-        log.warning("%s: its %s event trapped: %s", slot.ref, ev.kind, ev.trapped)
+        log.warning("%s: its %s event trapped: %s", slot.ref, ev.kind, ev.trapped,
+                    extra=actor(slot.ref, event=ev.kind, reason=ev.trapped))
         slot.last_trap = ev.trapped
         db.host_exec("INSERT OR REPLACE INTO main._wk_host_meta VALUES ('trap', ?)",
                      (ev.trapped,))
