@@ -1,0 +1,157 @@
+"""The console's reads, as JSON under /_wk/console/api/ (a session needed: else 401).
+
+    GET classes                      each class: access, a workflow class or not, actors
+    GET actors?cls=C&<listing's>     /_wk/actors/C's page (filters, order, paging, count)
+    GET instance?cls=C&id=I          status, steps (attempts and values), emitted events,
+                                     children; {"error"} with the instance's refusal
+    GET query?cls=C&id=I&name=N&arg=JSON   a query handler's answer
+    GET audit?target=C[/I]&<audit's>  the audit log's rows (GET /_wk/audit's filter)
+
+Each reuses what the operator's routes do: the listing (host/net/listing.py), the
+workflow protocol's read routes (calls.py), the audit log (host/net/audit.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+from multidict import MultiDict
+
+from ...errors import BadRequest
+from .. import audit, listing
+from ..peers import list_page
+from .calls import PROTOCOL, Answer, call, error_of
+from .session import session_of
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+_STEP_PAGES = 10  # of 100 positions each: what one instance page shows at most
+_EVENTS = 500
+_CHILD = "child "
+_ONE = MultiDict({"limit": "1"})  # a class's count, its first page of one
+
+
+def add_routes(app: web.Application, prefix: str) -> None:
+    for name, handler in (("classes", _classes), ("actors", _actors),
+                          ("instance", _instance), ("query", _query), ("audit", _audit)):
+        app.router.add_get(f"{prefix}/api/{name}", _guarded(handler))
+
+
+def _guarded(handler: Handler) -> Handler:
+    async def guarded(request: web.Request) -> web.StreamResponse:
+        if session_of(request) is None:
+            return json_answer({"error": "no session: log in to the console"}, 401)
+        try:
+            return await handler(request)
+        except (BadRequest, ValueError) as e:
+            return json_answer({"error": str(e)}, 400)
+    return guarded
+
+
+def json_answer(doc: Any, status: int = 200) -> web.Response:
+    return web.json_response(doc, status=status, headers={"Cache-Control": "no-store"})
+
+
+def _param(request: web.Request, name: str) -> str:
+    value = request.query.get(name, "")
+    if not value:
+        raise BadRequest(f"give {name}")
+    return value
+
+
+async def _classes(request: web.Request) -> web.Response:
+    host = request.app["host"]
+    out = []
+    for name in sorted(host.classes):
+        cls = host.classes[name]
+        page = await list_page(request.app, listing.query_from(name, _ONE), True)
+        out.append({"name": name, "access": cls.access, "actors": page.count,
+                    "workflow": PROTOCOL in cls.protocols})
+    return json_answer({"classes": out})
+
+
+async def _actors(request: web.Request) -> web.Response:
+    cls = _param(request, "cls")
+    if cls not in request.app["host"].classes:
+        return json_answer({"error": f"no actor class named {cls!r}"}, 404)
+    query = listing.query_from(cls, request.query)
+    page = await list_page(request.app, query, request.query.get("count") == "1")
+    return json_answer(page.doc())
+
+
+async def _instance(request: web.Request) -> web.Response:
+    cls, actor_id = _param(request, "cls"), _param(request, "id")
+    app = request.app
+    status, events = await asyncio.gather(call(app, cls, actor_id, "status", {}),
+                                          call(app, cls, actor_id, "events",
+                                               {"after": 0, "limit": _EVENTS}))
+    if (why := error_of(status)) is not None:
+        return json_answer({"error": why}, status.status)
+    steps, more = await _steps(app, cls, actor_id)
+    return json_answer({"cls": cls, "id": actor_id, "status": status.doc, "steps": steps,
+                        "steps_more": more, "events": _events(events),
+                        "children": children_of(steps)})
+
+
+async def _steps(app: web.Application, cls: str, actor_id: str
+                 ) -> tuple[list[dict[str, Any]], bool]:
+    """The instance's positions, with attempts and values, up to _STEP_PAGES pages."""
+    out: list[dict[str, Any]] = []
+    start: int | None = 0
+    for _ in range(_STEP_PAGES):
+        page = await call(app, cls, actor_id, "steps",
+                          {"from": start, "limit": 100, "attempts": True, "values": True,
+                           "value_bytes": 1000})
+        if error_of(page) is not None or not isinstance(page.doc, dict):
+            break
+        out.extend(page.doc.get("steps") or [])
+        start = page.doc.get("next")
+        if start is None:
+            return out, False
+    return out, start is not None
+
+
+def _events(a: Answer) -> dict[str, Any]:
+    if error_of(a) is not None or not isinstance(a.doc, dict):
+        return {"events": [], "more": False, "error": error_of(a)}
+    return {"events": a.doc.get("events") or [], "more": a.doc.get("more") is True}
+
+
+def children_of(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The children it started: its positions named `child CLS/ID` (a step that starts
+    it, then a wait for its end), each child once, with the state of its last one."""
+    found: dict[str, dict[str, Any]] = {}
+    for st in steps:
+        name = st.get("name") or ""
+        if not name.startswith(_CHILD) or "/" not in name:
+            continue
+        cls, _, actor_id = name[len(_CHILD):].partition("/")
+        found[name] = {"cls": cls, "id": actor_id, "kind": st.get("kind"),
+                       "state": st.get("state"), "pos": st.get("pos")}
+    return list(found.values())
+
+
+async def _query(request: web.Request) -> web.Response:
+    cls, actor_id, name = (_param(request, k) for k in ("cls", "id", "name"))
+    try:
+        arg = json.loads(request.query.get("arg") or "null")
+    except ValueError:
+        raise BadRequest("arg: give a JSON value") from None
+    a = await call(request.app, cls, actor_id, "query", {"name": name, "arg": arg})
+    if (why := error_of(a)) is not None:
+        return json_answer({"error": why}, a.status)
+    return json_answer(a.doc)
+
+
+async def _audit(request: web.Request) -> web.Response:
+    log = audit._log_of(request.app)  # the front door's own log: one per process
+    if log is None:
+        return json_answer({"error": "the audit log is not open"}, 503)
+    f = audit.read_filter(request.query, request.app["host"].clock.now_ms())
+    unflushed = await audit._flush_others(request.app)
+    entries, nxt = await asyncio.wrap_future(log.read(f))
+    return json_answer({"entries": [e.doc() for e in entries], "next": nxt,
+                        "unflushed": unflushed})

@@ -1,0 +1,100 @@
+"""The console's calls into a workflow instance: wk-workflow/v1 as the operator.
+
+An instance of this process is asked as the front door asks it (`host.submit`, with
+Sender.operator()); one of another process of `--processes N` over that process's Unix
+socket, with the admin token, as a client's request passed on. The request names the
+protocol (`wk-protocol`), so a class that does not declare it runs none of its code.
+The answer's CBOR is made fit for JSON (`plain`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from typing import Any, NamedTuple
+from urllib.parse import quote
+
+import cbor2
+from aiohttp import web
+
+from ...core.host import Host
+from ...errors import HostError
+from ...types import Request, Sender
+
+PROTOCOL = "wk-workflow/v1"
+CBOR = "application/cbor"
+_HEADERS = [("content-type", CBOR), ("wk-protocol", PROTOCOL)]
+
+
+class Answer(NamedTuple):
+    status: int
+    doc: Any  # the CBOR map, as plain JSON values; or the text of a refusal
+    body: bytes  # as it came, for the audit log
+    content_type: str
+
+
+def target(cls: str, actor_id: str, route: str) -> str:
+    """The front door's path of the route, as a client would send it."""
+    return f"/{quote(cls, safe='')}/{quote(actor_id, safe='')}/{PROTOCOL}/{route}"
+
+
+async def call(app: web.Application, cls: str, actor_id: str, route: str,
+               msg: dict[str, Any]) -> Answer:
+    """The instance's answer to `route` with `msg`; a refusal by the host (an unknown
+    class, a bad id, overload, a process gone) as its status and reason."""
+    host: Host = app["host"]
+    body = cbor2.dumps(msg, canonical=True)
+    try:
+        ref = host.actor_ref(cls, actor_id)
+        owner = host.config.partition.owner(ref.id)
+        if owner != host.config.partition.me:
+            return await _elsewhere(app, owner, target(cls, actor_id, route), body)
+        req = Request("POST", f"/{PROTOCOL}/{route}", "", list(_HEADERS), body)
+        resp = await asyncio.wrap_future(host.submit(host.request, ref, req,
+                                                     Sender.operator()))
+    except HostError as e:  # PeerUnavailable and PeerLost too
+        return Answer(e.http_status, e.reason, e.reason.encode(), "text/plain")
+    ctype = dict(resp.headers).get("content-type", "")
+    return Answer(resp.status, decoded(ctype, resp.body), resp.body, ctype)
+
+
+async def _elsewhere(app: web.Application, owner: int, path: str, body: bytes) -> Answer:
+    headers = [*_HEADERS, ("authorization", f"Bearer {app['token']}")]
+    status, got, data = await app["peers"].exchange(owner, "POST", path, headers, body)
+    ctype = {k.lower(): v for k, v in got}.get("content-type", "")
+    return Answer(status, decoded(ctype, data), data, ctype)
+
+
+def decoded(content_type: str, body: bytes) -> Any:
+    """A CBOR answer as plain values (one map, nothing after it), else its text."""
+    if content_type.split(";")[0].strip() == CBOR:
+        fp = io.BytesIO(body)
+        try:
+            doc = cbor2.CBORDecoder(fp).decode()
+        except (cbor2.CBORDecodeError, ValueError, EOFError):
+            doc = None
+        if doc is not None and fp.tell() == len(body):
+            return plain(doc)
+    return body[:2000].decode("utf-8", "replace").strip()
+
+
+def plain(v: Any) -> Any:
+    """`v` with only what JSON holds: bytes as {"bytes": hex}, anything else odd as text."""
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    if isinstance(v, dict):
+        return {k if isinstance(k, str) else str(plain(k)): plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [plain(x) for x in v]
+    if isinstance(v, (bytes, bytearray)):
+        return {"bytes": bytes(v).hex()}
+    return repr(v)
+
+
+def error_of(a: Answer) -> str | None:
+    """A refusal's one line ("kind: message"), or None for an answer that is not one."""
+    if a.status < 400:
+        return None
+    if isinstance(a.doc, dict) and "error" in a.doc:
+        return f"{a.doc['error']}: {a.doc.get('message', '')}"
+    return str(a.doc) or f"status {a.status}"

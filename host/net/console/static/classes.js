@@ -1,0 +1,21 @@
+// The classes the host serves, with their access, whether they are workflow classes,
+// and how many actors each has (from the host's index).
+import {clear, consoleUrl, h, number, table} from "./dom.js";
+import {get} from "./api.js";
+
+function row(c) {
+  return h("tr", {"data-testid": "class-row", dataset: {cls: c.name}},
+           h("td", {}, h("a", {href: consoleUrl("class", {cls: c.name})}, c.name)),
+           h("td", {}, c.workflow ? "workflow" : "actor"),
+           h("td", {}, c.access),
+           h("td", {class: "num"}, number(c.actors)));
+}
+
+export async function render(root) {
+  const doc = await get("classes");
+  clear(root, h("h1", {}, "Classes"),
+        table(["class", "kind", "access", "actors"], doc.classes.map(row),
+              {id: "classes", class: "grid"}));
+}
+
+export const refresh = render;

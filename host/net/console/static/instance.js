@@ -1,0 +1,141 @@
+// A workflow instance: its status, input and output, the step timeline, its positions,
+// the events it received and emitted, its children, its audit entries; the operator's
+// moves, and a query form.
+import {clear, consoleUrl, duration, h, json, stateBadge, table, when} from "./dom.js";
+import {get} from "./api.js";
+import {actionBar} from "./actions.js";
+import {timeline} from "./timeline.js";
+
+const AUDIT_ROWS = 50;
+
+function facts(s) {
+  const rows = [["run", s.run_id], ["runs", s.runs], ["positions", s.positions],
+                ["created", when(s.created_at)], ["updated", when(s.updated_at)],
+                ["finished", when(s.finished_at)], ["wakes at", when(s.wake_at)],
+                ["waiting for", (s.waiting_for || []).join(", ") || "—"],
+                ["events pending", s.events_pending]];
+  if (s.paused_at) rows.push(["paused at", when(s.paused_at)]);
+  if (s.parked_at) rows.push(["parked at", when(s.parked_at)]);
+  if (s.previous_run_id) rows.push(["previous run", s.previous_run_id]);
+  return h("dl", {class: "facts"}, rows.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
+}
+
+function summary(doc) {
+  const s = doc.status;
+  return h("section", {id: "summary"},
+           h("h1", {}, `${doc.cls} / ${doc.id} `, stateBadge(s.state)),
+           s.error ? h("p", {class: "error", id: "status-error"}, s.error) : null,
+           facts(s));
+}
+
+function io(s) {
+  const input = "input" in s ? json(s.input) : "— (the status map does not carry it)";
+  const output = "output" in s ? json(s.output) : s.state === "completed" ? "null" : "— (not completed)";
+  return h("section", {id: "io", class: "pair"},
+           h("div", {}, h("h2", {}, "Input"), h("pre", {id: "input"}, input)),
+           h("div", {}, h("h2", {}, "Output"), h("pre", {id: "output"}, output)));
+}
+
+function stepRow(st) {
+  return h("tr", {"data-testid": "step-row", dataset: {pos: st.pos}},
+           h("td", {class: "num"}, st.pos), h("td", {}, st.name), h("td", {}, st.kind),
+           h("td", {}, stateBadge(st.state)), h("td", {class: "num"}, st.attempts ?? "—"),
+           h("td", {}, when(st.updated_at)), h("td", {class: "error"}, st.error || ""),
+           h("td", {}, h("code", {class: "value"}, st.value ?? "")));
+}
+
+function steps(doc) {
+  return h("section", {id: "steps"}, h("h2", {}, "Positions"),
+           table(["pos", "name", "kind", "state", "attempts", "updated", "error", "value"],
+                 doc.steps.map(stepRow), {class: "grid"}),
+           doc.steps_more ? h("p", {class: "muted"}, "Only the first positions are shown.") : null);
+}
+
+function events(doc) {
+  const received = doc.steps.filter((st) => st.kind === "wait" && st.state === "done"
+                                            && !st.name.startsWith("child "));
+  const emitted = doc.events.events || [];
+  return h("section", {id: "events", class: "pair"},
+    h("div", {}, h("h2", {}, "Events received"),
+      received.length ? table(["pos", "name", "payload"], received.map((st) =>
+        h("tr", {"data-testid": "received"}, h("td", {class: "num"}, st.pos),
+          h("td", {}, st.name), h("td", {}, h("code", {}, st.value ?? "")))), {class: "grid"})
+        : h("p", {class: "muted"}, "None taken by a wait yet."),
+      doc.status.events_pending ? h("p", {class: "muted"},
+        `${doc.status.events_pending} pending, not yet taken by a wait.`) : null),
+    h("div", {}, h("h2", {}, "Events emitted"),
+      emitted.length ? table(["offset", "name", "at", "payload"], emitted.map((e) =>
+        h("tr", {"data-testid": "emitted"}, h("td", {class: "num"}, e.offset), h("td", {}, e.name),
+          h("td", {}, when(e.at)), h("td", {}, h("code", {}, JSON.stringify(e.payload))))), {class: "grid"})
+        : h("p", {class: "muted"}, "None.")));
+}
+
+function children(doc) {
+  return h("section", {id: "children"}, h("h2", {}, "Children"),
+    doc.children.length ? h("ul", {}, doc.children.map((c) => h("li", {"data-testid": "child"},
+      h("a", {href: consoleUrl("instance", {cls: c.cls, id: c.id})}, `${c.cls}/${c.id}`),
+      ` (position ${c.pos}: ${c.kind} ${c.state})`)))
+      : h("p", {class: "muted"}, "None."));
+}
+
+function audit(entries) {
+  return h("section", {id: "audit"}, h("h2", {}, "Audit log"),
+    entries.length ? table(["at", "action", "status", "result", "state after", "note", "took"],
+      entries.map((e) => h("tr", {"data-testid": "audit-row", dataset: {action: e.action}},
+        h("td", {}, when(e.at)), h("td", {}, e.action), h("td", {class: "num"}, e.status),
+        h("td", {}, e.result), h("td", {}, e.state ?? ""), h("td", {}, e.note ?? ""),
+        h("td", {}, duration(e.took_ms)))), {class: "grid"})
+      : h("p", {class: "muted"}, "No operator action on this instance yet."));
+}
+
+function queryForm(cls, id) {
+  const out = h("pre", {id: "query-result"});
+  const form = h("form", {id: "query", class: "filters"},
+    h("label", {}, "query ", h("input", {name: "name", required: true, placeholder: "name"})),
+    h("label", {}, "arg ", h("input", {name: "arg", placeholder: "JSON (empty: null)"})),
+    h("button", {type: "submit"}, "Ask"), out);
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const f = new FormData(form);
+    try {
+      out.textContent = json(await get("query", {cls, id, name: f.get("name"), arg: f.get("arg") || "null"}));
+    } catch (err) {
+      out.textContent = err.message;
+    }
+  });
+  return h("section", {}, h("h2", {}, "Query"), form);
+}
+
+async function load(params) {
+  const cls = params.get("cls"), id = params.get("id");
+  const [doc, log] = await Promise.all([get("instance", {cls, id}),
+    get("audit", {target: `${cls}/${id}`, limit: AUDIT_ROWS})]);
+  return {doc, entries: log.entries};
+}
+
+function dynamic({doc, entries}) {
+  return [summary(doc), io(doc.status),
+          h("section", {id: "timeline-section"}, h("h2", {}, "Step timeline"), timeline(doc.steps)),
+          events(doc), children(doc), steps(doc), audit(entries)];
+}
+
+export async function render(root, params) {
+  const cls = params.get("cls"), id = params.get("id");
+  const data = await load(params);
+  const result = h("p", {id: "action-result", role: "status"});
+  const done = async (move, out) => {
+    result.className = out.error ? "error" : "ok";
+    result.textContent = out.error ? `${move.label} refused: ${out.error}`
+      : `${move.label}: done${out.answer?.state ? `, now ${out.answer.state}` : ""}`;
+    await refresh(root, params);
+  };
+  const [head, ...rest] = dynamic(data);
+  clear(root, head, actionBar(cls, id, done), result, h("div", {id: "dynamic"}, rest),
+        queryForm(cls, id));
+}
+
+export async function refresh(root, params) {
+  const [head, ...rest] = dynamic(await load(params));
+  root.querySelector("#summary").replaceWith(head);
+  clear(root.querySelector("#dynamic"), rest);
+}

@@ -1,0 +1,102 @@
+// A class's actors (for a workflow class: its instances), filtered and paged by the host
+// (GET /_wk/actors/{cls}'s query: status, label, since, until, order, after, limit).
+import {clear, consoleUrl, h, number, stateBadge, table, when} from "./dom.js";
+import {get} from "./api.js";
+
+const STATES = ["running", "waiting", "compensating", "paused", "completed", "failed",
+                "cancelled", "terminated", "parked"];
+const ORDERS = [["id", "id"], ["-updated", "newest first"], ["updated", "oldest first"]];
+const KEYS = ["status", "label", "since", "until", "order", "limit", "after"];
+
+function query(params) {
+  const q = {cls: params.get("cls"), count: "1", limit: params.get("limit") || "50"};
+  for (const k of KEYS) if (params.get(k) && k !== "limit") q[k] = params.get(k);
+  return q;
+}
+
+function localValue(ms) {  // ms since the epoch -> a datetime-local input's value (UTC)
+  return ms ? new Date(Number(ms)).toISOString().slice(0, 16) : "";
+}
+
+function select(name, options, value) {
+  return h("select", {name, id: `filter-${name}`},
+           options.map(([v, label]) => h("option", {value: v, selected: v === value}, label)));
+}
+
+function filters(params) {
+  const form = h("form", {id: "filters", class: "filters"},
+    h("label", {}, "status ", select("status", [["", "any"], ...STATES.map((s) => [s, s])],
+                                     params.get("status") || "")),
+    h("label", {}, "label ", h("input", {name: "label", id: "filter-label", placeholder: "K=V",
+                                         value: params.get("label") || ""})),
+    h("label", {}, "updated since ", h("input", {type: "datetime-local", name: "since",
+      id: "filter-since", value: localValue(params.get("since"))})),
+    h("label", {}, "order ", select("order", ORDERS, params.get("order") || "id")),
+    h("label", {}, "per page ", h("input", {type: "number", name: "limit", min: 1,
+      max: 1000, id: "filter-limit", value: params.get("limit") || "50"})),
+    h("button", {type: "submit", id: "filter-apply"}, "Apply"));
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    const q = {cls: params.get("cls")};
+    for (const [k, v] of new FormData(form)) {
+      if (!v) continue;
+      q[k] = k === "since" ? String(Date.parse(v + "Z")) : v;
+    }
+    location.assign(consoleUrl("class", q));
+  });
+  return form;
+}
+
+function row(cls, a, workflow) {
+  const id = workflow ? h("a", {href: consoleUrl("instance", {cls, id: a.id})}, a.id) : a.id;
+  const labels = Object.entries(a.labels || {}).map(([k, v]) => h("code", {}, `${k}=${v}`));
+  return h("tr", {"data-testid": "actor-row", dataset: {id: a.id}},
+           h("td", {}, id), h("td", {}, stateBadge(a.status)),
+           h("td", {}, when(a.updated_ms)), h("td", {class: "labels"}, labels));
+}
+
+function pager(params, next) {
+  const links = [];
+  if (params.get("after")) {
+    const first = Object.fromEntries(params);
+    delete first.after;
+    links.push(h("a", {href: consoleUrl("class", first), id: "page-first"}, "← first page"));
+  }
+  if (next) {
+    links.push(h("a", {href: consoleUrl("class", {...Object.fromEntries(params), after: next}),
+                       id: "page-next"}, "next page →"));
+  }
+  return h("p", {class: "pager"}, links);
+}
+
+let workflowClass = null;
+
+async function isWorkflow(cls) {
+  if (workflowClass === null) {
+    const doc = await get("classes");
+    workflowClass = doc.classes.some((c) => c.name === cls && c.workflow);
+  }
+  return workflowClass;
+}
+
+function results(params, page, workflow) {
+  const cls = params.get("cls");
+  return h("section", {id: "results"},
+    h("p", {class: "muted", id: "match-count"},
+      `${number(page.count)} match · ${page.actors.length} on this page`),
+    table(["id", "status", "updated", "labels"], page.actors.map((a) => row(cls, a, workflow)),
+          {id: "actors", class: "grid"}),
+    pager(params, page.next));
+}
+
+export async function render(root, params) {
+  const cls = params.get("cls");
+  const [page, workflow] = await Promise.all([get("actors", query(params)), isWorkflow(cls)]);
+  clear(root, h("h1", {}, workflow ? `Workflow instances of ${cls}` : `Actors of ${cls}`),
+        filters(params), results(params, page, workflow));
+}
+
+export async function refresh(root, params) {
+  const page = await get("actors", query(params));
+  root.querySelector("#results").replaceWith(results(params, page, await isWorkflow(params.get("cls"))));
+}
