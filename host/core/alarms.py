@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from .. import metrics
 from ..clock import Clock
 from ..errors import GuestFailed, HostError
 from ..logs import actor
@@ -119,8 +120,10 @@ class Alarms:
     def _on_alarm(self, slot: ActorSlot, ev: Event) -> None:
         db = slot.require_db()
         before = alarm_store.read(db)
-        if before.at_ms is None or before.at_ms > self._clock.now_ms():
+        now_ms = self._clock.now_ms()
+        if before.at_ms is None or before.at_ms > now_ms:
             return  # stale: cleared or moved since it was scheduled
+        metrics.ALARM_LATENESS.observe((now_ms - before.at_ms) / 1000)
         failure = self._call_on_alarm(slot, ev)
         db.end_event()
         if ev.delete_requested and failure is None:

@@ -65,6 +65,10 @@ class Event:
     trapped: str | None = None    # why the guest's call trapped or was cut, if it was
     trap_read: bool = False       # the guest asked for its last trap (lifecycle.last-trap)
     published: bool = False       # the guest published its attributes (WIT attributes)
+    # For the metrics (host/metrics.py): how the event ended, if a call into its guest
+    # trapped (else None), and the fuel its guest calls burned.
+    outcome: str | None = None
+    fuel: int = 0
     # A request whose answer asked to be held (core/holds.py): how long, and, once the
     # event has ended, the future that the actor's next event completes.
     hold_ms: int = 0

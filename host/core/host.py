@@ -192,6 +192,11 @@ class Host:
             raise UnknownClass(f"no actor class named {cls!r}")
         return ActorRef(cls, paths.check_id(actor_id))
 
+    @property
+    def pending_events(self) -> int:
+        """Events waiting for an event thread, or running on one (backpressure's count)."""
+        return self._pending.count
+
     def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
         """Run `fn` on a worker, or refuse at once when too much is queued host-wide."""
         return self._pending.submit(fn, *args)

@@ -82,6 +82,7 @@ class Instance:
         store.set_epoch_deadline(ticks_for(30_000))  # must be set before instantiate
         self.store = store
         self.actors_served = 0  # how many actors it has served (reuse is bounded)
+        self.fuel_at_trap = 0  # the fuel left when a call trapped (for the metrics)
         pool = pool_memory(engine)
         if pool is not None:
             # Counted before it takes a pooled slot, until this object is gone: while it
@@ -135,6 +136,7 @@ class Instance:
         try:
             return self.funcs[name](store, *args)
         except WasmtimeError as e:
+            self.fuel_at_trap = _fuel_left(store)
             # The Store is dead: let it go now. A traceback that keeps this frame alive
             # (a test runner's, a log's) must not keep the Store and its WASI threads.
             self.funcs = {}
@@ -159,6 +161,14 @@ class Instance:
         return budget - self.store.get_fuel()
 
 
+CPU_BUDGET = "the event used its CPU budget (--cpu-budget-ms)"
+def _fuel_left(store: Store) -> int:
+    try:
+        return store.get_fuel()
+    except WasmtimeError:
+        return 0
+
+
 WALL_CLOCK = "the event used its wall-clock budget (--wall-budget-ms)"
 # A wall-clock trap while the deadline the guest set itself was the one its Store had
 # (core/lifecycle.py's call_export). The guest SDK spells it too, as
@@ -169,7 +179,7 @@ NARROWED = "the event passed the deadline it set itself (lifecycle.narrow-deadli
 def classify_trap(e: WasmtimeError) -> GuestFailed:
     text = str(e)
     if "all fuel consumed" in text:
-        return BudgetExceeded("the event used its CPU budget (--cpu-budget-ms)")
+        return BudgetExceeded(CPU_BUDGET)
     if "wasm trap: interrupt" in text:
         return BudgetExceeded(WALL_CLOCK)
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]

@@ -3,6 +3,7 @@ for when the instance pool is full."""
 
 from __future__ import annotations
 
+from .. import metrics
 from ..errors import Overloaded
 from .config import HostConfig
 from .eviction import Eviction
@@ -59,4 +60,5 @@ class InstanceSource:
                 # Every pooled slot holds an instance: the idle ones give theirs back.
                 self._spares.drop_idle(0)
                 self._eviction.evict_idle(keep=config.max_live_instances // 2)
+        metrics.refused(metrics.INSTANCES)
         raise Overloaded("every instance slot is busy with an event; retry shortly")

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
+from .. import metrics
 from ..errors import BudgetExceeded, GuestFailed, StorageFailed
 from ..logs import actor
 from ..storage.actordb import ActorDb, StorageError
@@ -30,7 +31,7 @@ from .config import HostConfig
 from .event import ActorGone, CallGraph, Chain, Event, RunGate
 from .eviction import Eviction
 from .holds import Holds
-from .instance import NARROWED, WALL_CLOCK
+from .instance import CPU_BUDGET, NARROWED, WALL_CLOCK
 from .instances import InstanceSource
 from .registry import ActorClass
 from .schema_learning import image_for, learn_schema
@@ -52,18 +53,36 @@ def call_export(slot: ActorSlot, ev: Event, export: str, args: tuple[Any, ...],
     assert inst is not None
     wall_ms = max(0.0, ev.remaining_s() * 1000)
     ev.unnarrow()  # lifecycle.narrow-deadline's, should an earlier call have set it
+    fuel = config.fuel_per_event()
     try:
-        return inst.call(export, args, config.fuel_per_event(), wall_ms)
+        out = inst.call(export, args, fuel, wall_ms)
     except GuestFailed as e:
         slot.instance = None  # a trap poisons the instance and its Store
         if ev.limit_traps and str(e) == WALL_CLOCK:
             e = BudgetExceeded(NARROWED)
+        ev.outcome = trap_outcome(str(e), slot)
+        ev.fuel += fuel - inst.fuel_at_trap
         if slot.output.flooded:  # what the trap itself says is only its last step
             e = GuestFailed(f"the guest's output flooded: it wrote past the "
                             f"{config.max_guest_output_bytes}-byte cap, where "
                             f"writes fail, and then trapped ({e})")
         ev.trapped = str(e)
         raise e from None
+    ev.fuel += inst.fuel_used(fuel)
+    return out
+
+
+def trap_outcome(reason: str, slot: ActorSlot) -> str:
+    """How a trapped call ended, for the metrics' `outcome`. wasmtime refuses a memory
+    past the cap by failing the guest's memory.grow, not by a trap: the host hears of it
+    only as the guest runtime's MemoryError in what it wrote just before it trapped."""
+    if reason == CPU_BUDGET:
+        return metrics.CPU_CUT
+    if reason in (WALL_CLOCK, NARROWED):
+        return metrics.WALL_CUT
+    if any(b"MemoryError" in chunk for chunk in slot.output.chunks):
+        return metrics.MEMORY_CAP
+    return metrics.TRAP
 
 
 class EventRunner:
@@ -103,7 +122,7 @@ class EventRunner:
         # Opening the database before the run slot, and closing it with the instance
         # after, keeps that work off the one core that runs events: SQLite and munmap
         # run beside the next event instead.
-        sleeps = False
+        sleeps, failed, started = False, None, time.perf_counter()
         try:
             exists = self._open_storage(slot, create)
             with self._gate.running():
@@ -113,8 +132,15 @@ class EventRunner:
                 finally:
                     stack.pop()
                     sleeps = self._settle.after_event(slot, ev)
+        except BaseException as e:
+            failed = e
+            raise
         finally:
             self._let_go(slot, ev, sleeps, wakes_holds)
+            if not isinstance(failed, ActorGone):  # none ran: nothing to count
+                outcome = ev.outcome or (metrics.OK if failed is None else metrics.ERROR)
+                metrics.event_ended(ref.cls, kind, outcome, time.perf_counter() - started,
+                                    ev.fuel)
 
     def _take(self, ref: ActorRef, chain: Chain, deadline: float) -> ActorSlot:
         """The actor's slot, its lock taken for `chain` (or DeadlineExceeded)."""

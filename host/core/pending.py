@@ -8,6 +8,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
+from .. import metrics
 from ..errors import Overloaded
 from .config import HostConfig
 from .executor import EventExecutor
@@ -33,6 +34,7 @@ class PendingEvents:
         """Run `fn` on a worker, or refuse at once when too much is queued host-wide."""
         with self._lock:
             if self._count >= self._config.max_pending_events:
+                metrics.refused(metrics.HOST_QUEUE)
                 raise Overloaded("the host is at its limit of waiting events; retry shortly")
             self._count += 1
         try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+from .. import metrics
 from ..errors import NotServedHere, Overloaded
 from ..storage import paths
 from ..types import ActorRef
@@ -36,6 +37,7 @@ class SlotTable:
                 slot = self.by_ref[ref] = ActorSlot(ref, paths.db_path(
                     config.data_dir, ref.cls, ref.id))
             if slot.waiting >= config.max_queue_per_actor:
+                metrics.refused(metrics.ACTOR_QUEUE)
                 raise Overloaded(f"{ref} has {slot.waiting} events waiting; retry shortly")
             slot.waiting += 1
             return slot

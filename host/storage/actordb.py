@@ -34,6 +34,7 @@ from typing import Any
 
 import apsw
 
+from .. import metrics
 from ..testing import crashpoints
 from . import attributes, files
 from . import functions as sql_functions
@@ -351,6 +352,7 @@ class ActorDb:
         if self._wal_fd is None:
             self._wal_fd = os.open(str(self.path) + "-wal", os.O_RDONLY)
         os.fsync(self._wal_fd)
+        metrics.fsynced(metrics.WAL)
         if self._new_file_synced is not None:
             # Kept while it fails: no later write may be reported durable either.
             self._new_file_synced.wait()

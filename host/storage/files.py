@@ -21,6 +21,8 @@ from pathlib import Path
 
 import apsw
 
+from .. import metrics
+
 HOST_SCHEMA = """
 CREATE TABLE IF NOT EXISTS main._wk_host_meta (k TEXT PRIMARY KEY, v) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS main._wk_host_alarm (
@@ -103,10 +105,12 @@ def make_dirs(d: Path) -> None:
 
 def fsync_dir(d: Path) -> None:
     _sync_path(d, os.fsync)
+    metrics.fsynced(metrics.DIRECTORY)
 
 
 def fdatasync_file(path: Path) -> None:
     _sync_path(path, os.fdatasync)
+    metrics.fsynced(metrics.FILE)
 
 
 def _sync_path(path: Path, sync: Callable[[int], None]) -> None:

@@ -141,6 +141,11 @@ class Index:
     def count_actors(self) -> int:
         return int(str(self._exec("SELECT count(*) FROM actors")[0][0]))
 
+    def status_counts(self) -> list[tuple[str, str, int]]:
+        """(class, status, how many actors published it), for the metrics."""
+        rows = self._exec("SELECT cls, status, count(*) FROM attrs GROUP BY cls, status")
+        return [(str(c), str(s), int(str(n))) for c, s, n in rows]
+
     def actors(self, cls: str, after: str = "", limit: int = 1000) -> list[str]:
         rows = self._exec("SELECT id FROM actors WHERE cls = ? AND id > ? ORDER BY id LIMIT ?",
                           (cls, after, limit))

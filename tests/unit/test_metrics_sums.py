@@ -1,0 +1,67 @@
+"""The metrics' pieces that need no server: how a trap is told apart for the events'
+`outcome`, and how the figures of `--processes N` are summed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+from wkhost import metrics
+from wkhost.core.instance import CPU_BUDGET, NARROWED, WALL_CLOCK
+from wkhost.core.lifecycle import trap_outcome
+from wkhost.core.slot import ActorSlot
+from wkhost.net.metrics_route import summed
+from wkhost.types import ActorRef
+
+
+def slot_that_wrote(*chunks: bytes) -> ActorSlot:
+    slot = ActorSlot(ActorRef("c", "i"), Path("/nonexistent"))
+    for chunk in chunks:
+        slot.output.write(chunk, 1 << 20)
+    return slot
+
+
+def test_each_kind_of_trap_has_its_outcome() -> None:
+    quiet = slot_that_wrote()
+    assert trap_outcome(CPU_BUDGET, quiet) == metrics.CPU_CUT
+    assert trap_outcome(WALL_CLOCK, quiet) == metrics.WALL_CUT
+    assert trap_outcome(NARROWED, quiet) == metrics.WALL_CUT
+    assert trap_outcome("guest trapped: wasm `unreachable`", quiet) == metrics.TRAP
+    oom = slot_that_wrote(b"Traceback (most recent call last):\n", b"MemoryError\n")
+    assert trap_outcome("guest trapped: wasm `unreachable`", oom) == metrics.MEMORY_CAP
+    # A budget's cut stays a cut, whatever the guest wrote before it.
+    assert trap_outcome(CPU_BUDGET, oom) == metrics.CPU_CUT
+
+
+def exposition(events: dict[str, int], depth: int, took: list[float]) -> str:
+    registry = CollectorRegistry()
+    counter = Counter("t_events", "events", ("outcome",), registry=registry)
+    for outcome, n in events.items():
+        counter.labels(outcome).inc(n)
+    Gauge("t_depth", "depth", registry=registry).set(depth)
+    histogram = Histogram("t_took", "took", buckets=(1, 10), registry=registry)
+    for t in took:
+        histogram.observe(t)
+    return generate_latest(registry).decode()
+
+
+def test_the_processes_figures_are_summed_series_by_series() -> None:
+    a = exposition({"ok": 3, "trap": 1}, 2, [0.5, 5])
+    b = exposition({"ok": 4}, 5, [20])
+    out = summed([a, b]).decode()
+    got = {(s.name, tuple(sorted(s.labels.items()))): s.value
+           for fam in text_string_to_metric_families(out) for s in fam.samples}
+    assert got == {
+        ("t_events_total", (("outcome", "ok"),)): 7,
+        ("t_events_total", (("outcome", "trap"),)): 1,
+        ("t_depth", ()): 7,
+        ("t_took_bucket", (("le", "1.0"),)): 1,
+        ("t_took_bucket", (("le", "10.0"),)): 2,
+        ("t_took_bucket", (("le", "+Inf"),)): 3,
+        ("t_took_count", ()): 3,
+        ("t_took_sum", ()): 25.5,
+    }
+    # As prometheus_client itself writes them.
+    assert "# TYPE t_events_total counter" in out and "# TYPE t_took histogram" in out
+    assert "_created" not in out
