@@ -26,8 +26,9 @@ _RECORD_ATTRS = frozenset(logging.LogRecord("", 0, "", 0, "", (), None).__dict__
 _OWN_KEYS = ("ts", "level", "logger", "msg", "exc", "stack")
 
 # logfmt: a value is written bare unless it holds a space, a quote, '=', a backslash or a
-# character that is not printable on one line; then it is quoted, escaped as Go's
-# strconv.Quote would (\" \\ \n \r \t, \uXXXX for the rest, lone surrogates included).
+# character that is not printable on one line; then it is quoted and escaped: \" \\ \n
+# \r \t, and \uXXXX for the rest (lone surrogates included), as JSON strings escape them
+# and logfmt parsers (go-logfmt's decoder, for one) read them.
 _BARE = re.compile(r'[^\x00-\x20"=\\\x7f-\xa0\u2028\u2029\ud800-\udfff]+')
 _ESCAPED = re.compile(r'["\\\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]')
 _NAMED_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
