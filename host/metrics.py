@@ -10,19 +10,25 @@ Labels are bounded: a class, an event's kind, an outcome, a WIT interface, never
 actor's id. The figures read off the host's state at a scrape (the queue's
 depth, the alarms pending, instances by status, RSS) are not here: the route reads them.
 
-What the hot path does: the call sites bind their labelled child once where they can
-(interfaces/linker.py binds one per host function at link time), so a host call costs a
-clock read on each side and one histogram observation (its _count is the calls), and an
-event one counter bump and two observations.
+What the hot path does: an event and a host call note their time in a Tally (host/
+tally.py: a table per thread, no lock), so a host call costs a clock read on each side and
+one note, and an event two notes (its time, its fuel); the rest are prometheus_client's
+own instruments, off the hot path (a refusal, an fsync, an alarm's fire).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from .tally import Row, Tally, buckets, grouped
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 
-# How an event ended (EVENTS' `outcome`): its guest's call returned, or trapped; of the
+# How an event ended (wkhost_events' `outcome`): its guest's call returned, or trapped; of the
 # traps, those the host's budgets cut (CPU, the wall clock or the deadline the guest set
 # itself) and those the memory cap caused; `error`: the host could not run it (its
 # database, its deadline before it began).
@@ -30,12 +36,12 @@ OK, TRAP, CPU_CUT, WALL_CUT, MEMORY_CAP, ERROR = (
     "ok", "trap", "cpu_cut", "wall_cut", "memory_cap", "error")
 OUTCOMES = (OK, TRAP, CPU_CUT, WALL_CUT, MEMORY_CAP, ERROR)
 
-# Refusals under backpressure (REFUSALS' `reason`): the host's queue of waiting events
+# Refusals under backpressure (wkhost_refusals' `reason`): the host's queue of waiting events
 # is full (--max-pending), one actor's is (--max-queue-per-actor), or every instance
 # slot is busy.
 HOST_QUEUE, ACTOR_QUEUE, INSTANCES = "host_queue", "actor_queue", "instances"
 
-# What was fsynced (FSYNCS' `file`): an actor's WAL for a durable write, a directory's
+# What was fsynced (wkhost_fsyncs' `file`): an actor's WAL for a durable write, a directory's
 # entry (a new database, the index), a file's data (the index's files).
 WAL, DIRECTORY, FILE = "wal", "directory", "file"
 
@@ -44,18 +50,11 @@ _CALL_SECONDS = (.00001, .00005, .0001, .0005, .001, .005, .01, .05, .1, .5, 1, 
 _FUEL = (1e5, 1e6, 5e6, 1e7, 5e7, 1e8, 5e8, 1e9, 5e9, 1e10)
 _LATE = (.01, .05, .1, .5, 1, 5, 10, 60, 300, 3600)
 
-EVENTS = Counter("wkhost_events", "Events run, by class, kind (request or alarm) "
-                 "and outcome", ("class", "kind", "outcome"), registry=REGISTRY)
-EVENT_SECONDS = Histogram("wkhost_event_duration_seconds", "An event's time, from "
-                          "its actor's lock taken to its end, by class and kind",
-                          ("class", "kind"), buckets=_SECONDS, registry=REGISTRY)
-EVENT_FUEL = Histogram("wkhost_event_fuel", "Fuel an event's guest calls burned (a CPU "
-                       "cut burned its whole budget), by class", ("class",),
-                       buckets=_FUEL, registry=REGISTRY)
-HOST_CALL_SECONDS = Histogram("wkhost_host_call_duration_seconds", "Host calls from "
-                              "guests and their time, waits included (a lock, the disk, "
-                              "the network), by WIT interface: _count is the calls",
-                              ("interface",), buckets=_CALL_SECONDS, registry=REGISTRY)
+# The hot path's, in Tallies (host/tally.py): written out by `_HotPath` at a scrape.
+EVENT_TIMES = Tally(_SECONDS)     # by (class, kind, outcome)
+EVENT_FUEL = Tally(_FUEL)         # by class
+HOST_CALL_TIMES = Tally(_CALL_SECONDS)  # by interface
+
 REFUSALS = Counter("wkhost_refusals", "Requests and calls refused under backpressure "
                    "(503, retry), by reason", ("reason",), registry=REGISTRY)
 ALARM_LATENESS = Histogram("wkhost_alarm_lateness_seconds", "How long after its time an "
@@ -76,7 +75,42 @@ def fsynced(file: str) -> None:
 
 
 def event_ended(cls: str, kind: str, outcome: str, seconds: float, fuel: int) -> None:
-    EVENTS.labels(cls, kind, outcome).inc()
-    EVENT_SECONDS.labels(cls, kind).observe(seconds)
+    EVENT_TIMES.note((cls, kind, outcome), seconds)
     if fuel:
-        EVENT_FUEL.labels(cls).observe(fuel)
+        EVENT_FUEL.note(cls, fuel)
+
+
+class _HotPath(Collector):
+    """The Tallies, as Prometheus's families."""
+
+    def collect(self) -> Iterator[Metric]:
+        times = EVENT_TIMES.totals()
+        events = CounterMetricFamily("wkhost_events", "Events run, by class, kind "
+                                     "(request or alarm) and outcome",
+                                     labels=("class", "kind", "outcome"))
+        for key, row in times.items():
+            assert isinstance(key, tuple)
+            events.add_metric([str(k) for k in key], row[0])
+        yield events
+        yield _histogram("wkhost_event_duration_seconds", "An event's time, from its "
+                         "actor's lock taken to its end, by class and kind", ("class", "kind"),
+                         EVENT_TIMES.bounds, grouped(times, (0, 1)))
+        yield _histogram("wkhost_event_fuel", "Fuel an event's guest calls burned (a CPU "
+                         "cut burned its whole budget), by class", ("class",),
+                         EVENT_FUEL.bounds, {(k,): r for k, r in EVENT_FUEL.totals().items()})
+        yield _histogram("wkhost_host_call_duration_seconds", "Host calls from guests and "
+                         "their time, waits included (a lock, the disk, the network), by "
+                         "WIT interface: _count is the calls", ("interface",),
+                         HOST_CALL_TIMES.bounds,
+                         {(k,): r for k, r in HOST_CALL_TIMES.totals().items()})
+
+
+def _histogram(name: str, doc: str, labels: tuple[str, ...], bounds: tuple[float, ...],
+               rows: dict[tuple[object, ...], Row]) -> HistogramMetricFamily:
+    fam = HistogramMetricFamily(name, doc, labels=labels)
+    for key, row in rows.items():
+        fam.add_metric([str(k) for k in key], list(buckets(bounds, row)), sum_value=row[1])
+    return fam
+
+
+REGISTRY.register(_HotPath())

@@ -1,8 +1,10 @@
 """The metrics' pieces that need no server: how a trap is told apart for the events'
-`outcome`, and how the figures of `--processes N` are summed."""
+`outcome`, the hot path's lock-free tallies, and how the figures of `--processes N` are
+summed."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -12,6 +14,7 @@ from wkhost.core.instance import CPU_BUDGET, NARROWED, WALL_CLOCK
 from wkhost.core.lifecycle import trap_outcome
 from wkhost.core.slot import ActorSlot
 from wkhost.net.metrics_route import summed
+from wkhost.tally import Tally, buckets
 from wkhost.types import ActorRef
 
 
@@ -65,3 +68,26 @@ def test_the_processes_figures_are_summed_series_by_series() -> None:
     # As prometheus_client itself writes them.
     assert "# TYPE t_events_total counter" in out and "# TYPE t_took histogram" in out
     assert "_created" not in out
+
+
+def test_a_tally_loses_nothing_between_threads() -> None:
+    tally = Tally((1.0, 10.0))
+    per_thread = 20_000
+
+    def note_many(key: str) -> None:
+        for i in range(per_thread):
+            tally.note(key, (0.5, 5.0, 50.0)[i % 3])
+
+    threads = [threading.Thread(target=note_many, args=(k,)) for k in ("a", "a", "a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    totals = tally.totals()
+    a, b = totals["a"], totals["b"]
+    assert a[0] == 3 * per_thread and b[0] == per_thread
+    third = per_thread // 3 + 1  # 20,000 notes: 6,667 of the first, 6,667 and 6,666
+    assert b[2:] == [third, third, per_thread - 2 * third]
+    assert b[1] == third * 0.5 + third * 5.0 + (per_thread - 2 * third) * 50.0
+    assert list(buckets(tally.bounds, b)) == [("1.0", third), ("10.0", 2 * third),
+                                              ("+Inf", per_thread)]

@@ -1,0 +1,73 @@
+"""What the metrics add to a host call and to an event (host/metrics.py), micro-benchmarked.
+
+    .venv/bin/python bench/bench_metrics_cost.py [--calls 200000] [--repeats 9]
+
+- host call: interfaces/linker.py's `guard` (its two clock reads and one histogram
+  observation) around a host function that does nothing, against the same wrapper
+  without them (the guard as it was before the metrics), in interleaved repeats; the
+  figure is the median difference per call. A real host call (a SQL statement, an actor
+  call) costs tens of µs to ms, so this is the whole of what the metrics add to it.
+- event: `metrics.event_ended` (a counter's child looked up and bumped, two histogram
+  observations), which every event runs once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from wkhost import metrics
+from wkhost.interfaces.linker import guard
+
+
+def bare_guard(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def guarded(store: Any, *args: Any) -> Any:
+        try:
+            return fn(store, *args)
+        except Exception as e:
+            raise RuntimeError(str(e)) from None
+    return guarded
+
+
+def nothing(_store: Any, x: int) -> int:
+    return x
+
+
+def per_call_ns(fn: Callable[..., Any], calls: int) -> float:
+    started = time.perf_counter_ns()
+    for i in range(calls):
+        fn(None, i)
+    return (time.perf_counter_ns() - started) / calls
+
+
+def per_event_ns(calls: int) -> float:
+    started = time.perf_counter_ns()
+    for _ in range(calls):
+        metrics.event_ended("bench", "request", metrics.OK, 0.0004, 2_000_000)
+    return (time.perf_counter_ns() - started) / calls
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--calls", type=int, default=200_000)
+    p.add_argument("--repeats", type=int, default=9)
+    args = p.parse_args()
+    measured, bare = guard(nothing, "bench"), bare_guard(nothing)
+    added, base, events = [], [], []
+    for _ in range(args.repeats):
+        b = per_call_ns(bare, args.calls)
+        m = per_call_ns(measured, args.calls)
+        base.append(b)
+        added.append(m - b)
+        events.append(per_event_ns(args.calls // 4))
+    print(f"host call, bare guard:      {statistics.median(base):7.0f} ns")
+    print(f"host call, metrics added:   {statistics.median(added):7.0f} ns "
+          f"(min {min(added):.0f}, max {max(added):.0f})")
+    print(f"event, metrics.event_ended: {statistics.median(events):7.0f} ns")
+
+
+if __name__ == "__main__":
+    main()
