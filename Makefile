@@ -14,7 +14,10 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 # pytest exits 5 when it collected nothing; that is a failure here too (no `|| true`).
+# The browser tests (tests/browser/) drive Debian's chromium: the script installs it when
+# it is missing (apt-get, as root), and does nothing when it is there.
 test: $(STAMP)
+	bash tests/browser/setup_chromium.sh
 	$(PY) -m pytest -q
 
 # The layout's contracts (pyproject.toml [tool.importlinter]) and size ceilings

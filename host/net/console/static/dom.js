@@ -12,7 +12,7 @@ export function h(tag, attrs = {}, ...children) {
     else if (k === "style") Object.assign(el.style, v);  // not an attribute: CSP allows it
     else el.setAttribute(k, v === true ? "" : String(v));
   }
-  for (const c of children.flat()) {
+  for (const c of children.flat(Infinity)) {
     if (c === null || c === undefined || c === false) continue;
     el.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
@@ -20,7 +20,7 @@ export function h(tag, attrs = {}, ...children) {
 }
 
 export function clear(el, ...children) {
-  el.replaceChildren(...children.flat().filter((c) => c !== null && c !== false));
+  el.replaceChildren(...children.flat(Infinity).filter((c) => c !== null && c !== false));
 }
 
 export function when(ms) {

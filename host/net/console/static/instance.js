@@ -17,7 +17,8 @@ function facts(s) {
   if (s.paused_at) rows.push(["paused at", when(s.paused_at)]);
   if (s.parked_at) rows.push(["parked at", when(s.parked_at)]);
   if (s.previous_run_id) rows.push(["previous run", s.previous_run_id]);
-  return h("dl", {class: "facts"}, rows.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
+  return h("dl", {class: "facts"},
+           rows.map(([k, v]) => h("div", {}, h("dt", {}, k), h("dd", {}, v))));
 }
 
 function summary(doc) {
@@ -29,7 +30,7 @@ function summary(doc) {
 }
 
 function io(s) {
-  const input = "input" in s ? json(s.input) : "— (the status map does not carry it)";
+  const input = "input" in s ? json(s.input) : "— (wk-workflow/v1's status does not carry it)";
   const output = "output" in s ? json(s.output) : s.state === "completed" ? "null" : "— (not completed)";
   return h("section", {id: "io", class: "pair"},
            h("div", {}, h("h2", {}, "Input"), h("pre", {id: "input"}, input)),
