@@ -150,6 +150,20 @@ def test_errored_runs_the_rollbacks_newest_first(example: Example) -> None:
     assert index_calls(ex, iid, "unindex") == dict.fromkeys(keys(iid), 1)
 
 
+def test_parked_is_errored_with_its_state(example: Example) -> None:
+    """A mistake in the code (an unknown config key) parks the instance: Cloudflare has
+    no name for it, so its status is errored and its state says parked."""
+    ex = example
+    iid = ex.create("publish", "p-parked", materialId="m8",
+                    announce_config={"retry": {"limit": 1}})
+    s = ex.drive("publish", iid, in_state("parked", "failed", "completed"))
+    assert s["state"] == "parked" and "unknown key(s) 'retry'" in s["error"], s
+    st = ex.cf("publish", iid)
+    assert (st["status"], st["state"], st["error"]) == ("errored", "parked", s["error"]), st
+    assert ("announce", "m8") not in ex.calls()
+    assert ex.move("publish", iid, "terminate")["status"] == "terminated"
+
+
 @pytest.mark.parametrize("rollback", [False, True])
 def test_terminate(example: Example, rollback: bool) -> None:
     ex = example

@@ -2,12 +2,15 @@
 IngestMaterial does not use: `step.do`'s `rollback` (a saga, mapped onto the runner's
 compensation) and a terminate with rollback.
 
-Params: {"materialId": id, "batches": [...] (default a, b, c), "fail": bool, "wait": bool}.
+Params: {"materialId": id, "batches": [...] (default a, b, c), "fail": bool, "wait": bool,
+"announce_config": a step.do config}.
 Each batch is put in the search index by its own step, whose rollback takes it out
 again (the `pages` actor's /index and /unindex, idempotent by the key). With "wait", it
 then waits a day for the event "go" (a terminate with rollback stops it there). Then it
 announces the material; with "fail" the catalogue refuses (a NonRetryableError): the
 instance errors and the rollbacks run, newest first, each told the error.
+"announce_config" is the announce step's config (None: Cloudflare's defaults), there to
+show a mistake in the code: an unknown key parks the instance, naming it.
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ class PublishMaterial(WorkflowEntrypoint):
                     rollback=unindex)
         if event.payload.get("wait"):
             step.wait_for_event("go", type="go", timeout="1 day")
-        step.do("announce", lambda: announce(material, bool(event.payload.get("fail"))))
+        step.do("announce", event.payload.get("announce_config"),
+                lambda: announce(material, bool(event.payload.get("fail"))))
         return {"published": material}
 
 
