@@ -15,7 +15,8 @@ from typing import Any
 
 from ..engine.components import default_cache_dir
 from ..engine.pool import InstancePool
-from ..fetch import FetchPolicy
+from ..fetch import FetchError, FetchPolicy
+from ..fetch.policy import entry_for
 from ..partition import Partition
 
 KiB = 1 << 10
@@ -187,6 +188,14 @@ class HostConfig:
     alarm_retry_base_ms: int = 1_000
     alarm_retry_max_ms: int = 300_000
     http: FetchPolicy = field(default_factory=FetchPolicy)
+    # Traces (host/tracing.py): off without an endpoint.
+    otlp_endpoint: str = flag(
+        "", "--otlp-endpoint", "export OpenTelemetry traces over OTLP/HTTP to URL (its "
+        "/v1/traces; needs wkhost[otel]); default off", metavar="URL")
+    trace_propagate: str = flag(
+        "", "--trace-propagate", "send the trace's traceparent with guests' fetches to "
+        "these destinations only (entries as --allow-http's, comma-separated); default "
+        "none", metavar="HOST[:PORT],...")
     # Which actors this process serves, with `wkhost serve --processes N` (host/partition.py).
     partition: Partition = field(default_factory=Partition)
     # Test-only: drop every instance after each event (the "always replay" mode).
@@ -207,6 +216,22 @@ class HostConfig:
 
     def compile_cache(self) -> Path:
         return self.cache_dir or default_cache_dir()
+
+    def trace_targets(self) -> Callable[[Any], bool]:
+        """Whether a fetch's target (fetch/policy.py's Target) may be sent the trace:
+        one of --trace-propagate's entries, matched as --allow-http's are. Raises
+        ValueError naming a bad entry."""
+        entries = [e.strip() for e in self.trace_propagate.split(",") if e.strip()]
+        policy = FetchPolicy.parse(entries)
+
+        def allowed(target: Any) -> bool:
+            try:
+                entry_for(target, policy)
+            except FetchError:
+                return False
+            return True
+
+        return allowed
 
     def fuel_per_event(self) -> int:
         from ..engine.components import FUEL_PER_MS

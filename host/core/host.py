@@ -24,6 +24,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .. import tracing
 from ..clock import Clock, SystemClock
 from ..engine.components import EpochTicker, make_engine
 from ..engine.pool import pool_memory
@@ -86,6 +87,7 @@ class Host:
         self.holds = Holds()
         self.remote = remote or NoRemote(config.partition)
         self._prepare_process(config)
+        self._start_tracing(config)
         self.index = Index(config.partition.host_dir(config.data_dir))
         # Each of `serve --processes N` keeps its share of the bound on actors.
         self.admission = Admission(config.data_dir,
@@ -109,6 +111,17 @@ class Host:
             prepare_layout(config.data_dir, 1)
         sys.setrecursionlimit(max(sys.getrecursionlimit(), _RECURSION_LIMIT))
         threading.stack_size(_THREAD_STACK_BYTES)
+
+    @staticmethod
+    def _start_tracing(config: HostConfig) -> None:
+        """Before any class is loaded: its host functions are wrapped in spans then."""
+        if not config.otlp_endpoint:
+            return
+        try:
+            targets = config.trace_targets()
+        except ValueError as e:
+            raise HostError(f"--trace-propagate: {e}") from None
+        tracing.export_to(config.otlp_endpoint, config.partition.me, targets)
 
     def _build_parts(self) -> None:
         """The parts that run events, each handed what it uses. `_call`, `_run_event` and
@@ -185,6 +198,8 @@ class Host:
         self._ticker.stop()
         wait_new_files()
         self.index.close()
+        if self.config.otlp_endpoint:
+            tracing.shutdown()  # what is batched goes out
 
     # -- entry points -------------------------------------------------------------------
     def actor_ref(self, cls: str, actor_id: str) -> ActorRef:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
-from .. import metrics
+from .. import metrics, tracing
 from ..errors import BudgetExceeded, GuestFailed, StorageFailed
 from ..logs import actor
 from ..storage.actordb import ActorDb, StorageError
@@ -115,6 +115,13 @@ class EventRunner:
         """Run `body` as an event of `kind` of the actor, within `deadline`. `create`:
         make the actor if it does not exist (else ActorGone); `wakes_holds`: its end
         delivers the actor's held requests again."""
+        if tracing.tracer is None:
+            return self._run(ref, kind, chain, deadline, body, create, wakes_holds, None)
+        with tracing.event_span(ref.cls, ref.id, kind) as span:
+            return self._run(ref, kind, chain, deadline, body, create, wakes_holds, span)
+
+    def _run(self, ref: ActorRef, kind: str, chain: Chain, deadline: float, body: Body[T],
+             create: bool, wakes_holds: bool, span: Any) -> T:
         slot = self._take(ref, chain, deadline)
         ev = Event(slot, kind, deadline, chain, self._gate, self._long_wait,
                    self._statement_loan)
@@ -141,6 +148,8 @@ class EventRunner:
                 outcome = ev.outcome or (metrics.OK if failed is None else metrics.ERROR)
                 metrics.event_ended(ref.cls, kind, outcome, time.perf_counter() - started,
                                     ev.fuel)
+                if span is not None:
+                    tracing.event_ended(span, outcome, ev.fuel)
 
     def _take(self, ref: ActorRef, chain: Chain, deadline: float) -> ActorSlot:
         """The actor's slot, its lock taken for `chain` (or DeadlineExceeded)."""

@@ -23,6 +23,7 @@ import ssl
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import tracing
 from ..wire import HOP_BY_HOP
 from .budget import Clock
 from .errors import FetchError, describe, os_reason
@@ -48,6 +49,7 @@ _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 # Transfer-Encoding that disagreed with the body would desynchronise the connection.
 # Proxy-Authenticate belongs to an answer: in a request it is the guest's own header.
 _HOST_OWNED_HEADERS = (HOP_BY_HOP - {"proxy-authenticate"}) | {"host"}
+_TRACE_HEADERS = ("traceparent", "tracestate")
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _BAD_VALUE = re.compile(r"[\r\n\x00]")
 _MAX_HEAD = 64 * 1024
@@ -145,6 +147,9 @@ def _exchange(
     policy: FetchPolicy,
     clock: Clock,
 ) -> FetchResponse:
+    trace = tracing.fetch_headers(target)  # checked again at each redirect's target
+    if trace:  # the host's trace context, not one the guest wrote
+        headers = [h for h in headers if h[0].lower() not in _TRACE_HEADERS] + trace
     head = _request_head(target, method, headers, body)
     entry = entry_for(target, policy)
     clock.left(f"starting the request to {target.where}")

@@ -10,7 +10,7 @@ from typing import Any
 from wasmtime import Engine, WasmtimeError
 from wasmtime.component import Linker
 
-from .. import metrics
+from .. import metrics, tracing
 from ..engine import fastconv
 from . import actors, attributes, http, lifecycle, sqlite
 from . import alarm as alarms
@@ -19,6 +19,16 @@ from .ports import E, HostPort
 log = logging.getLogger("wkhost.linker")
 
 HostFunc = Callable[..., Any]
+
+
+# The one host function whose Python name is not its WIT name's spelling.
+_WIT_NAMES = {"fetch_for_guest": "fetch"}
+
+
+def wit_name(python_name: str) -> str:
+    """A host function's WIT name (a span's), from its Python one: `_exec_durable`,
+    sqlite's `exec-durable`."""
+    return _WIT_NAMES.get(python_name, python_name.strip("_").replace("_", "-"))
 
 
 def guard(fn: HostFunc, interface: str = "host") -> HostFunc:
@@ -32,6 +42,8 @@ def guard(fn: HostFunc, interface: str = "host") -> HostFunc:
     is right for a host function that failed unexpectedly.
     """
     name = getattr(fn, "__name__", "host_function")
+    if tracing.tracer is not None:  # on when the class was loaded: else no cost at all
+        fn = tracing.traced(fn, f"{interface}.{wit_name(name)}")
     # Taken once here: a call then costs two clock reads and one note (host/tally.py).
     note = metrics.HOST_CALL_TIMES.note
     clock = time.perf_counter

@@ -35,7 +35,7 @@ from urllib.parse import quote, urlencode
 import cbor2
 from aiohttp import web
 
-from .. import errors
+from .. import errors, tracing
 from ..core.event import Chain
 from ..errors import DeadlineExceeded, HostError, PeerUnavailable
 from ..interfaces.records import record
@@ -98,6 +98,7 @@ class Peers:
             "sender": [sender.actor.cls, sender.actor.id],
             "chain": [[r.cls, r.id] for r in stack],
             "timeout_s": timeout,  # the callee's deadline: one monotonic clock per machine
+            "trace": tracing.carrier(),  # W3C traceparent: the callee's span is a child
         })
         out = self._post(owner, ref, body, timeout)
         if "error" in out:
@@ -280,8 +281,8 @@ async def _call(request: web.Request) -> web.Response:
         sender = Sender.of_actor(ActorRef(*m["sender"]))
         chain = Chain(stack=[ActorRef(c, i) for c, i in m["chain"]])
         deadline = time.monotonic() + float(m["timeout_s"])  # one clock for the machine
-        out = await asyncio.wrap_future(
-            host.submit(host.call_here, ref, rec, sender, chain, deadline))
+        out = await asyncio.wrap_future(host.submit(
+            tracing.run_in, m.get("trace"), host.call_here, ref, rec, sender, chain, deadline))
     except HostError as e:
         return _cbor({"error": errors.wire_kind(e), "message": str(e)})
     return _cbor({"status": out.status, "headers": [list(h) for h in out.headers],

@@ -68,6 +68,8 @@ def _another(value: Any, unit: int) -> tuple[str, Any]:
     """An option's argument other than its default, and the field's value for it."""
     if isinstance(value, Path) or value is None:
         return "/else/where", Path("/else/where")
+    if isinstance(value, str):
+        return "else.where", "else.where"
     n = value // unit + 3 if isinstance(value, int) else value + 1.5
     return str(n), n * unit
 

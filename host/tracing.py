@@ -1,0 +1,133 @@
+"""OpenTelemetry traces (issue 28, part 3): off unless `wkhost serve --otlp-endpoint URL`.
+
+Off, nothing here is imported beyond this module, and the hot path pays one test of
+`tracer` per event and nothing per host call (interfaces/linker.py wraps a host function
+in a span only when tracing is on as its class is loaded). The SDK is the optional extra
+`wkhost[otel]`; asked for without it, `export_to` raises a HostError that says so.
+
+What is traced:
+- each event: a span "{kind} {class}" (core/lifecycle.py), with the class, the kind, the
+  actor's id, how it ended and its fuel as attributes (the id is an attribute of a span,
+  never a metric's label);
+- each host call: a child span "{interface}.{function}" (SQL, an actor call, a fetch...);
+- an actor call's callee: its event's span is a child of the caller's call span. In one
+  process the callee runs on the caller's thread, inside that span; across processes
+  (host/net/peers.py) the call carries W3C `traceparent` (`carrier`, `run_in`);
+- a guest's fetch carries `traceparent` only to the destinations the operator names
+  (`--trace-propagate HOST[:PORT],...`, matched like --allow-http's entries), since a
+  trace id sent to a third party leaks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+from .errors import HostError
+
+T = TypeVar("T")
+
+tracer: Any = None          # the opentelemetry Tracer, once on
+_provider: Any = None
+_propagator: Any = None
+
+
+def _nowhere(_target: Any) -> bool:
+    return False
+
+
+_propagates: Callable[[Any], bool] = _nowhere
+
+
+def install(provider: Any, propagates: Callable[[Any], bool] | None = None) -> None:
+    """Trace through `provider` (an SDK TracerProvider: a test's, with an in-memory
+    exporter, or `export_to`'s). `propagates(target)`: whether a fetch to `target`
+    (fetch/policy.py's Target) carries the trace (HostConfig.trace_targets)."""
+    global tracer, _provider, _propagator, _propagates
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    _provider, tracer = provider, provider.get_tracer("wkhost")
+    _propagator = TraceContextTextMapPropagator()
+    _propagates = propagates or _nowhere
+
+
+def export_to(endpoint: str, process: int,
+              propagates: Callable[[Any], bool] | None = None) -> None:
+    """Export spans over OTLP/HTTP to `endpoint` (its /v1/traces URL), in batches."""
+    try:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    except ImportError as e:
+        raise HostError(f"--otlp-endpoint needs OpenTelemetry's SDK and OTLP exporter, "
+                        f"not installed here ({e}): pip install 'wkhost[otel]'") from None
+    resource = Resource.create({"service.name": "wkhost", "wkhost.process": process})
+    provider = TracerProvider(resource=resource)
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
+    install(provider, propagates)
+
+
+def shutdown() -> None:
+    """Flush what is batched, and trace no more."""
+    global tracer, _provider
+    if _provider is not None:
+        _provider.shutdown()
+    tracer = _provider = None
+
+
+@contextlib.contextmanager
+def event_span(cls: str, actor_id: str, kind: str) -> Iterator[Any]:
+    with tracer.start_as_current_span(f"{kind} {cls}", attributes={
+            "wkhost.class": cls, "wkhost.actor_id": actor_id,
+            "wkhost.kind": kind}) as span:
+        yield span
+
+
+def event_ended(span: Any, outcome: str, fuel: int) -> None:
+    from opentelemetry.trace import Status, StatusCode
+
+    span.set_attribute("wkhost.outcome", outcome)
+    span.set_attribute("wkhost.fuel", fuel)
+    if outcome != "ok":
+        span.set_status(Status(StatusCode.ERROR, outcome))
+
+
+def traced(fn: Callable[..., T], name: str) -> Callable[..., T]:
+    """`fn` (a host function), each call inside a span named `name`."""
+    start = tracer.start_as_current_span
+
+    def in_span(*args: Any) -> T:
+        with start(name):
+            return fn(*args)
+
+    return in_span
+
+
+def carrier() -> dict[str, str]:
+    """The current span's W3C trace context (`traceparent`), to send along; {} if off."""
+    out: dict[str, str] = {}
+    if tracer is not None:
+        _propagator.inject(out)
+    return out
+
+
+def run_in(carried: dict[str, str] | None, fn: Callable[..., T], *args: Any) -> T:
+    """`fn(*args)` with the trace context `carried` (from `carrier`) as its parent."""
+    if tracer is None or not carried:
+        return fn(*args)
+    from opentelemetry import context
+
+    token = context.attach(_propagator.extract(carried))
+    try:
+        return fn(*args)
+    finally:
+        context.detach(token)
+
+
+def fetch_headers(target: Any) -> list[tuple[str, str]]:
+    """The headers that carry the trace in a fetch to `target`, if it may have them."""
+    if tracer is None or not _propagates(target):
+        return []
+    return list(carrier().items())
