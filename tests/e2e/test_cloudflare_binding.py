@@ -17,7 +17,9 @@ from . import cloudflare_support
 from .cloudflare_support import Example, waiting_for_event
 from .workflow_support import finished, in_state
 
-pytestmark = pytest.mark.e2e
+# The first test's setup builds the example's four components (cloudflare_support.cf_wasm)
+# when the cache has none: minutes on a loaded machine, past pytest's 300 s default.
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
 cf_wasm = cloudflare_support.cf_wasm
 example = cloudflare_support.example

@@ -23,7 +23,9 @@ from . import cloudflare_support, reliability_support
 from .cloudflare_support import ACCESS, Example
 from .reliability_support import Host, HostDown, Launch, class_db, has_db, table_names
 
-pytestmark = pytest.mark.e2e
+# The first test's setup builds the example's four components (cloudflare_support.cf_wasm)
+# when the cache has none: minutes on a loaded machine, past pytest's 300 s default.
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
 cf_wasm = cloudflare_support.cf_wasm
 launch = reliability_support.launch
