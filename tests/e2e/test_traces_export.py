@@ -1,0 +1,85 @@
+"""`wkhost serve --processes 2 --otlp-endpoint URL` exports its spans over OTLP/HTTP to a
+collector of the test's own (on 127.0.0.1): an actor's call into an actor of the other
+process is one trace, the callee's event span a child of the caller's call span."""
+
+from __future__ import annotations
+
+import gzip
+import http.server
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+)
+from wkhost.partition import Partition
+
+from .conftest import MakeServer
+
+
+class Collector(http.server.BaseHTTPRequestHandler):
+    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        if self.headers.get("Content-Encoding") == "gzip":
+            body = gzip.decompress(body)
+        req = ExportTraceServiceRequest.FromString(body)
+        for rs in req.resource_spans:
+            process = next(a.value.int_value for a in rs.resource.attributes
+                           if a.key == "wkhost.process")
+            for ss in rs.scope_spans:
+                for s in ss.spans:
+                    attrs = {a.key: a.value.string_value or a.value.int_value
+                             for a in s.attributes}
+                    self.server.spans.append({  # type: ignore[attr-defined]
+                        "name": s.name, "trace": s.trace_id.hex(), "id": s.span_id.hex(),
+                        "parent": s.parent_span_id.hex(), "process": process, **attrs})
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *_: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def collector() -> Iterator[Any]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Collector)
+    server.spans = []  # type: ignore[attr-defined]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def ids_in_each_process() -> tuple[str, str]:
+    owner = Partition(0, 2).owner
+    a = next(f"a{i}" for i in range(100) if owner(f"a{i}") == 0)
+    b = next(f"b{i}" for i in range(100) if owner(f"b{i}") == 1)
+    return a, b
+
+
+def test_a_call_across_processes_is_one_trace(make_server: MakeServer, collector: Any,
+                                              probe_wasm: Path) -> None:
+    endpoint = f"http://127.0.0.1:{collector.server_port}/v1/traces"
+    server = make_server(extra=["--processes", "2", "--otlp-endpoint", endpoint])
+    a, b = ids_in_each_process()
+    status, out = server.actor("probe", a, "POST", "/call",
+                               {"cls": "inner", "id": b, "path": "/now"}, operator=False)
+    assert status == 200 and out["status"] == 200, out
+    assert server.stop() == 0  # a clean stop sends what is batched
+    spans = collector.spans
+    caller = next(s for s in spans if s["name"] == "request probe"
+                  and s["wkhost.actor_id"] == a)
+    call = next(s for s in spans if s["name"] == "actors.call" and s["parent"] == caller["id"])
+    callee = next(s for s in spans if s["name"] == "request inner"
+                  and s["wkhost.actor_id"] == b)
+    assert (caller["process"], callee["process"]) == (0, 1)
+    assert callee["parent"] == call["id"]
+    assert caller["trace"] == call["trace"] == callee["trace"]
+    assert callee["wkhost.outcome"] == "ok"
+    assert any(s["name"] == "lifecycle.now" and s["parent"] == callee["id"] for s in spans)
+
