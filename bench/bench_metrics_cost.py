@@ -9,6 +9,8 @@
   call) costs tens of µs to ms, so this is the whole of what the metrics add to it.
 - event: `metrics.event_ended` (a counter's child looked up and bumped, two histogram
   observations), which every event runs once.
+- traces on (host/tracing.py, as --otlp-endpoint makes them, with an exporter that drops
+  what it is given): what a host call's span adds over the guard with metrics alone.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from wkhost import metrics
+from wkhost import metrics, tracing
 from wkhost.interfaces.linker import guard
 
 
@@ -67,6 +69,28 @@ def main() -> None:
     print(f"host call, metrics added:   {statistics.median(added):7.0f} ns "
           f"(min {min(added):.0f}, max {max(added):.0f})")
     print(f"event, metrics.event_ended: {statistics.median(events):7.0f} ns")
+    print(f"host call, span added:      {statistics.median(span_cost(args)):7.0f} ns")
+
+
+def span_cost(args: argparse.Namespace) -> list[float]:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+    class Dropped(SpanExporter):
+        def export(self, spans: Any) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(Dropped()))
+    untraced = guard(nothing, "bench")
+    tracing.install(provider)
+    try:
+        traced = guard(nothing, "bench")
+        calls = args.calls // 10
+        return [per_call_ns(traced, calls) - per_call_ns(untraced, calls)
+                for _ in range(args.repeats)]
+    finally:
+        tracing.shutdown()
 
 
 if __name__ == "__main__":
