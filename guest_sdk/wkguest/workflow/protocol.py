@@ -131,7 +131,7 @@ class Protocol:
 
     def _routes(self) -> dict[str, Callable[[dict[str, Any], StatusRow], Reply]]:
         return {"status": lambda m, row: self._held(m, row, self._status(
-                    row, held_by=m.get("held_by") is True)),
+                    row, held_by=m.get("held_by") is True, input=m.get("input") is True)),
                 "event": self._event,
                 "cancel": self._cancel, "steps": lambda m, row: reply(reads.steps(self.r, m)),
                 "summary": lambda m, row: reply(self._status(row, output=False)),
@@ -299,8 +299,8 @@ class Protocol:
             row = self.store.status() or row
         return reply(self._status(row))
 
-    def _status(self, row: StatusRow, output: bool = True, held_by: bool = False
-                ) -> dict[str, Any]:
+    def _status(self, row: StatusRow, output: bool = True, held_by: bool = False,
+                input: bool = False) -> dict[str, Any]:
         m: dict[str, Any] = {
             "state": row.state, "run_id": row.run_id, "wake_at": row.wake_at,
             "waiting_for": [shown(row.waiting_for)] if row.waiting_for else [],
@@ -321,6 +321,9 @@ class Protocol:
             m["held_by"] = self.db.holder()
         if output and row.state == "completed" and row.output is not None:
             m["output"] = decode(row.output, row.output_tagged)
+        if input:  # asked for (an operator's console): the input of this run
+            stored = self.store.input()
+            m["input"] = None if stored is None else decode(*stored)
         return m
 
 

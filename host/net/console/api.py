@@ -85,7 +85,7 @@ async def _actors(request: web.Request) -> web.Response:
 async def _instance(request: web.Request) -> web.Response:
     cls, actor_id = _param(request, "cls"), _param(request, "id")
     app = request.app
-    status, events = await asyncio.gather(call(app, cls, actor_id, "status", {}),
+    status, events = await asyncio.gather(call(app, cls, actor_id, "status", {"input": True}),
                                           call(app, cls, actor_id, "events",
                                                {"after": 0, "limit": _EVENTS}))
     if (why := error_of(status)) is not None:

@@ -30,7 +30,7 @@ function summary(doc) {
 }
 
 function io(s) {
-  const input = "input" in s ? json(s.input) : "— (wk-workflow/v1's status does not carry it)";
+  const input = "input" in s ? json(s.input) : "—";
   const output = "output" in s ? json(s.output) : s.state === "completed" ? "null" : "— (not completed)";
   return h("section", {id: "io", class: "pair"},
            h("div", {}, h("h2", {}, "Input"), h("pre", {id: "input"}, input)),
