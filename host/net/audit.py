@@ -93,7 +93,7 @@ class _Seen:
         self.request, self.at, self.started = request, at, started
 
     def answered(self, status: int, content_type: str, body: bytes | bytearray) -> None:
-        log = _log_of(self.request.app)
+        log = log_of(self.request.app)
         if log is None:  # the app was not started (never so in `wkhost serve`)
             return
         r = self.request
@@ -119,7 +119,8 @@ class _Held:
 _LOGS: dict[int, _Held] = {}  # by id(host): a Host is neither hashable by value nor kept here
 
 
-def _log_of(app: web.Application) -> AuditLog | None:
+def log_of(app: web.Application) -> AuditLog | None:
+    """The front door's audit log (one per process), or None before it is open."""
     held = _LOGS.get(id(app["host"]))
     return None if held is None else held.log
 
@@ -148,11 +149,11 @@ async def _close(app: web.Application) -> None:
 async def _read(request: web.Request) -> web.Response:
     if not is_operator(request):
         return plain(403, "the audit log is for operators (send the admin token)")
-    log = _log_of(request.app)
+    log = log_of(request.app)
     if log is None:
         return plain(503, "the audit log is not open")
     f = read_filter(request.query, request.app["host"].clock.now_ms())
-    unflushed = await _flush_others(request.app)
+    unflushed = await flush_others(request.app)
     entries, nxt = await asyncio.wrap_future(log.read(f))
     return web.json_response({"entries": [e.doc() for e in entries], "next": nxt,
                               "unflushed": unflushed})
@@ -197,7 +198,7 @@ def _when(q: Mapping[str, str], name: str, now_ms: int) -> int | None:
     return None if ms is None else now_ms + ms if ms < 0 else ms
 
 
-async def _flush_others(app: web.Application) -> list[int]:
+async def flush_others(app: web.Application) -> list[int]:
     """Ask every other process to write what it has queued; those that do not answer."""
     partition = app["host"].config.partition
     unflushed = []
@@ -215,7 +216,7 @@ async def _flush_others(app: web.Application) -> list[int]:
 
 
 async def _flush_here(request: web.Request) -> web.Response:
-    log = _log_of(request.app)
+    log = log_of(request.app)
     if log is not None:
         await asyncio.wrap_future(log.flushed())
     return web.json_response({"flushed": log is not None})
@@ -225,7 +226,7 @@ async def _note(request: web.Request) -> web.Response:
     """A line of the client's own (a bulk operation's), recorded as the action "note"."""
     if not is_operator(request):
         return plain(403, "the audit log is for operators (send the admin token)")
-    log = _log_of(request.app)
+    log = log_of(request.app)
     if log is None:
         return plain(503, "the audit log is not open")
     doc = _note_doc(await request.read())

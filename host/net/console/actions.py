@@ -95,7 +95,7 @@ def parsed(body: bytes) -> tuple[str, str, str, dict[str, Any], str]:
 
 def _record(app: web.Application, at: int, took_ms: int, raw_path: str,
             msg: dict[str, Any], a: Answer, note: str) -> None:
-    log = audit._log_of(app)  # the front door's own log: one per process
+    log = audit.log_of(app)  # the front door's own log: one per process
     if log is None:  # the app was not started (never so in `wkhost serve`)
         return
     request_body = cbor2.dumps(msg)

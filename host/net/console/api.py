@@ -147,11 +147,11 @@ async def _query(request: web.Request) -> web.Response:
 
 
 async def _audit(request: web.Request) -> web.Response:
-    log = audit._log_of(request.app)  # the front door's own log: one per process
+    log = audit.log_of(request.app)  # the front door's own log: one per process
     if log is None:
         return json_answer({"error": "the audit log is not open"}, 503)
     f = audit.read_filter(request.query, request.app["host"].clock.now_ms())
-    unflushed = await audit._flush_others(request.app)
+    unflushed = await audit.flush_others(request.app)
     entries, nxt = await asyncio.wrap_future(log.read(f))
     return json_answer({"entries": [e.doc() for e in entries], "next": nxt,
                         "unflushed": unflushed})
