@@ -115,12 +115,12 @@ class Host:
     @staticmethod
     def _start_tracing(config: HostConfig) -> None:
         """Before any class is loaded: its host functions are wrapped in spans then."""
-        if not config.otlp_endpoint:
-            return
         try:
-            targets = config.trace_targets()
+            targets = config.trace_targets()  # checked with traces off too: a typo shows
         except ValueError as e:
             raise HostError(f"--trace-propagate: {e}") from None
+        if not config.otlp_endpoint:
+            return
         tracing.export_to(config.otlp_endpoint, config.partition.me, targets)
 
     def _build_parts(self) -> None:

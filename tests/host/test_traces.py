@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 from wkhost import tracing
 from wkhost.core.config import HostConfig
-from wkhost.errors import BudgetExceeded, GuestFailed
+from wkhost.errors import BudgetExceeded, GuestFailed, HostError
 from wkhost.fetch import FetchPolicy
 
 from .support import MakeProbe
@@ -133,3 +133,8 @@ def test_a_fetch_carries_the_trace_only_where_allowed(
     assert sent.startswith(f"00-{first.trace_id:032x}-{first.span_id:016x}-"), sent
     # Elsewhere the guest's own header goes as the guest wrote it, and no trace of ours.
     assert other.seen[0]["traceparent"] == "00-" + "1" * 32 + "-" + "2" * 16 + "-01"
+
+
+def test_a_bad_trace_destination_is_refused_by_name(make_probe: MakeProbe) -> None:
+    with pytest.raises(HostError, match="--trace-propagate: .*'no such:host:1'"):
+        make_probe(trace_propagate="127.0.0.1:80,no such:host:1")
