@@ -1,12 +1,13 @@
 """Histograms for the hot path (a host call, an event), bumped without a lock.
 
 prometheus_client's own take a lock per bucket, count and sum, and a labelled child's
-lookup takes another: about 1.5 µs an observation here, which a host call would pay
-(bench/bench_metrics_cost.py). A Tally keeps one table per thread instead, which only
-that thread writes: an observation is a dict lookup and three float bumps in its own
-rows, and none is lost between threads. A scrape sums the tables (`totals`), reading
-rows that their threads may be bumping meanwhile: it may see an observation's count
-before its sum, never a figure that goes down.
+lookup takes another: a counter's bump measured 1.5 µs here and a histogram's
+observation 3.8 µs (on a loaded machine), which every host call would pay. A Tally
+keeps one table per thread instead, which only that thread writes: an observation is
+a dict lookup and three float bumps in its own rows, and none is lost between threads.
+A scrape sums the tables (`totals`), reading rows that their threads may be bumping
+meanwhile: it may see an observation's count before its sum, never a figure that goes
+down.
 """
 
 from __future__ import annotations
