@@ -18,6 +18,7 @@ own instruments, off the hot path (a refusal, an fsync, an alarm's fire).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -27,6 +28,12 @@ from prometheus_client.registry import Collector
 from .tally import Row, Tally, buckets, grouped
 
 REGISTRY = CollectorRegistry(auto_describe=True)
+
+# WKHOST_METRICS=off: the hooks below do nothing and a host call is not timed, for
+# bench/bench_observe.py alone (what the metrics cost, against the same host without them;
+# the route still answers, with zeros). Read once, at import: with it on or off, an event
+# and a host call test nothing.
+ON = os.environ.get("WKHOST_METRICS", "") != "off"
 
 # How an event ended (wkhost_events' `outcome`): its guest's call returned, or trapped; of the
 # traps, those the host's budgets cut (CPU, the wall clock or the deadline the guest set
@@ -74,10 +81,23 @@ def fsynced(file: str) -> None:
     _synced[file].inc()
 
 
+def alarm_late(seconds: float) -> None:
+    ALARM_LATENESS.observe(seconds)
+
+
 def event_ended(cls: str, kind: str, outcome: str, seconds: float, fuel: int) -> None:
     EVENT_TIMES.note((cls, kind, outcome), seconds)
     if fuel:
         EVENT_FUEL.note(cls, fuel)
+
+
+def _unbound(*_args: object) -> None:
+    """Every hook, with the metrics off."""
+
+
+if not ON:
+    # A function redefined, which mypy refuses, and the point here: no test per call.
+    refused = fsynced = alarm_late = event_ended = _unbound  # type: ignore[assignment]
 
 
 class _HotPath(Collector):

@@ -123,7 +123,7 @@ class Alarms:
         now_ms = self._clock.now_ms()
         if before.at_ms is None or before.at_ms > now_ms:
             return  # stale: cleared or moved since it was scheduled
-        metrics.ALARM_LATENESS.observe((now_ms - before.at_ms) / 1000)
+        metrics.alarm_late((now_ms - before.at_ms) / 1000)
         failure = self._call_on_alarm(slot, ev)
         db.end_event()
         if ev.delete_requested and failure is None:
