@@ -4,11 +4,12 @@
 
 Runs each installed peer (bench/peers: DBOS on SQLite, Restate) on the same workflow
 workloads as wkhost, then each benchmark module of bench/ that exists (bench_core,
-calibrate_fuel, bench_frontdoor, bench_conversion, bench_workflows, bench_hostile; each
-in its own process, printing its own table), then the 10,000-sleepers part of
-bench_workflows in a process of its own, then the peers again: each peer's figures pool
-its runs from before and after wkhost's, so that they span the same stretch of this
-machine's time (its speed drifts by a quarter over minutes). A peer that is not installed
+calibrate_fuel, bench_frontdoor, bench_conversion, bench_workflows, bench_hostile, ...,
+bench_observe: what metrics and traces cost; each in its own process, printing its own
+table), then the 10,000-sleepers part of bench_workflows in a process of its own, then
+the peers again: each peer's figures pool its runs from before and after wkhost's, so
+that they span the same stretch of this machine's time (its speed drifts by a quarter
+over minutes). A peer that is not installed
 is skipped with one line (`make bench-peers` installs them). Then it prints one combined
 table, wkhost beside each peer with the ratio and the issue's target, and writes
 bench/results/latest.json. bench_hostile has no peer and no row there: its own table.
@@ -29,7 +30,8 @@ from typing import Any
 from bench.common import REPO, RESULTS, SCRATCH_ENV, fmt_us, save
 
 MODULES = ("bench_core", "calibrate_fuel", "bench_frontdoor", "bench_conversion",
-           "bench_workflows", "bench_hostile", "bench_continue", "bench_groups", "bench_listing")
+           "bench_workflows", "bench_hostile", "bench_continue", "bench_groups", "bench_listing",
+           "bench_observe")
 LEVELS = (1, 8, 32)
 
 
@@ -240,7 +242,7 @@ def _run(args: argparse.Namespace, only: set[str]) -> int:
             extra = ["--repeats", "3"]
         elif args.quick and module == "bench_frontdoor":
             extra = ["--requests", "300", "--repeats", "1"]
-        elif args.quick and module in ("bench_hostile", "bench_groups"):
+        elif args.quick and module in ("bench_hostile", "bench_groups", "bench_observe"):
             extra = ["--quick"]
         codes[module] = run_module(module, extra)
     wk = (load("workflows", started) or {}).get("figures", {})
@@ -265,7 +267,7 @@ def _run(args: argparse.Namespace, only: set[str]) -> int:
     modules = {}
     # bench_hostile has no peer (no peer runs guest SQL): its table is its own, and its
     # figures go into latest.json beside the other modules', not into the combined table.
-    for name in ("core", "fuel", "frontdoor", "conversion", "bench_hostile"):
+    for name in ("core", "fuel", "frontdoor", "conversion", "bench_hostile", "observe"):
         doc = load(name, started)
         if doc:
             modules[name] = doc["figures"]
