@@ -1,6 +1,6 @@
 """What the metrics and the traces cost: the server's CPU per event and per workflow, A/B.
 
-    .venv/bin/python -m bench.bench_observe [--rounds 7] [--events 4000] [--workflows 400]
+    .venv/bin/python -m bench.bench_observe [--rounds 7] [--events 3000] [--workflows 300]
                                             [--warmup 200] [--quick]
 
 Three `wkhost serve` on 127.0.0.1, serving the same classes, alive together:
@@ -274,8 +274,8 @@ def print_figures(out: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=7)
-    p.add_argument("--events", type=int, default=4000)
-    p.add_argument("--workflows", type=int, default=400)
+    p.add_argument("--events", type=int, default=3000)
+    p.add_argument("--workflows", type=int, default=300)
     p.add_argument("--warmup", type=int, default=200, help="workflows and events first")
     p.add_argument("--quick", action="store_true", help="3 rounds, a quarter of each load")
     args = p.parse_args(argv)
