@@ -18,3 +18,26 @@ def local_http(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[in
     finally:
         srv.shutdown()
         srv.server_close()
+
+
+@contextmanager
+def late_site(hold_s: float = 10.0) -> Iterator[str]:
+    """A site on 127.0.0.1 whose every GET answers only after `hold_s` (or when the
+    site closes): a fetch that outlasts a deadline. Yields "127.0.0.1:PORT"."""
+    release = threading.Event()
+
+    class Late(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            release.wait(hold_s)
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    with local_http(Late) as port:
+        try:
+            yield f"127.0.0.1:{port}"
+        finally:
+            release.set()

@@ -7,8 +7,6 @@ The guest is tests/guests/narrow.py: each request runs a list of steps."""
 
 from __future__ import annotations
 
-import http.server
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +15,7 @@ import pytest
 from wkhost.core.instance import NARROWED, WALL_CLOCK
 
 from ..conftest import BuildGuest
-from .local_http import local_http
+from .local_http import late_site
 from .server import Server
 
 pytestmark = pytest.mark.e2e
@@ -28,25 +26,10 @@ BIG = 8_000_000
 MARK = "lifecycle.narrow-deadline"
 
 
-class _Slow(http.server.BaseHTTPRequestHandler):
-    release = threading.Event()
-
-    def do_GET(self) -> None:  # noqa: N802
-        _Slow.release.wait(10)
-        self.send_response(200)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 @pytest.fixture(scope="module")
 def slow_site() -> Iterator[str]:
-    _Slow.release.clear()
-    with local_http(_Slow) as port:
-        yield f"127.0.0.1:{port}"
-        _Slow.release.set()
+    with late_site() as site:
+        yield site
 
 
 @pytest.fixture(scope="module")

@@ -12,11 +12,9 @@ is then recorded as a cut attempt and retried like any."""
 
 from __future__ import annotations
 
-import http.server
 import json
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,32 +23,17 @@ import pytest
 from wkhost.cli.client import WorkflowAdmin
 
 from ..conftest import BuildGuest
+from . import local_http
 from .conftest import MakeServer
-from .local_http import local_http
 from .server import REPO
 
 pytestmark = pytest.mark.e2e
 
 
-class _Late(http.server.BaseHTTPRequestHandler):
-    release = threading.Event()
-
-    def do_GET(self) -> None:  # noqa: N802
-        _Late.release.wait(10)
-        self.send_response(200)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 @pytest.fixture(scope="module")
 def late_site() -> Iterator[str]:
-    _Late.release.clear()
-    with local_http(_Late) as port:
-        yield f"127.0.0.1:{port}"
-        _Late.release.set()
+    with local_http.late_site() as site:
+        yield site
 
 
 @pytest.fixture(scope="module")
