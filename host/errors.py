@@ -9,8 +9,10 @@
     ├── frontdoor.SlowClient       a request body that did not arrive in time (408)
     ├── Overloaded                 backpressure: too many events waiting (503 + Retry-After)
     │   └── PeerUnavailable        the process that serves the actor is not answering
+    │       └── LeaseLost          --cluster: this node lost the actor's shard's lease
     ├── PeerLost                   that process went while it had the request (502)
     ├── NotServedHere              an actor of another process reached this one (500)
+    ├── ClusterRefused             --cluster: this node may not join the cluster (500)
     ├── CallRefused                re-entry, a cross-thread cycle, the depth cap (409)
     ├── DeadlineExceeded           the event's time ran out while waiting (504)
     ├── StorageFailed              an actor's database cannot be opened: disk full... (507)
@@ -118,6 +120,25 @@ class PeerLost(HostError):
     http_status = 502
     kind = "PeerLost"
     call_kind = "callee-lost"
+
+
+class LeaseLost(PeerUnavailable):
+    """With `--cluster`: this node no longer holds the lease of the actor's shard (it
+    could not renew it in time, or another node took it and bumped its epoch), so the
+    event's durable write was refused by PostgreSQL. Nothing of it was acknowledged;
+    another node serves the actor shortly, and a retry reaches it."""
+
+    kind = "LeaseLost"
+    call_kind = "refused"
+
+
+class ClusterRefused(HostError):
+    """With `--cluster`: this node may not join, e.g. it serves classes built otherwise
+    than the cluster's, or the store's schema is newer than this wkhost."""
+
+    http_status = 500
+    kind = "ClusterRefused"
+    call_kind = "error"
 
 
 class NotServedHere(HostError):
