@@ -196,6 +196,36 @@ class HostConfig:
         "", "--trace-propagate", "send the trace's traceparent with guests' fetches to "
         "these destinations only (entries as --allow-http's, comma-separated); default "
         "none", metavar="HOST[:PORT],...")
+    # Cluster mode (docs/cluster.md): off without a store. The lease times are on
+    # PostgreSQL's clock, except the deadline, which each node measures on its own.
+    cluster_url: str = flag(
+        "", "--cluster", "serve as a node of the cluster whose store is this PostgreSQL "
+        "(postgresql://...); needs --node-id and --cluster-secret-file; default off",
+        metavar="URL")
+    node_id: str = flag("", "--node-id", "this node's name in the cluster, unique and "
+                        "kept across restarts (default: none; needed with --cluster)", metavar="NAME")
+    cluster_secret_file: Path | None = flag(
+        None, "--cluster-secret-file", "a file holding the secret that every node of the "
+        "cluster shares: it authenticates the requests the nodes pass each other "
+        "(default: none; needed with --cluster)",
+        parse=Path, metavar="FILE")
+    advertise: str = flag(
+        "", "--advertise", "where the other nodes reach this one (default: --host:--port)",
+        metavar="HOST:PORT")
+    lease_ttl_s: float = flag(10.0, "--lease-ttl", "seconds a shard's lease lasts "
+                              "unless renewed (default %(default)s)", parse=float)
+    lease_renew_s: float = flag(2.0, "--lease-renew", "seconds between renewals "
+                                "(default %(default)s)", parse=float)
+    lease_deadline_s: float = flag(
+        7.0, "--lease-deadline", "seconds after sending a renewal that this node stops "
+        "serving a shard it could not renew; below --lease-ttl (default %(default)s)",
+        parse=float)
+    snapshot_every: int = flag(
+        200, "--snapshot-every", "fold an actor's log into a snapshot after this many "
+        "changesets (default %(default)s)")
+    snapshot_bytes: int = flag(
+        4 * MiB, "--snapshot-mb", "... or after this many bytes of changesets "
+        "(default %(default)s)", unit=MiB)
     # Which actors this process serves, with `wkhost serve --processes N` (host/partition.py).
     partition: Partition = field(default_factory=Partition)
     # Test-only: drop every instance after each event (the "always replay" mode).
