@@ -21,6 +21,10 @@ Configuration, and why:
 - Schema images (storage/images.py): a class's new actors may start from the template
   with its on-init's schema script applied; `speculative` is that script until the
   guest's first statement shows whether it is the same.
+- In cluster mode (`replica`): a durable write is acknowledged once the changes are in
+  the cluster's store (core/replication.py), not by the WAL's fsync. The connection's
+  changes are captured as changesets (storage/changes.py); DDL, which changesets do not
+  carry, is noted (`schema_changed`), so that the next write sends a snapshot instead.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import os
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
@@ -49,9 +53,12 @@ from .files import (
     start_new_file_sync,
 )
 from .images import SCHEMA_OPS, SCHEMA_TABLES, SchemaImage
+from .replica import DDL, Replica
+from .statements import SqlValue, explain, run
 from .watch import WATCH, Loan, StatementWatch
 
-SqlValue = None | int | float | str | bytes
+if TYPE_CHECKING:
+    from .changes import Capture
 
 # What core catches of SQLite's failures, without naming apsw (storage's alone).
 StorageError = apsw.Error
@@ -67,9 +74,13 @@ class ActorDb:
     watch: StatementWatch = WATCH  # who cuts and lends its long statements
 
     def __init__(self, path: Path, max_pages: int, image: SchemaImage | None = None,
-                 max_value_bytes: int = sql_policy.DEFAULT_MAX_VALUE_BYTES) -> None:
+                 max_value_bytes: int = sql_policy.DEFAULT_MAX_VALUE_BYTES,
+                 replica: Replica | None = None) -> None:
         """Open the actor's database, made from the template (or `image`) if missing."""
         self.path = path
+        self.replica = replica
+        self.capture: Capture | None = None
+        self.schema_changed = False  # DDL since the last changeset (cluster mode)
         self._max_pages = max_pages
         self._max_value_bytes = max_value_bytes
         # Made here, now: a new actor's. Only such a database may start as an image.
@@ -134,12 +145,19 @@ class ActorDb:
             # read, not the schema script: that would be a write on every open.)
             list(conn.execute("PRAGMA journal_mode=WAL"))
             list(conn.execute(HOST_SCHEMA))
+            self.schema_changed = True
+        if self.replica is not None:
+            from . import changes  # cluster mode's alone
+
+            self.capture = changes.Capture(conn)
 
     # -- the authorizer -------------------------------------------------------------
     def _authorize(self, op: int, p1: str | None, p2: str | None, db: str | None,
                    trigger: str | None) -> int:
         if not self._guest:
             return sql_policy.host_rule(trigger)
+        if self.capture is not None and op in DDL:
+            self.schema_changed = True  # at prepare time: a failed statement errs on more
         if self._watching and op not in SCHEMA_OPS and (p1 or "").lower() not in SCHEMA_TABLES:
             self._schema_only = False
         return sql_policy.guest_rule(op, p1, p2, db, self._names_host)
@@ -217,9 +235,9 @@ class ActorDb:
             # Never from apsw's statement cache when it names the host's tables: the
             # host's own statement of the same text, prepared without the guest's rules,
             # may be there, and a cached statement is not authorized again.
-            return _run(self.conn, sql, params, can_cache=not self._names_host)
+            return run(self.conn, sql, params, can_cache=not self._names_host)
         except apsw.Error as e:
-            raise SqlError(self._explain(e)) from None
+            raise SqlError(explain(e, self._max_value_bytes)) from None
         finally:
             self.watch.end(running)  # takes back what a long statement lent
             # Rows written, even if later rolled back: kept as "this actor keeps
@@ -271,7 +289,7 @@ class ActorDb:
                 list(conn.execute("COMMIT"))
             except apsw.Error as e:
                 conn.execute("ROLLBACK")
-                raise SqlError(self._explain(e)) from None
+                raise SqlError(explain(e, self._max_value_bytes)) from None
             self.pending_attrs = None
         return out
 
@@ -295,19 +313,6 @@ class ActorDb:
             crashpoints.statement(sql, "after")
         return columns, rows
 
-    def _explain(self, e: apsw.Error) -> str:
-        if isinstance(e, apsw.InterruptError):
-            return ("interrupted: the statement ran past the event's wall-clock budget "
-                    "(--wall-budget-ms)")
-        if isinstance(e, apsw.TooBigError):
-            return (f"TooBigError: a string, blob or statement over the cap (values up to "
-                    f"{self._max_value_bytes} bytes: --db-max-value-mb; statements up to "
-                    f"{sql_policy.SQL_MAX_BYTES} bytes)")
-        if isinstance(e, apsw.NoMemError):
-            return ("NoMemError: SQLite's memory for this process is at its limit "
-                    "(--sql-memory-mb); the statement was stopped")
-        return _one_line(e)
-
     # -- schema images ------------------------------------------------------------------
     def schema_script(self) -> str | None:
         """After on-init: its script, if it ran exactly one statement, on a database made
@@ -327,10 +332,7 @@ class ActorDb:
         class whose on-init varies), and the host then stops using the class's image."""
         self.speculative = None
         self.speculation_failed = True
-        if self._wal_fd is not None:
-            os.close(self._wal_fd)
-            self._wal_fd = None
-        self.conn.close()
+        self.close()
         delete_db_files(self.path)
         files.create_from_template(self.path)
         self._connect()
@@ -346,7 +348,16 @@ class ActorDb:
         """fsync the WAL once no transaction is open and a durable write asked for it."""
         if self._sync_due():
             self.durable_pending = False
-            self._fsync_wal()
+            if self.replica is not None:
+                self.replica.durable(self)
+            else:
+                self._fsync_wal()
+
+    def ship_rest(self) -> None:
+        """At the event's end, in cluster mode: what it committed without asking for
+        durability goes to the store soon (core/replication.py)."""
+        if self.replica is not None and not self.conn.in_transaction:
+            self.replica.lazy(self)
 
     def _fsync_wal(self) -> None:
         if self._wal_fd is None:
@@ -373,27 +384,7 @@ class ActorDb:
         if self._wal_fd is not None:
             os.close(self._wal_fd)
             self._wal_fd = None
+        if self.capture is not None:
+            self.capture.close()
+            self.capture = None
         self.conn.close()
-
-
-def _run(conn: apsw.Connection, sql: str, params: Sequence[SqlValue], can_cache: bool
-         ) -> tuple[list[str], list[tuple[Any, ...]]]:
-    cursor = conn.cursor()
-    cursor.execute(sql, params, can_cache=can_cache)
-    columns: list[str] = []
-    rows: list[tuple[Any, ...]] = []
-    # apsw runs ";"-separated statements one after another through one cursor; the
-    # description must be read while the statement is current.
-    for row in cursor:
-        if not columns:
-            columns = [d[0] for d in cursor.getdescription()]
-        rows.append(row)
-    if not columns:
-        with contextlib.suppress(apsw.ExecutionCompleteError):
-            columns = [d[0] for d in cursor.getdescription()]
-    return columns, rows
-
-
-def _one_line(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return f"{type(e).__name__}: {text[0] if text else ''}".rstrip(": ")
