@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import metrics, tracing
 from ..errors import BudgetExceeded, GuestFailed, StorageFailed
@@ -38,6 +38,9 @@ from .schema_learning import image_for, learn_schema
 from .settle import Settle
 from .slot import ActorSlot
 from .slots import SlotTable
+
+if TYPE_CHECKING:
+    from .replication import Copy, Replication
 
 log = logging.getLogger("wkhost")
 T = TypeVar("T")
@@ -91,8 +94,10 @@ class EventRunner:
                  admission: Admission, index: Index, alarms: Alarms, eviction: Eviction,
                  instances: InstanceSource, settle: Settle, call_export: CallExport,
                  long_wait: Callable[[], AbstractContextManager[object]],
-                 statement_loan: Callable[[], Loan | None], testing: Switches) -> None:
+                 statement_loan: Callable[[], Loan | None], testing: Switches,
+                 replication: Replication | None = None) -> None:
         self._config = config
+        self._replication = replication
         self._testing = testing
         self._classes = classes
         self._slots = slots
@@ -135,10 +140,15 @@ class EventRunner:
             with self._gate.running():
                 stack.append(ev)
                 try:
-                    return self._enter(slot, ev, body, exists, create)
+                    out = self._enter(slot, ev, body, exists, create)
+                except GuestFailed:
+                    self._lease_kept(slot)  # a durable write refused trapped the guest
+                    raise
                 finally:
                     stack.pop()
                     sleeps = self._settle.after_event(slot, ev)
+                self._lease_kept(slot)
+                return out
         except BaseException as e:
             failed = e
             raise
@@ -150,6 +160,13 @@ class EventRunner:
                                     ev.fuel)
                 if span is not None:
                     tracing.event_ended(span, outcome, ev.fuel)
+
+    def _lease_kept(self, slot: ActorSlot) -> None:
+        """In cluster mode: raise LeaseLost, never the guest's answer, if a write of the
+        event was refused (core/replication.py): nothing of it may be acknowledged."""
+        copy = self._replica(slot)
+        if copy is not None and copy.lost is not None:
+            raise copy.lost
 
     def _take(self, ref: ActorRef, chain: Chain, deadline: float) -> ActorSlot:
         """The actor's slot, its lock taken for `chain` (or DeadlineExceeded)."""
@@ -179,6 +196,8 @@ class EventRunner:
     # -- the actor's database and instance ----------------------------------------------
     def _open_storage(self, slot: ActorSlot, create: bool) -> bool:
         """Open the actor's db, unless it is open. False: the actor does not exist."""
+        if self._replication is not None:  # cluster mode: a copy of this epoch's
+            self._replication.prepare(slot, self._eviction.close_slot)
         if slot.db is None:
             if not slot.path.exists():
                 if not create:
@@ -200,9 +219,12 @@ class EventRunner:
         image = image_for(self._classes.get(slot.ref.cls), config.schema_images)
         try:
             return ActorDb(slot.path, config.db_max_bytes // 4096, image,
-                           config.db_max_value_bytes)
+                           config.db_max_value_bytes, self._replica(slot))
         except (StorageError, OSError) as e:
             raise StorageFailed(f"{slot.ref}'s database cannot be opened: {e}") from None
+
+    def _replica(self, slot: ActorSlot) -> Copy | None:
+        return None if self._replication is None else self._replication.copy_of(slot.ref)
 
     def _ready(self, slot: ActorSlot, ev: Event, create: bool) -> bool:
         """An instance for the open db; create the actor (on-init) if it is new."""

@@ -51,6 +51,7 @@ class Settle:
             self._eviction.destroy(slot)
             return False
         self._alarms.after_event(slot, ev)
+        db.ship_rest()  # cluster mode: what `exec` committed goes to the store soon
         return self._sleeps(slot, ev)
 
     def _publish(self, slot: ActorSlot, ev: Event, db: ActorDb) -> None:
