@@ -202,8 +202,9 @@ class HostConfig:
         "", "--cluster", "serve as a node of the cluster whose store is this PostgreSQL "
         "(postgresql://...); needs --node-id and --cluster-secret-file; default off",
         metavar="URL")
-    node_id: str = flag("", "--node-id", "this node's name in the cluster, unique and "
-                        "kept across restarts (default: none; needed with --cluster)", metavar="NAME")
+    node_id: str = flag(
+        "", "--node-id", "this node's name in the cluster, unique and kept across "
+        "restarts (default: none; needed with --cluster)", metavar="NAME")
     cluster_secret_file: Path | None = flag(
         None, "--cluster-secret-file", "a file holding the secret that every node of the "
         "cluster shares: it authenticates the requests the nodes pass each other "

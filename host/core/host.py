@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import tracing
 from ..clock import Clock, SystemClock
@@ -60,6 +60,9 @@ from .slot import ActorSlot
 from .slots import SlotTable
 from .spares import SpareInstances
 
+if TYPE_CHECKING:
+    from .cluster_node import ClusterNode
+
 __all__ = ["Access", "ActorClass", "Host"]
 
 log = logging.getLogger("wkhost")
@@ -72,10 +75,13 @@ _THREAD_STACK_BYTES = 64 << 20
 
 class Host:
     def __init__(self, config: HostConfig, clock: Clock | None = None,
-                 remote: RemoteCalls | None = None) -> None:
+                 remote: RemoteCalls | None = None, cluster: ClusterNode | None = None
+                 ) -> None:
         """`remote`: how an actor calls an actor of another process of this host
-        (`serve --processes N`: host/net/peers.py's Peers); none for one process."""
+        (`serve --processes N`: host/net/peers.py's Peers), or of another node;
+        none for one process. `cluster`: this node's part in a cluster, if any."""
         self.config = config
+        self.cluster = cluster
         self.clock = clock or SystemClock()
         self.testing = Switches(self.clock, config.always_fresh_instance)
         self.engine = make_engine(config.pool())
@@ -145,11 +151,13 @@ class Host:
             settle=Settle(config, self._table, self.alarms, self.eviction, self.index,
                           self.testing),
             call_export=self._call, long_wait=self.long_wait,
-            statement_loan=self._statement_loan, testing=self.testing)
+            statement_loan=self._statement_loan, testing=self.testing,
+            replication=None if self.cluster is None else self.cluster.replication)
         self._requests = Requests(
             config=config, classes=self.classes, holds=self.holds, remote=self.remote,
             run_event=self._run_event, call_export=self._call, long_wait=self.long_wait,
-            testing=self.testing)
+            testing=self.testing,
+            owns=None if self.cluster is None else self.cluster.placement.owns)
 
     # -- set-up and shutdown ------------------------------------------------------------
     def add_class(self, name: str, wasm: Path, access: Access = "public",

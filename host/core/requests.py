@@ -30,8 +30,11 @@ class Requests:
                  holds: holds.Holds, remote: RemoteCalls, run_event: RunEvent,
                  call_export: CallExport,
                  long_wait: Callable[[], AbstractContextManager[object]],
-                 testing: Switches) -> None:
+                 testing: Switches, owns: Callable[[str], bool] | None = None) -> None:
+        """`owns`: whether an actor is served here (default: by this process of the
+        host's; in cluster mode, by this node, core/cluster_node.py)."""
         self._config = config
+        self._owns = owns or config.partition.owns
         self._testing = testing
         self._classes = classes
         self._holds = holds
@@ -77,7 +80,7 @@ class Requests:
         deadline = min(caller.bound,
                        time.monotonic() + self._config.wall_budget_ms / 1000)
         try:
-            if not self._config.partition.owns(ref.id):
+            if not self._owns(ref.id):
                 with self._long_wait():
                     return self._remote.call(ref, record, sender, caller.chain.stack,
                                              deadline)
