@@ -38,7 +38,8 @@ from ..core.host import Host
 from ..errors import BadRequest, GuestFailed, HostError, NotServedHere, Overloaded, TooLarge
 from ..types import ActorRef, Request, Response, Sender
 from ..wire import answer_headers
-from . import audit, console, listing, metrics_route
+from . import audit, cluster_door, console, listing, metrics_route
+from .cluster_door import cluster_middlewares
 from .operator import is_operator, plain
 from .peer_clients import PeerClients
 from .peers import add_peer_routes, advance_clock, forward
@@ -63,15 +64,19 @@ def make_app(host: Host, admin_token: str, peer_clients: PeerClients | None = No
     (host/net/peers.py)."""
     # An actor's call into another process carries a body up to the cap with its
     # request's headers and the call chain around it: room for those too.
-    room = _PEER_WRAPPER_BYTES if for_peers else 0
+    cluster = host.cluster is not None  # the other nodes come to the clients' door
+    room = _PEER_WRAPPER_BYTES if for_peers or cluster else 0
     app = web.Application(client_max_size=host.config.max_body_bytes + room,
-                          middlewares=[_errors_middleware, audit.middleware])
+                          middlewares=[_errors_middleware, *cluster_middlewares(host),
+                                       audit.middleware])
     app["host"] = host
     app["body_cap"] = host.config.max_body_bytes + room
     app["token"] = admin_token
     app["peers"] = peer_clients
     app["for_peers"] = for_peers
-    if for_peers:
+    if cluster:
+        app["nodes"] = cluster_door.NodeClients(host.cluster.secret)
+    if for_peers or cluster:
         add_peer_routes(app)
     app.router.add_get("/_wk/health", _health)
     listing.add_routes(app)
@@ -104,6 +109,10 @@ async def _to_actor(request: web.Request) -> web.Response:
     host: Host = request.app["host"]
     cls, actor_id, path = split_target(request.raw_path)
     ref = host.actor_ref(cls, actor_id)
+    if host.cluster is not None:
+        passed = await cluster_door.to_owner(request, actor_id, await read_body(request))
+        if passed is not None:
+            return passed
     partition = host.config.partition
     if not partition.owns(actor_id):
         if request.app["for_peers"]:  # passed on once already: never again

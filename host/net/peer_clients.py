@@ -32,13 +32,13 @@ class PeerClients:
                        headers: Iterable[tuple[str, str]] = (), body: bytes = b"") -> Exchange:
         """One request to `process`. Raises PeerUnavailable if it cannot be reached
         (nothing ran), PeerLost if it went with the request (it may have run)."""
-        data = _request_bytes(method, target, list(headers), body)
+        data = request_bytes(method, target, list(headers), body)
         try:
             conn = await self._connection(process)
         except OSError as e:
             raise unavailable(process, "this actor", e) from None
         try:
-            status, got, out, keep = await _answer(conn, method, data)
+            status, got, out, keep = await read_answer(conn, method, data)
         except (ConnectionResetError, BrokenPipeError) as e:
             # On a Unix socket: the other end closed with our request unread (it had gone
             # already, or went before reading it), so nothing ran.
@@ -84,7 +84,7 @@ _MAX_HEAD = 1 << 20
 _MAX_IDLE = 64
 
 
-def _request_bytes(method: str, target: str, headers: list[tuple[str, str]],
+def request_bytes(method: str, target: str, headers: list[tuple[str, str]],
                    body: bytes) -> bytes:
     head = [f"{method} {target} HTTP/1.1\r\ncontent-length: {len(body)}\r\n"]
     if not any(k.lower() == "host" for k, _ in headers):
@@ -93,7 +93,7 @@ def _request_bytes(method: str, target: str, headers: list[tuple[str, str]],
     return "".join(head).encode("utf-8", "surrogateescape") + b"\r\n" + body
 
 
-async def _answer(conn: _Stream, method: str, data: bytes
+async def read_answer(conn: _Stream, method: str, data: bytes
                   ) -> tuple[int, list[tuple[str, str]], bytes, bool]:
     """Send `data` on `conn` and read the answer: (status, headers, body, whether the
     connection stays open)."""

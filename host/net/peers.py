@@ -87,24 +87,11 @@ class Peers:
         """`ref`'s answer to the request record `rec`, as a response record. Raises the
         HostError the other process raised, or PeerUnavailable, or DeadlineExceeded."""
         owner = self.partition.owner(ref.id)
-        assert sender.actor is not None
         timeout = deadline - time.monotonic()
         if timeout <= 0:
             raise DeadlineExceeded(f"no time was left to call {ref}")
-        body = cbor2.dumps({
-            "cls": ref.cls, "id": ref.id, "method": rec.method, "path": rec.path,
-            "query": rec.query, "headers": [list(h) for h in rec.headers],
-            "body": rec.body.encode("latin-1"),
-            "sender": [sender.actor.cls, sender.actor.id],
-            "chain": [[r.cls, r.id] for r in stack],
-            "timeout_s": timeout,  # the callee's deadline: one monotonic clock per machine
-            "trace": tracing.carrier(),  # W3C traceparent: the callee's span is a child
-        })
-        out = self._post(owner, ref, body, timeout)
-        if "error" in out:
-            raise errors.error_class(str(out["error"]))(str(out["message"]))
-        return record(status=out["status"], headers=[tuple(h) for h in out["headers"]],
-                      body=bytes(out["body"]).decode("latin-1"))
+        return call_answer(self._post(owner, ref, call_body(ref, rec, sender, stack, timeout),
+                                      timeout))
 
     def _post(self, owner: int, ref: ActorRef, body: bytes, timeout: float
               ) -> dict[str, Any]:
@@ -143,7 +130,7 @@ class Peers:
         conns: dict[int, _UnixConnection] = self._local.__dict__.setdefault("conns", {})
         conn = conns.get(process)
         if conn is not None and (time.monotonic() - conn.last_used > _IDLE_S
-                                 or _closed_by_peer(conn.sock)):
+                                 or closed_by_peer(conn.sock)):
             conn.close()  # the other process closed it, or has died since (and restarted)
             conn = None
         if conn is None:
@@ -161,7 +148,30 @@ class Peers:
             conn.close()
 
 
-def _closed_by_peer(sock: socket.socket | None) -> bool:
+def call_body(ref: ActorRef, rec: Any, sender: Sender, stack: Iterable[ActorRef],
+              timeout: float) -> bytes:
+    """An actor's call as `/_wk/peer/call` takes it."""
+    assert sender.actor is not None
+    return cbor2.dumps({
+        "cls": ref.cls, "id": ref.id, "method": rec.method, "path": rec.path,
+        "query": rec.query, "headers": [list(h) for h in rec.headers],
+        "body": rec.body.encode("latin-1"),
+        "sender": [sender.actor.cls, sender.actor.id],
+        "chain": [[r.cls, r.id] for r in stack],
+        "timeout_s": timeout,  # the callee's deadline, from now
+        "trace": tracing.carrier(),  # W3C traceparent: the callee's span is a child
+    })
+
+
+def call_answer(out: dict[str, Any]) -> Any:
+    """`/_wk/peer/call`'s answer, decoded: a response record, or the HostError raised."""
+    if "error" in out:
+        raise errors.error_class(str(out["error"]))(str(out["message"]))
+    return record(status=out["status"], headers=[tuple(h) for h in out["headers"]],
+                  body=bytes(out["body"]).decode("latin-1"))
+
+
+def closed_by_peer(sock: socket.socket | None) -> bool:
     """Whether a kept connection has been closed from the other end: nothing may be
     read from it between calls, so anything readable is its end (or garbage)."""
     if sock is None:
