@@ -123,6 +123,11 @@ def _out_of_range(args: argparse.Namespace) -> str | None:
     """What is wrong with a number of `serve`'s, if anything."""
     if not 1 <= args.processes <= MAX_PROCESSES:
         return f"--processes takes 1 to {MAX_PROCESSES}"
+    if args.cluster and args.processes > 1:
+        return ("--cluster serves one process per node for now: drop --processes "
+                "(docs/cluster.md, what is not promised)")
+    if args.cluster and not args.node_id:
+        return "--cluster needs --node-id NAME, unique in the cluster"
     for flag in ("header_timeout_s", "body_timeout_s", "keepalive_timeout_s"):
         if not getattr(args, flag) > 0:
             return f"--{flag.replace('_', '-')} takes a time above 0"

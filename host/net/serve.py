@@ -63,10 +63,18 @@ def admin_token(config: HostConfig, path: Path | None) -> tuple[str, Path]:
     return token, path
 
 
-def build_host(config: HostConfig, opts: ServeOptions) -> Host:
+def build_host(config: HostConfig, opts: ServeOptions, address: str = "") -> Host:
+    """The host, its classes loaded. `address`: where the other nodes reach this one,
+    in cluster mode (net/cluster.py)."""
     clock = FakeClock(opts.fake_clock_start_ms) if opts.fake_clock else SystemClock()
-    remote = Peers(config.data_dir, config.partition) if config.partition.count > 1 else None
-    host = Host(config, clock, remote)
+    if config.cluster_url:
+        from .cluster import build_node_host  # psycopg and the cluster's parts: only here
+
+        host = build_node_host(config, opts.actors, clock, address)
+    else:
+        remote = Peers(config.data_dir, config.partition) if config.partition.count > 1 \
+            else None
+        host = Host(config, clock, remote)
     compile_classes(host.engine, opts.actors, config.compile_cache())
     for name, wasm in opts.actors:
         log.info("loading class %s from %s", name, wasm)
@@ -84,9 +92,11 @@ async def serve(config: HostConfig, opts: ServeOptions,
     sockets `reserve_address` bound, listened on once the classes are loaded (default:
     bound then)."""
     token, token_path = admin_token(config, opts.admin_token_file)  # before any compile
-    host = build_host(config, opts)
-    host.start()
     socks = [listen] if listen is not None else bound or reserve_address(opts.host, opts.port)
+    host = build_host(config, opts, advertised(config, socks))
+    host.start()
+    if host.cluster is not None:
+        await asyncio.to_thread(host.cluster.start, host)
     doors = await _Doors.open(host, token, opts, socks)
     if listen is not None:
         partition = config.partition
@@ -97,6 +107,8 @@ async def serve(config: HostConfig, opts: ServeOptions,
     log.info("stopping: no new requests; letting running events finish")
     await doors.close()
     await asyncio.to_thread(host.close, opts.shutdown_timeout_s)
+    if host.cluster is not None:
+        await asyncio.to_thread(host.cluster.close)  # after the events: what they wrote goes
     log.info("stopped cleanly")
 
 
@@ -155,6 +167,15 @@ async def _serve_peers(host: Host, token: str, peers: PeerClients,
     if opts.fake_clock:
         await catch_up_clock(runner.app)
     return runner
+
+
+def advertised(config: HostConfig, socks: list[socket.socket]) -> str:
+    """Where the other nodes of a cluster reach this one: --advertise, else the
+    clients' address."""
+    if config.advertise or not config.cluster_url:
+        return config.advertise
+    host, port = socks[0].getsockname()[:2]
+    return f"{host}:{port}"
 
 
 def _say_listening(host: Host, clients: list[asyncio.Server], token_path: Path) -> None:
