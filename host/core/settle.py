@@ -48,6 +48,8 @@ class Settle:
         if ev.published:
             self._publish(slot, ev, db)
         if ev.delete_requested and slot.instance is not None:
+            if db.replica is not None:  # cluster mode: from the store first
+                db.replica.deleted()
             self._eviction.destroy(slot)
             return False
         self._alarms.after_event(slot, ev)

@@ -26,3 +26,7 @@ class Replica(Protocol):
     def lazy(self, db: Any) -> None:
         """The changes committed so far go soon, without waiting (what `exec` leaves)."""
         ...
+
+    def deleted(self) -> None:
+        """The actor deleted itself: it goes from the store too, once this returns."""
+        ...
