@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import metrics, tracing
 from ..errors import BudgetExceeded, GuestFailed, StorageFailed
-from ..logs import actor
+from ..logs import actor, one_line
 from ..storage.actordb import ActorDb, StorageError
-from ..storage.files import delete_db_files
+from ..storage.files import delete_db_files, is_storage_failure
 from ..storage.index import Index
 from ..storage.watch import Loan
 from ..testing import Switches
@@ -119,11 +119,22 @@ class EventRunner:
             create: bool = True, wakes_holds: bool = True) -> T:
         """Run `body` as an event of `kind` of the actor, within `deadline`. `create`:
         make the actor if it does not exist (else ActorGone); `wakes_holds`: its end
-        delivers the actor's held requests again."""
-        if tracing.tracer is None:
-            return self._run(ref, kind, chain, deadline, body, create, wakes_holds, None)
-        with tracing.event_span(ref.cls, ref.id, kind) as span:
-            return self._run(ref, kind, chain, deadline, body, create, wakes_holds, span)
+        delivers the actor's held requests again.
+
+        A failure of its database or disk that no step turned into an answer (a full
+        disk under a host write: the actor's meta, its alarm's row) is StorageFailed,
+        never an unexpected error: the host goes on serving the others."""
+        try:
+            if tracing.tracer is None:
+                return self._run(ref, kind, chain, deadline, body, create, wakes_holds, None)
+            with tracing.event_span(ref.cls, ref.id, kind) as span:
+                return self._run(ref, kind, chain, deadline, body, create, wakes_holds, span)
+        except (StorageError, OSError) as e:
+            if not is_storage_failure(e):
+                raise
+            log.warning("%s: its %s event failed on storage: %s", ref, kind, one_line(e),
+                        extra=actor(ref, event=kind, reason=one_line(e)))
+            raise StorageFailed(f"{ref}'s storage failed: {one_line(e)}") from None
 
     def _run(self, ref: ActorRef, kind: str, chain: Chain, deadline: float, body: Body[T],
              create: bool, wakes_holds: bool, span: Any) -> T:

@@ -103,13 +103,19 @@ class Settle:
 def keep_trap(slot: ActorSlot, ev: Event, db: ActorDb) -> None:
     """Keep why a trapped event ended, in the actor's database, for the guest's next
     events (`lifecycle.last-trap`); forget it once an event that asked for it ends
-    cleanly. Committed like an exec: the reason is for the guest's bookkeeping."""
-    if ev.trapped is not None:
-        log.warning("%s: its %s event trapped: %s", slot.ref, ev.kind, ev.trapped,
-                    extra=actor(slot.ref, event=ev.kind, reason=ev.trapped))
-        slot.last_trap = ev.trapped
-        db.host_exec("INSERT OR REPLACE INTO main._wk_host_meta VALUES ('trap', ?)",
-                     (ev.trapped,))
-    elif ev.trap_read and slot.last_trap is not None:
-        slot.last_trap = None
-        db.host_exec("DELETE FROM main._wk_host_meta WHERE k = 'trap'")
+    cleanly. Committed like an exec: the reason is for the guest's bookkeeping, so a
+    write that fails (a full disk, which may be why the event trapped) keeps it in
+    memory only, and the event's own failure is what its caller hears."""
+    try:
+        if ev.trapped is not None:
+            log.warning("%s: its %s event trapped: %s", slot.ref, ev.kind, ev.trapped,
+                        extra=actor(slot.ref, event=ev.kind, reason=ev.trapped))
+            slot.last_trap = ev.trapped
+            db.host_exec("INSERT OR REPLACE INTO main._wk_host_meta VALUES ('trap', ?)",
+                         (ev.trapped,))
+        elif ev.trap_read and slot.last_trap is not None:
+            slot.last_trap = None
+            db.host_exec("DELETE FROM main._wk_host_meta WHERE k = 'trap'")
+    except StorageError as e:
+        log.warning("%s: why its last event trapped was not kept: %s", slot.ref, e,
+                    extra=actor(slot.ref, event=ev.kind, reason=str(e)))

@@ -10,7 +10,8 @@ from typing import Any
 
 from wasmtime.component import Variant
 
-from ..storage.actordb import ActorDb, SqlError, SqlValue
+from ..storage.actordb import ActorDb, SqlError, StorageError
+from ..storage.statements import SqlValue, one_line
 from .ports import E, Events
 from .records import record
 
@@ -96,16 +97,24 @@ Answer = Callable[[ActorDb, list[str], list[tuple[Any, ...]]], Any]
 def _functions(guest_exec: GuestExec) -> dict[str, Callable[..., Any]]:
     """The interface's functions, by WIT name, over `guest_exec`."""
 
-    def _exec_typed(sql: str, params: list[Variant], durable: bool,
-                    answer: Answer = rows_record) -> Any:
-        """`exec`'s result: `answer(...)`, or the error's text."""
+    def _attempt(sql: str, params: list[Variant], durable: bool
+                 ) -> tuple[ActorDb, list[str], list[tuple[Any, ...]]] | str:
+        """`guest_exec`'s result, or the error's text: the guest's to handle (a
+        workflow answers 503 "storage"), never a trap."""
         try:
-            db, columns, rows = guest_exec(sql, params, durable)
+            return guest_exec(sql, params, durable)
         except SqlError as e:
             return str(e)
         except OSError as e:  # the fsync itself failed: the write may not be durable
             return f"durable sync failed: {e}"
-        return answer(db, columns, rows)
+        except StorageError as e:  # SQLite failed around the statement: a COMMIT, a new file
+            return storage_reason(e)
+
+    def _exec_typed(sql: str, params: list[Variant], durable: bool,
+                    answer: Answer = rows_record) -> Any:
+        """`exec`'s result: `answer(...)`, or the error's text."""
+        out = _attempt(sql, params, durable)
+        return out if isinstance(out, str) else answer(*out)
 
     def _exec(_store: Any, sql: str, params: list[Variant]) -> Any:
         return _exec_typed(sql, params, durable=False)
@@ -114,10 +123,10 @@ def _functions(guest_exec: GuestExec) -> dict[str, Callable[..., Any]]:
         return _exec_typed(sql, params, durable=True)
 
     def _query_packed(_store: Any, sql: str, params: list[Variant]) -> str | Variant:
-        try:
-            _db, columns, rows = guest_exec(sql, params, False)
-        except SqlError as e:
-            return Variant("err", str(e))
+        out = _attempt(sql, params, False)
+        if isinstance(out, str):
+            return Variant("err", out)
+        _db, columns, rows = out
         return Variant("ok", pack_rows(columns, rows))
 
     def _exec_write(_store: Any, sql: str, params: list[Variant], durable: bool) -> int | str:
@@ -125,6 +134,14 @@ def _functions(guest_exec: GuestExec) -> dict[str, Callable[..., Any]]:
 
     return {"exec": _exec, "exec-durable": _exec_durable, "query-packed": _query_packed,
             "exec-write": _exec_write}
+
+
+def storage_reason(e: BaseException) -> str:
+    """A storage failure's first cause, in one line: a COMMIT's FullError rather than the
+    failed ROLLBACK after it."""
+    while isinstance(e.__context__, StorageError):
+        e = e.__context__
+    return one_line(e)
 
 
 def _changes(db: ActorDb, _columns: list[str], _rows: list[tuple[Any, ...]]) -> int:

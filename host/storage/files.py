@@ -73,9 +73,20 @@ def create_from_template(path: Path, data: bytes | None = None) -> None:
     except OSError as e:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        if e.errno == errno.ENOSPC:
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):
             raise apsw.FullError("database or disk is full") from None
         raise
+
+
+# The OSErrors of a disk with no room left, or none that works: the storage failed, the
+# host did not.
+STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS})
+
+
+def is_storage_failure(e: BaseException) -> bool:
+    """SQLite's failure, or the disk's (STORAGE_ERRNOS): what an event or a route answers
+    as a storage failure (507), never as the host's own (500)."""
+    return isinstance(e, apsw.Error) or (isinstance(e, OSError) and e.errno in STORAGE_ERRNOS)
 
 
 # Directories this process made, or found, with their entries durable.

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import apsw
 
+from ..errors import StorageFailed
 from ..partition import Partition
 from ..types import ActorRef
 from . import paths
@@ -130,9 +131,14 @@ class Index:
 
     # -- reads (and a test's own statements): after the waiting writes ----------------
     def _exec(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+        """A read: a listing's, the metrics', the alarms' at a start. One that fails (a
+        damaged or unreadable file) is StorageFailed, an answer, not the host's bug."""
         self.flush()
-        with self._lock:
-            return list(self.conn.execute(sql, params))
+        try:
+            with self._lock:
+                return list(self.conn.execute(sql, params))
+        except apsw.Error as e:
+            raise StorageFailed(f"the host's index cannot be read: {e}") from None
 
     def alarms(self) -> list[tuple[ActorRef, int]]:
         rows = self._exec("SELECT cls, id, at_ms FROM alarms")
