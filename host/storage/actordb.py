@@ -288,7 +288,8 @@ class ActorDb:
             try:
                 list(conn.execute("COMMIT"))
             except apsw.Error as e:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:  # a COMMIT that meets a full disk rolls back itself
+                    conn.execute("ROLLBACK")
                 raise SqlError(explain(e, self._max_value_bytes)) from None
             self.pending_attrs = None
         return out
