@@ -15,9 +15,12 @@ $(STAMP): pyproject.toml
 
 # pytest exits 5 when it collected nothing; that is a failure here too (no `|| true`).
 # The browser tests (tests/browser/) drive Debian's chromium: the script installs it when
-# it is missing (apt-get, as root), and does nothing when it is there.
+# it is missing (apt-get, as root), and does nothing when it is there. The cluster tests
+# (tests/cluster/) start PostgreSQL servers of their own: the other script installs
+# Debian's postgresql and the user `wkpg` it runs as under root, likewise.
 test: $(STAMP)
 	bash tests/browser/setup_chromium.sh
+	bash tests/cluster/setup_postgres.sh
 	$(PY) -m pytest -q
 
 # The layout's contracts (pyproject.toml [tool.importlinter]) and size ceilings

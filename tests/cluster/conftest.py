@@ -1,0 +1,41 @@
+"""A real PostgreSQL for the cluster tests (host/testing/postgres.py): one private
+server for the run, and a fresh database for each test.
+
+    def test_x(pg_url: str) -> None:        # postgresql://wkpg@127.0.0.1:PORT/t_3
+        ...
+    def test_y(pg_server: PgServer) -> None: # the server itself: kill(), restart()
+
+Never skipped: without PostgreSQL the tests fail, saying what to run
+(`bash tests/cluster/setup_postgres.sh`, which `make test` runs).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+import pytest
+from wkhost.testing.postgres import PgMissing, PgServer
+
+_numbers = itertools.count(1)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    try:
+        server = PgServer.start()
+    except PgMissing as e:
+        pytest.fail(str(e), pytrace=False)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def pg_url(pg_server: PgServer) -> str:
+    """A new, empty database of the session's server. A test that killed the server
+    leaves it down; the next test's database starts it again."""
+    if pg_server.pid is None:
+        pg_server.restart()
+    return pg_server.create_database(f"t_{next(_numbers)}")
