@@ -1,0 +1,73 @@
+"""Which node serves which actor, in cluster mode: the shape of partition.Partition, the
+answers from this node's lease keeper (cluster/leases.py).
+
+- An actor's shard is the first byte of its id's sha256 (partition.shard_of): the same
+  byte that names its database's directory, so a shard's files stay together.
+- Which node a shard should be on is decided by rendezvous hashing: every node scores
+  sha256(f"{shard}/{node}") and the highest wins. Each node computes it alone from the
+  list of live nodes, shards spread evenly, and losing a node moves only the shards it
+  had (each to the node that scored second for it); a node that comes back gets the
+  same shards again.
+- Who does serve a shard is who holds its lease; the preferred node is only where the
+  keepers move it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from typing import Protocol
+
+from ..partition import shard_of
+
+SHARDS = 256
+
+__all__ = ["SHARDS", "ClusterPlacement", "Leases", "preferred", "shard_of"]
+
+
+def preferred(shard: int, nodes: Iterable[str]) -> str | None:
+    """The node that shard `shard` should be on, of `nodes`; None if there are none."""
+    best: tuple[bytes, str] | None = None
+    for node in nodes:
+        score = hashlib.sha256(f"{shard}/{node}".encode()).digest()
+        if best is None or score > best[0]:
+            best = (score, node)
+    return None if best is None else best[1]
+
+
+class Leases(Protocol):
+    """What placement reads of the lease keeper."""
+
+    def epoch(self, shard: int) -> int | None: ...
+
+    def owners(self) -> dict[int, str]: ...
+
+    def address_of(self, node_id: str) -> str | None: ...
+
+
+class ClusterPlacement:
+    """What the host asks about an actor's place. Each answer is read from the keeper's
+    state without a lock or a round trip: it is asked on every event."""
+
+    def __init__(self, keeper: Leases, me: str) -> None:
+        self._keeper = keeper
+        self.me = me
+
+    def owns(self, actor_id: str) -> bool:
+        """This node holds the actor's shard and is within its deadline."""
+        return self._keeper.epoch(shard_of(actor_id)) is not None
+
+    def owns_shard(self, shard_hex: str) -> bool:
+        """The same for a shard named as its directory is (two hex digits)."""
+        return self._keeper.epoch(int(shard_hex, 16)) is not None
+
+    def epoch_of(self, actor_id: str) -> int | None:
+        return self._keeper.epoch(shard_of(actor_id))
+
+    def owner(self, actor_id: str) -> str | None:
+        """The node holding the actor's shard at the keeper's last renewal; None while
+        nobody holds it validly (a node died and the lease has not expired yet)."""
+        return self._keeper.owners().get(shard_of(actor_id))
+
+    def address_of(self, node_id: str) -> str | None:
+        return self._keeper.address_of(node_id)
