@@ -8,7 +8,13 @@ in a span only when tracing is on as its class is loaded). The SDK is the option
 What is traced:
 - each event: a span "{kind} {class}" (core/lifecycle.py), with the class, the kind, the
   actor's id, how it ended and its fuel as attributes (the id is an attribute of a span,
-  never a metric's label);
+  never a metric's label); a workflow instance's event also has its run id, its status
+  and its journal's last position at the event's end (`workflow_ended`; read from the
+  instance's own tables by storage/workflow_place.py, which says why so);
+- a client's request: with a valid W3C `traceparent` (and `tracestate`), its event's
+  span is a child of the client's span (`from_client`, net/frontdoor.py); a malformed
+  one is ignored, and the span is a root. With `--processes N` only the process that
+  serves the actor reads it: the one that passes the request on runs no event;
 - each host call: a child span "{interface}.{function}" (SQL, an actor call, a fetch...);
 - an actor call's callee: its event's span is a child of the caller's call span. In one
   process the callee runs on the caller's thread, inside that span; across processes
@@ -21,7 +27,7 @@ What is traced:
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from .errors import HostError
@@ -94,6 +100,17 @@ def event_ended(span: Any, outcome: str, fuel: int) -> None:
         span.set_status(Status(StatusCode.ERROR, outcome))
 
 
+def workflow_ended(span: Any, place: tuple[str, str, int | None] | None) -> None:
+    """A workflow instance's (run id, status, last step position) on its event's span."""
+    if place is None:
+        return
+    run_id, status, step = place
+    span.set_attribute("wkhost.workflow.run_id", run_id)
+    span.set_attribute("wkhost.workflow.status", status)
+    if step is not None:
+        span.set_attribute("wkhost.workflow.step", step)
+
+
 def traced(fn: Callable[..., T], name: str) -> Callable[..., T]:
     """`fn` (a host function), each call inside a span named `name`."""
     start = tracer.start_as_current_span
@@ -113,15 +130,26 @@ def carrier() -> dict[str, str]:
     return out
 
 
-def run_in(carried: dict[str, str] | None, fn: Callable[..., T], *args: Any) -> T:
-    """`fn(*args)` with the trace context `carried` (from `carrier`) as its parent."""
+def from_client(headers: Mapping[str, str]) -> dict[str, str]:
+    """A client's W3C trace context (`traceparent`, `tracestate`), to `run_in`; {} when
+    off, so that nothing is read. Its checks are `run_in`'s extract: a malformed
+    `traceparent` is dropped there (the event's span is a root), never refused."""
+    if tracer is None:
+        return {}
+    return {k: v for k in ("traceparent", "tracestate") if (v := headers.get(k)) is not None}
+
+
+def run_in(carried: dict[str, str] | None, fn: Callable[..., T], *args: Any,
+           **kwargs: Any) -> T:
+    """`fn(*args, **kwargs)` with the trace context `carried` (from `carrier` or
+    `from_client`) as its parent."""
     if tracer is None or not carried:
-        return fn(*args)
+        return fn(*args, **kwargs)
     from opentelemetry import context
 
     token = context.attach(_propagator.extract(carried))
     try:
-        return fn(*args)
+        return fn(*args, **kwargs)
     finally:
         context.detach(token)
 

@@ -22,6 +22,7 @@ from ..storage.actordb import ActorDb, StorageError
 from ..storage.files import delete_db_files, is_storage_failure
 from ..storage.index import Index
 from ..storage.watch import Loan
+from ..storage.workflow_place import workflow_place
 from ..testing import Switches
 from ..types import ActorRef
 from . import event
@@ -164,6 +165,8 @@ class EventRunner:
             failed = e
             raise
         finally:
+            if span is not None:  # before its db may close: a workflow's place in it
+                tracing.workflow_ended(span, workflow_place(slot.db))
             self._let_go(slot, ev, sleeps, wakes_holds)
             if not isinstance(failed, ActorGone):  # none ran: nothing to count
                 outcome = ev.outcome or (metrics.OK if failed is None else metrics.ERROR)

@@ -18,6 +18,8 @@
 - An answer may ask to be held until the actor's next event (`wk-hold-ms`,
   host/core/holds.py): the request then waits here, on a future, and is delivered again
   when woken.
+- With tracing on, a request's W3C `traceparent` makes its event's span a child of the
+  client's (host/tracing.py); a malformed one is ignored.
 - `/_wk/...` is the host's own: health, listing a class's actors and the audit log
   (operator only, host/net/audit.py), and, with `--fake-clock` only, moving the clock
   (tests).
@@ -33,6 +35,7 @@ from urllib.parse import unquote
 from aiohttp import HttpVersion11, web
 from aiohttp.http_exceptions import HttpProcessingError
 
+from .. import tracing
 from ..core.holds import HOLD_STATE, is_hold_header
 from ..core.host import Host
 from ..errors import BadRequest, GuestFailed, HostError, NotServedHere, Overloaded, TooLarge
@@ -126,9 +129,11 @@ async def _to_actor(request: web.Request) -> web.Response:
     raw_query = request.raw_path.partition("?")[2]  # aiohttp's query_string is decoded
     req = Request(request.method, path, raw_query, headers, body)
     sender = Sender.operator() if operator else Sender.public()
-    resp = await asyncio.wrap_future(host.submit(_deliver, host, ref, req, sender, False))
+    trace = tracing.from_client(request.headers)  # here, not where it was passed on
+    resp = await asyncio.wrap_future(host.submit(_deliver, host, ref, req, sender, False,
+                                                 trace))
     if resp.hold is not None:
-        resp = await _held(host, ref, req, sender, resp, lambda: _gone(request))
+        resp = await _held(host, ref, req, sender, resp, lambda: _gone(request), trace)
     return to_web(resp)
 
 
@@ -176,10 +181,12 @@ async def _expect(request: web.Request) -> web.StreamResponse | None:
     return None
 
 
-def _deliver(host: Host, ref: ActorRef, req: Request, sender: Sender, again: bool) -> Response:
+def _deliver(host: Host, ref: ActorRef, req: Request, sender: Sender, again: bool,
+             trace: dict[str, str]) -> Response:
     """The actor's answer to `req`, checked as fit for a client (host/wire.py): a first
-    answer, held or not, and each one to a request delivered again."""
-    resp = host.request(ref, req, sender, may_hold=True, again=again)
+    answer, held or not, and each one to a request delivered again. Its event's span is
+    a child of the client's `trace` (host/tracing.py's from_client), if any."""
+    resp = tracing.run_in(trace, host.request, ref, req, sender, may_hold=True, again=again)
     config = host.config
     try:
         resp.headers = answer_headers(resp.status, resp.headers, config.max_response_headers,
@@ -193,7 +200,7 @@ def _deliver(host: Host, ref: ActorRef, req: Request, sender: Sender, again: boo
 
 
 async def _held(host: Host, ref: ActorRef, req: Request, sender: Sender,
-                resp: Response, gone: Callable[[], bool]) -> Response:
+                resp: Response, gone: Callable[[], bool], trace: dict[str, str]) -> Response:
     """Wait for the actor's next event, then deliver the request again, until an answer
     is not held, the first hold's time is up, or the client has `gone` (host/core/holds.py)."""
     loop = asyncio.get_running_loop()
@@ -212,7 +219,7 @@ async def _held(host: Host, ref: ActorRef, req: Request, sender: Sender,
             again = Request(req.method, req.path, req.query,
                             [*req.headers, (HOLD_STATE, resp.hold_state)], req.body)
         try:
-            delivery = host.submit(_deliver, host, ref, again, sender, True)
+            delivery = host.submit(_deliver, host, ref, again, sender, True, trace)
         except Overloaded:  # the host is at its limit: the held answer stands
             break
         resp = await asyncio.wrap_future(delivery)

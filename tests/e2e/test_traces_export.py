@@ -1,6 +1,8 @@
 """`wkhost serve --processes 2 --otlp-endpoint URL` exports its spans over OTLP/HTTP to a
 collector of the test's own (on 127.0.0.1): an actor's call into an actor of the other
-process is one trace, the callee's event span a child of the caller's call span."""
+process is one trace, the callee's event span a child of the caller's call span; a
+client's `traceparent` is the parent of one event span, in the process that serves the
+actor, whichever process accepted the request."""
 
 from __future__ import annotations
 
@@ -83,3 +85,25 @@ def test_a_call_across_processes_is_one_trace(make_server: MakeServer, collector
     assert callee["wkhost.outcome"] == "ok"
     assert any(s["name"] == "lifecycle.now" and s["parent"] == callee["id"] for s in spans)
 
+
+
+def test_a_clients_traceparent_is_one_parent_whichever_process_accepts(
+        make_server: MakeServer, collector: Any) -> None:
+    """Either process may accept a client's request (host/net/peers.py passes it on): the
+    span whose parent is the client's is the event span of the process that serves the
+    actor, and there is one, never a second from the process that passed it on. Requests
+    to an actor of each process: whichever process accepts them, some are passed on."""
+    endpoint = f"http://127.0.0.1:{collector.server_port}/v1/traces"
+    server = make_server(extra=["--processes", "2", "--otlp-endpoint", endpoint])
+    a, b = ids_in_each_process()
+    sent = [(actor, owner, f"{0xabc0 + i:032x}", f"{0xdef0 + i:016x}")
+            for i, (actor, owner) in enumerate([(a, 0), (b, 1)] * 4)]
+    for actor, _, trace, span in sent:
+        status, _, _ = server.request("GET", f"/probe/{actor}/now",
+                                      headers={"traceparent": f"00-{trace}-{span}-01"})
+        assert status == 200
+    assert server.stop() == 0
+    for actor, owner, trace, span in sent:
+        under = [s for s in collector.spans if s["parent"] == span]
+        assert [(s["name"], s["wkhost.actor_id"], s["process"], s["trace"])
+                for s in under] == [("request probe", actor, owner, trace)], under
