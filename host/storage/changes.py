@@ -202,13 +202,24 @@ _CONFLICTS = {
 
 def restore(path: Path, image: bytes, changes: Sequence[bytes]) -> None:
     """Make the actor's file at `path` from a snapshot image and the changesets taken
-    after it, in order, all applied in one transaction. Raises RestoreMismatch, leaving
-    no file at `path`, if any does not fit the state it is applied to."""
-    if image[:16] != _MAGIC or len(image) < 100:
-        raise RestoreMismatch("the snapshot is not an SQLite database image")
-    for suffix in ("-wal", "-shm", "-journal"):  # a stale one would be read as this file's
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(str(path) + suffix)
+    after it, in order, all applied in one transaction. Raises RestoreMismatch if any
+    does not fit the state it is applied to, and leaves no file at `path` if it fails.
+    A failure of the disk or of memory is raised as it is (apsw's, or an OSError)."""
+    try:
+        if image[:16] != _MAGIC or len(image) < 100:
+            raise RestoreMismatch("the snapshot is not an SQLite database image")
+        for suffix in ("-wal", "-shm", "-journal"):  # a stale one would be read as ours
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(str(path) + suffix)
+        _write_image(path, image)
+        _apply_all(path, changes)
+    except BaseException:
+        delete_db_files(path)
+        raise
+
+
+def _write_image(path: Path, image: bytes) -> None:
+    """The image at `path` whole or not at all, in WAL mode (header bytes 18-19)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.restore{os.getpid()}.{threading.get_ident()}")
     try:
@@ -216,19 +227,19 @@ def restore(path: Path, image: bytes, changes: Sequence[bytes]) -> None:
             f.write(image[:18] + _WAL + image[20:])
         os.replace(tmp, path)
     finally:
-        if tmp.exists():
-            tmp.unlink()
-    try:
-        _apply_all(path, changes)
-    except BaseException:
-        delete_db_files(path)
-        raise
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+# Not a mismatch: the disk, or memory, failed (files.is_storage_failure).
+_STORAGE_ERRORS = (apsw.FullError, apsw.IOError, apsw.NoMemError)
 
 
 def _apply_all(path: Path, changes: Sequence[bytes]) -> None:
     """Open the restored file, apply every changeset in one transaction, and close it
     (which checkpoints the WAL: everything ends up in the file)."""
     conn = apsw.Connection(str(path))
+    which = "the snapshot"
     try:
         # Nothing here needs to survive a power loss; no -shm file either.
         list(conn.execute("PRAGMA locking_mode=EXCLUSIVE; PRAGMA synchronous=OFF"))
@@ -239,13 +250,12 @@ def _apply_all(path: Path, changes: Sequence[bytes]) -> None:
         with conn:
             for index, cs in enumerate(changes):
                 which = f"changeset {index} (of {len(changes)})"
-                try:
-                    _apply_one(conn, cs, which)
-                except apsw.Error as e:
-                    raise RestoreMismatch(f"{which} does not apply: {type(e).__name__}: "
-                                          f"{e}") from None
+                _apply_one(conn, cs, which)
+            which = "the commit"
+    except _STORAGE_ERRORS:
+        raise
     except apsw.Error as e:
-        raise RestoreMismatch(f"the restore failed: {type(e).__name__}: {e}") from None
+        raise RestoreMismatch(f"{which} does not apply: {type(e).__name__}: {e}") from None
     finally:
         conn.close()
 

@@ -201,8 +201,14 @@ def test_a_dropped_table_makes_take_report_the_schema_not_fail(
 def test_a_bad_image_is_a_mismatch_and_leaves_no_file(source: apsw.Connection,
                                                      tmp_path: Path) -> None:
     target = tmp_path / "r.db"
+    image = snapshot_image(source)
+    restore(target, image, [])  # an earlier file at the path goes too
     with pytest.raises(RestoreMismatch, match="not an SQLite"):
         restore(target, b"not a database" * 100, [])
+    assert_no_file(target)
+    with pytest.raises(RestoreMismatch, match="changeset 0 "):
+        restore(target, image, [b"T\x02\x01\x00kv\x00\x12\x00\x07"])  # cut short
+    assert_no_file(target)
     no_host = apsw.Connection(":memory:")
     run(no_host, "CREATE TABLE t (x)")
     with pytest.raises(RestoreMismatch, match="host schema"):
@@ -348,3 +354,42 @@ def test_a_virtual_table_restores_through_its_shadow_tables(source: apsw.Connect
     assert digest(restored) == digest(source)
     restored.close()
     capture.close()
+
+
+class Recorder:
+    """A replica that keeps what an actor's durable points would send (a unit's fake)."""
+
+    def __init__(self) -> None:
+        self.image: bytes | None = None
+        self.changes: list[bytes] = []
+
+    def durable(self, db: ActorDb) -> None:
+        assert db.capture is not None
+        cs = db.capture.take()
+        if self.image is None or db.schema_changed or db.capture.schema_moved:
+            self.image, self.changes, db.schema_changed = snapshot_image(db.conn), [], False
+        elif cs is not None:
+            self.changes.append(cs)
+
+    def lazy(self, db: ActorDb) -> None:
+        self.durable(db)
+
+    def deleted(self) -> None:
+        pass
+
+
+def test_an_actor_dbs_durable_points_restore_to_it(tmp_path: Path) -> None:
+    replica = Recorder()
+    db = ActorDb(tmp_path / "a.db", max_pages=10000, replica=replica)
+    try:
+        db.guest_exec("CREATE TABLE t (k INTEGER PRIMARY KEY AUTOINCREMENT, v)", [], True)
+        for i in range(5):
+            db.guest_exec("INSERT INTO t (v) VALUES (?)", [i], True)
+            db.guest_exec("DELETE FROM t WHERE v = ?", [i - 1], False)
+        db.host_exec("UPDATE main._wk_host_alarm SET at_ms = 7, gen = gen + 1")
+        db.ship_rest()
+        assert replica.image is not None and len(replica.changes) == 6  # 5 durable, 1 lazy
+        restore(tmp_path / "r.db", replica.image, replica.changes)
+        assert digest_of(tmp_path / "r.db") == digest(db.conn)
+    finally:
+        db.close()
