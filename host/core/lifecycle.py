@@ -178,9 +178,9 @@ class EventRunner:
     def _lease_kept(self, slot: ActorSlot) -> None:
         """In cluster mode: raise LeaseLost, never the guest's answer, if a write of the
         event was refused (core/replication.py): nothing of it may be acknowledged."""
-        copy = self._replica(slot)
-        if copy is not None and copy.lost is not None:
-            raise copy.lost
+        replica = None if slot.db is None else slot.db.replica
+        if replica is not None and replica.lost is not None:
+            raise replica.lost
 
     def _take(self, ref: ActorRef, chain: Chain, deadline: float) -> ActorSlot:
         """The actor's slot, its lock taken for `chain` (or DeadlineExceeded)."""

@@ -77,7 +77,7 @@ def make_app(host: Host, admin_token: str, peer_clients: PeerClients | None = No
     app["token"] = admin_token
     app["peers"] = peer_clients
     app["for_peers"] = for_peers
-    if cluster:
+    if host.cluster is not None:
         app["nodes"] = cluster_door.NodeClients(host.cluster.secret)
     if for_peers or cluster:
         add_peer_routes(app)

@@ -222,6 +222,8 @@ async def list_page(app: web.Application, q: ListQuery, count: bool) -> Page:
     """One page of `q` over every process's actors, each process asked at once, and the
     count of all that match (`count`)."""
     host: Host = app["host"]
+    if host.cluster is not None:  # every node's actors are listed in the store
+        return merged(q, [await asyncio.to_thread(host.cluster.list_page, q, count)])
     partition = host.config.partition
     body = cbor2.dumps({"q": asdict(q), "count": count})
 

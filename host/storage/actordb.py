@@ -23,8 +23,8 @@ Configuration, and why:
   guest's first statement shows whether it is the same.
 - In cluster mode (`replica`): a durable write is acknowledged once the changes are in
   the cluster's store (core/replication.py), not by the WAL's fsync. The connection's
-  changes are captured as changesets (storage/changes.py); DDL, which changesets do not
-  carry, is noted (`schema_changed`), so that the next write sends a snapshot instead.
+  changes are captured as changesets (storage/changes.py), which see DDL move the
+  schema's version, so that the next write sends a snapshot instead.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ from .files import (
     start_new_file_sync,
 )
 from .images import SCHEMA_OPS, SCHEMA_TABLES, SchemaImage
-from .replica import DDL, Replica
+from .replica import Replica
 from .statements import SqlValue, explain, run
 from .watch import WATCH, Loan, StatementWatch
 
@@ -80,7 +80,7 @@ class ActorDb:
         self.path = path
         self.replica = replica
         self.capture: Capture | None = None
-        self.schema_changed = False  # DDL since the last changeset (cluster mode)
+        self.schema_changed = False  # made again from the template (cluster mode: a snapshot)
         self._max_pages = max_pages
         self._max_value_bytes = max_value_bytes
         # Made here, now: a new actor's. Only such a database may start as an image.
@@ -156,8 +156,6 @@ class ActorDb:
                    trigger: str | None) -> int:
         if not self._guest:
             return sql_policy.host_rule(trigger)
-        if self.capture is not None and op in DDL:
-            self.schema_changed = True  # at prepare time: a failed statement errs on more
         if self._watching and op not in SCHEMA_OPS and (p1 or "").lower() not in SCHEMA_TABLES:
             self._schema_only = False
         return sql_policy.guest_rule(op, p1, p2, db, self._names_host)

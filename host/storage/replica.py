@@ -1,23 +1,18 @@
 """What cluster mode asks of an actor's database (core/replication.py does it): where
-its committed changes go instead of the WAL's fsync, and which statements changesets do
-not carry."""
+its committed changes go instead of the WAL's fsync."""
 
 from __future__ import annotations
 
 from typing import Any, Protocol
 
-import apsw
-
-# What changesets do not carry (storage/changes.py): after any of it, a snapshot goes.
-DDL = frozenset({
-    apsw.SQLITE_CREATE_TABLE, apsw.SQLITE_CREATE_INDEX, apsw.SQLITE_CREATE_TRIGGER,
-    apsw.SQLITE_CREATE_VIEW, apsw.SQLITE_DROP_TABLE, apsw.SQLITE_DROP_INDEX,
-    apsw.SQLITE_DROP_TRIGGER, apsw.SQLITE_DROP_VIEW, apsw.SQLITE_ALTER_TABLE,
-    apsw.SQLITE_REINDEX})
-
 
 class Replica(Protocol):
     """Where an actor's committed changes go in cluster mode, instead of the WAL's fsync."""
+
+    @property
+    def lost(self) -> Exception | None:
+        """Why a write was refused, once one was: nothing after it may be acknowledged."""
+        ...
 
     def durable(self, db: Any) -> None:
         """Every change committed so far is durable once this returns."""
