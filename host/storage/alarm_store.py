@@ -32,6 +32,8 @@ def read(db: ActorDb) -> AlarmRow:
 
 def guest_set(db: ActorDb, at_ms: int | None) -> None:
     db.host_exec("UPDATE main._wk_host_alarm SET at_ms = ?, gen = gen + 1, retries = 0", (at_ms,))
+    if db.replica is not None:  # cluster mode: committed like exec-durable, to survive failover
+        db.durable_pending = True
     db.sync_if_pending()
 
 
