@@ -1,0 +1,227 @@
+"""Cluster mode: each actor's writes go to PostgreSQL, fenced by its shard's lease
+(docs/cluster.md). The actor's SQLite file here is a working copy.
+
+- A working copy is trusted only if this process restored or made it under the epoch at
+  which its shard is held now. `prepare` checks that before an event opens the
+  database, and restores the actor from the store if not: its snapshot, then its
+  changesets (storage/changes.py checks each against the state it was recorded on).
+- At a durable point (ActorDb.sync_if_pending), the changes since the last write go as
+  one changeset, fenced by the epoch, and the event waits for PostgreSQL's commit
+  (`Copy.durable`). At an event's end, what `exec` committed goes the same way without
+  waiting (`Copy.lazy`), in the writer's next batch (core/replica_writer.py).
+- An actor's first write, and any after DDL, is a snapshot; so is the write after
+  --snapshot-every changesets or --snapshot-mb of them, which folds the log.
+- A write that the store refuses (another node holds the shard now) breaks the copy:
+  the event fails with LeaseLost, nothing of it is acknowledged, and the next event
+  here, if the shard comes back, restores the actor again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..cluster.leases import LeaseKeeper
+from ..cluster.store import AppendRow, ClusterStore, StoreUnavailable
+from ..errors import DeadlineExceeded, LeaseLost, PeerUnavailable
+from ..partition import shard_of
+from ..storage import changes
+from ..storage.actordb import ActorDb
+from ..storage.files import delete_db_files
+from ..types import ActorRef
+from .replica_writer import DeleteWrite, SnapshotWrite, Writer
+from .slot import ActorSlot
+
+log = logging.getLogger("wkhost")
+
+ALARM_AT = "SELECT at_ms FROM main._wk_host_alarm"
+
+
+def actor_key(ref: ActorRef) -> str:
+    """An actor's name in the store: class names hold no '/'."""
+    return f"{ref.cls}/{ref.id}"
+
+
+def ref_of(key: str) -> ActorRef:
+    cls, _, actor_id = key.partition("/")
+    return ActorRef(cls, actor_id)
+
+
+@dataclass
+class Copy:
+    """One actor's working copy here: the epoch it is trusted under, its last sequence
+    number in the store, and the log since its snapshot. Used by the actor's event."""
+
+    ref: ActorRef
+    shard: int
+    epoch: int
+    seq: int
+    replication: Replication
+    new: bool = False
+    logged: int = 0  # changesets since the snapshot
+    logged_bytes: int = 0
+    lost: LeaseLost | None = None
+    last: Future[bool] | None = field(default=None, repr=False)  # the latest write sent
+
+    def durable(self, db: ActorDb) -> None:
+        self._send(db)
+        self._wait(self.last)
+
+    def lazy(self, db: ActorDb) -> None:
+        # A new actor that has written no row keeps nothing (core/eviction.py): it goes
+        # to the store with its first row or its first durable write, if ever.
+        if self.lost is None and not (self.new and not db.wrote_rows):
+            self._send(db)
+
+    def deleted(self) -> None:
+        """After what was sent before, the actor's rows go from the store (fenced)."""
+        rep = self.replication
+        if self.lost is not None:
+            raise self.lost
+        if self.seq:  # it has rows there
+            self.last = rep.writer.submit(DeleteWrite(actor_key(self.ref), self.shard,
+                                                      self.epoch, rep.node_id))
+            self._wait(self.last)
+        self.new, self.seq, self.logged, self.logged_bytes = True, 0, 0, 0
+
+    def _send(self, db: ActorDb) -> None:
+        rep = self.replication
+        if self.lost is not None:
+            raise self.lost
+        if rep.keeper.epoch(self.shard) != self.epoch:
+            self._break("its shard's lease was lost")
+        assert db.capture is not None
+        cs = db.capture.take()
+        # DDL (and VACUUM) move the schema's version: changesets carry none of it.
+        moved = db.capture.schema_moved or db.schema_changed
+        fold = (self.logged >= rep.snapshot_every or self.logged_bytes >= rep.snapshot_bytes)
+        if not (cs or self.new or moved):
+            return  # nothing new: a durable point waits on what was sent before
+        self.seq += 1
+        alarm = db.host_exec(ALARM_AT)[0][0]
+        attrs = db.published()
+        key, ref = actor_key(self.ref), self.ref
+        write: AppendRow | SnapshotWrite
+        if self.new or moved or fold or cs is None:
+            write = SnapshotWrite(key, self.shard, self.epoch, rep.node_id, self.seq,
+                                  changes.snapshot_image(db.conn), alarm, attrs, ref.cls, ref.id)
+            self.new, db.schema_changed, self.logged, self.logged_bytes = False, False, 0, 0
+        else:
+            write = AppendRow(actor=key, shard=self.shard, epoch=self.epoch,
+                              node_id=rep.node_id, seq=self.seq, cs=cs, alarm_at_ms=alarm,
+                              attrs=attrs, cls=ref.cls, id=ref.id)
+            self.logged, self.logged_bytes = self.logged + 1, self.logged_bytes + len(cs)
+        self.last = rep.writer.submit(write)
+        self.last.add_done_callback(self._written)
+
+    def _written(self, done: Future[bool]) -> None:
+        if done.exception() is not None or not done.result():
+            self._refused()
+
+    def _refused(self) -> None:
+        self.lost = self.lost or LeaseLost(
+            f"{self.ref}'s write was refused by the store: another node holds its shard "
+            "now; retry, and it is served there")
+
+    def _wait(self, done: Future[bool] | None) -> None:
+        """Wait for the write (and so every earlier one of the actor) to be committed.
+        Its result is read here, not left to `_written`: a future wakes its waiters
+        before it runs its callbacks."""
+        if done is None:
+            return
+        try:
+            ok = done.result(timeout=self.replication.wait_s())
+        except FutureTimeout:
+            raise DeadlineExceeded(f"{self.ref}'s durable write did not reach the cluster's "
+                                   "store in time (is PostgreSQL up?)") from None
+        except Exception:  # noqa: BLE001 - the store failed it: not acknowledged
+            ok = False
+        if not ok:
+            self._refused()
+        if self.lost is not None:
+            raise self.lost
+
+    def _break(self, why: str) -> None:
+        self.lost = LeaseLost(f"{self.ref} is no longer served by this node ({why}); retry")
+        raise self.lost
+
+
+class Replication:
+    """This node's working copies, and the writer their writes go through."""
+
+    def __init__(self, store: ClusterStore, keeper: LeaseKeeper, node_id: str,
+                 snapshot_every: int, snapshot_bytes: int, wait_s: float = 30.0) -> None:
+        self.store = store
+        self.keeper = keeper
+        self.node_id = node_id
+        self.snapshot_every = snapshot_every
+        self.snapshot_bytes = snapshot_bytes
+        self._wait_s = wait_s
+        self.writer = Writer(store)
+        self._copies: dict[ActorRef, Copy] = {}
+        self._lock = threading.Lock()
+
+    def wait_s(self) -> float:
+        return self._wait_s
+
+    def start(self) -> None:
+        self.writer.start()
+
+    def close(self) -> None:
+        self.writer.stop()
+
+    def copy_of(self, ref: ActorRef) -> Copy | None:
+        return self._copies.get(ref)
+
+    def prepare(self, slot: ActorSlot, close: Callable[[ActorSlot], Any]) -> None:
+        """Before an event opens the actor's database: a working copy of this epoch's,
+        restored from the store if this process has none (`close` lets go of a stale
+        one's instance and database first). Raises LeaseLost if this node does not
+        hold the actor's shard now."""
+        ref = slot.ref
+        shard = shard_of(ref.id)
+        epoch = self.keeper.epoch(shard)
+        if epoch is None:
+            raise LeaseLost(f"{ref} is not served by this node now (shard {shard}); retry")
+        copy = self._copies.get(ref)
+        if copy is not None and copy.epoch == epoch and copy.lost is None:
+            return
+        if slot.db is not None or slot.instance is not None:
+            close(slot)  # a guest's memory of an older state goes with it
+        self._copies[ref] = self._restore(slot, shard, epoch)
+
+    def _restore(self, slot: ActorSlot, shard: int, epoch: int) -> Copy:
+        started = time.perf_counter()
+        delete_db_files(slot.path)
+        try:
+            loaded = self.store.load(actor_key(slot.ref))
+        except StoreUnavailable as e:
+            raise PeerUnavailable(f"{slot.ref} cannot be restored now: the cluster's store "
+                                  f"cannot be reached ({e}); retry shortly") from None
+        if loaded is None:
+            return Copy(slot.ref, shard, epoch, 0, self, new=True)
+        if loaded.snapshot is None:
+            raise changes.RestoreMismatch(f"{slot.ref} has changesets but no snapshot")
+        slot.path.parent.mkdir(parents=True, exist_ok=True)
+        changesets = [cs for _, cs in loaded.changes]
+        changes.restore(slot.path, loaded.snapshot, changesets)
+        log.info("%s: restored from the cluster's store (seq %d, %d changesets) in %.1f ms",
+                 slot.ref, loaded.last_seq, len(changesets),
+                 (time.perf_counter() - started) * 1000)
+        return Copy(slot.ref, shard, epoch, loaded.last_seq, self,
+                    logged=len(changesets), logged_bytes=sum(map(len, changesets)))
+
+    def forget_shard(self, shard: int) -> list[ActorRef]:
+        """The shard is no longer this node's: its copies are not trusted again. Returns
+        the actors whose copies went."""
+        with self._lock:
+            gone = [ref for ref, c in self._copies.items() if c.shard == shard]
+            for ref in gone:
+                self._copies.pop(ref, None)
+        return gone

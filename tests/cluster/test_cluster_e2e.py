@@ -1,0 +1,162 @@
+"""Three real nodes over one real PostgreSQL (started by the suite, tests/cluster/
+conftest.py): placement, failover after kill -9, fencing after SIGSTOP, and PostgreSQL
+restarted under load. Outcomes only: eventual service and zero loss, never timings."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.reliability_support import SHOP_ACCESS, SHOP_SOURCES
+
+from .load import (
+    INSERT,
+    Writers,
+    call,
+    ensure_table,
+    ok,
+    order_state,
+    sql,
+    start_orders,
+    values,
+)
+from .nodes import Cluster, wait_until
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
+
+
+@pytest.fixture(scope="module")
+def wasm(build_guest: Callable[[str], Path]) -> dict[str, Path]:
+    built = {name: build_guest(src) for name, src in SHOP_SOURCES.items()}
+    return built
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, pg_url: str, wasm: dict[str, Path]) -> Iterator[Cluster]:
+    c = Cluster(tmp_path, pg_url, wasm, access=SHOP_ACCESS)
+    try:
+        yield c.start()
+    finally:
+        c.close()
+
+
+def test_a_request_to_any_node_reaches_its_actors_owner(cluster: Cluster) -> None:
+    actors = [f"p{i}" for i in range(9)]
+    for i, actor in enumerate(actors):
+        ensure_table(cluster, actor)
+        for k in range(3):  # each write through another node
+            assert ok(sql(cluster, actor, INSERT, [f"{actor}-{k}"], node=(i + k) % 3))
+    for actor in actors:
+        seen = [sql(cluster, actor, "SELECT v FROM w ORDER BY v", durable=False, node=k)
+                for k in range(3)]
+        assert all(ok(s) for s in seen), seen
+        assert {tuple(map(tuple, s[1]["rows"])) for s in seen} == {
+            tuple((f"{actor}-{k}",) for k in range(3))}
+    owners = {cluster.owner(a) for a in actors}
+    assert len(owners) > 1, f"the shards are not spread: {owners}"
+
+
+def test_a_node_killed_under_load_loses_no_acknowledged_write(cluster: Cluster) -> None:
+    orders = [f"o{i}" for i in range(6)]
+    start_orders(cluster, orders)
+    writers = Writers(cluster, [f"k{i}" for i in range(8)]).start()
+    wait_until(lambda: writers.count() >= 40, 60, "40 acknowledged writes")
+    victim = cluster.index_of(_busiest(cluster, writers.actors))
+    cluster.kill9(victim)
+    before = writers.count()
+    wait_until(lambda: writers.count() >= before + 80, 120,
+               "80 more writes acknowledged after the kill")
+    writers.stop()
+    assert writers.lost() == {}
+    moved = [a for a in writers.actors if cluster.owner(a) != cluster.node(victim).name]
+    assert moved == writers.actors, "every actor is served by a live node"
+    wait_until(lambda: all(order_state(cluster, o) == "completed" for o in orders), 180,
+               "every order completed")
+
+
+def test_a_paused_node_past_its_ttl_has_its_late_writes_refused(cluster: Cluster) -> None:
+    actor = "late-1"
+    ensure_table(cluster, actor)
+    assert ok(sql(cluster, actor, INSERT, ["before"]))
+    owner = cluster.owner(actor)
+    assert owner is not None
+    i = cluster.index_of(owner)
+    slow = ("INSERT INTO w VALUES ('late'); WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL "
+            "SELECT x + 1 FROM c WHERE x < 20000000) SELECT count(*) FROM c")
+    answer: dict[str, Any] = {}
+    late = threading.Thread(target=lambda: answer.update(
+        a=sql(cluster, actor, slow, node=i, timeout=120)))
+    late.start()
+    time.sleep(0.3)  # the slow statement runs on the owner
+    cluster.pause(i)
+    try:
+        wait_until(lambda: cluster.owner(actor) not in (None, owner), 60,
+                   "another node took the paused node's shard")
+        assert ok(sql(cluster, actor, INSERT, ["after"]))
+    finally:
+        cluster.resume(i)
+    late.join(120)
+    status, text = answer["a"]
+    # Refused by the node's own deadline, or by the store's fence: LeaseLost either way.
+    assert status == 503 and ("no longer served by this node" in text
+                              or "refused by the store" in text), (
+        f"the late write was not refused as fenced: {answer['a']}")
+    assert values(cluster, actor) == ["after", "before"]
+
+
+def test_postgres_restarted_under_load_loses_no_acknowledged_write(
+        cluster: Cluster, pg_server: Any) -> None:
+    writers = Writers(cluster, [f"r{i}" for i in range(6)]).start()
+    wait_until(lambda: writers.count() >= 30, 60, "30 acknowledged writes")
+    pg_server.restart()
+    before = writers.count()
+    wait_until(lambda: writers.count() >= before + 60, 180,
+               "60 more writes acknowledged after PostgreSQL came back")
+    writers.stop()
+    assert writers.lost() == {}
+
+
+def test_an_alarm_fires_on_the_node_that_took_its_actor_over(cluster: Cluster) -> None:
+    actor = "alarm-1"
+    owner = cluster.owner(actor)
+    assert owner is not None
+    i = cluster.index_of(owner)
+    entry = cluster.node((i + 1) % 3)
+    status, now = call(entry.url, "GET", f"/probe/{actor}/now", token=cluster.token)
+    assert status == 200, now
+    status, doc = call(entry.url, "POST", f"/probe/{actor}/alarm/set?at={now['now'] + 2000}",
+                       token=cluster.token)
+    assert status == 200 and doc.get("at"), doc
+    cluster.kill9(i)
+
+    def fired() -> bool:
+        status, log = call(cluster.any_up().url, "GET", f"/probe/{actor}/log",
+                           token=cluster.token)
+        return status == 200 and any(kind == "alarm" for kind, _ in log["rows"])
+
+    wait_until(fired, 60, "the alarm fired on another node")
+    assert cluster.owner(actor) not in (None, owner)
+
+
+def test_any_node_lists_every_nodes_workflows(cluster: Cluster) -> None:
+    orders = [f"l{i}" for i in range(6)]
+    start_orders(cluster, orders)
+    wait_until(lambda: all(order_state(cluster, o) == "completed" for o in orders), 120,
+               "every order completed")
+    owners = {cluster.owner(o) for o in orders}
+    for node in cluster.nodes:
+        status, page = call(node.url, "GET", "/_wk/actors/orders?status=completed&count=1",
+                            token=cluster.token)
+        assert status == 200, page
+        assert sorted(page["ids"]) == orders and page["count"] == len(orders)
+    assert len(owners) > 1, f"the orders' shards are not spread: {owners}"
+
+
+def _busiest(cluster: Cluster, actors: list[str]) -> str:
+    owners = [cluster.owner(a) for a in actors]
+    return max({o for o in owners if o}, key=owners.count)
