@@ -4,6 +4,7 @@ Every wait is a bounded poll for an outcome."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -12,6 +13,7 @@ import pytest
 from wkhost.cluster.leases import LeaseKeeper
 from wkhost.cluster.placement import SHARDS, preferred
 from wkhost.cluster.store import ClusterStore
+from wkhost.testing.postgres import PgServer
 
 TTL, RENEW, DEADLINE = 1.0, 0.1, 0.7
 NAMES = ["n1", "n2", "n3"]
@@ -116,3 +118,26 @@ def test_a_keeper_restarted_before_its_leases_expire_takes_them_at_new_epochs(
     assert all(back.keeper.held()[s] > e for s, e in old.items())
     assert back.store.renew("n2", old, TTL) == set()
     wait_until(lambda: settled(nodes, NAMES), "the three settled again")
+
+
+def test_without_postgresql_shards_end_at_their_deadline_and_come_back_at_new_epochs(
+        pg_url: str, pg_server: PgServer, caplog: pytest.LogCaptureFixture) -> None:
+    node = Node(pg_url, "n1")
+    node.keeper.start()
+    try:
+        wait_until(lambda: len(node.keeper.held()) == SHARDS, "n1 holding every shard")
+        old = node.keeper.held()
+        with caplog.at_level(logging.INFO, logger="wkhost"):
+            pg_server.kill()
+            wait_until(lambda: node.keeper.held() == {}, "the deadline passing")
+            wait_until(lambda: sorted(node.lost) == list(range(SHARDS)), "on_lost for all")
+            pg_server.restart()
+            wait_until(lambda: len(node.keeper.held()) == SHARDS, "n1 taking them again")
+        again = node.keeper.held()
+        assert all(again[s] > e for s, e in old.items())
+        said = [r.getMessage() for r in caplog.records]
+        assert len([m for m in said if "cannot be reached" in m]) == 1
+        assert len([m for m in said if "answers again" in m]) == 1
+    finally:
+        node.keeper.stop()
+        node.store.close()
