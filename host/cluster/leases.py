@@ -128,8 +128,14 @@ class LeaseKeeper:
         their next round; without, they are left to expire (as if this node died)."""
         self._stop.set()
         if self._thread is not None:
-            self._thread.join()
-        held = {s: e for s, (e, _) in self._held.items()}
+            # A round waiting on a store that does not answer (a hung server) must
+            # not hold up the host's shutdown: its shards are let go of without it.
+            self._thread.join(self.ttl_s)
+            if self._thread.is_alive():
+                log.warning("leases: a round is still waiting on the store after %gs; "
+                            "stopping without it, the leases left to expire", self.ttl_s)
+                release = False
+        held = {s: e for s, (e, _) in dict(self._held).items()}
         for shard in held:
             self._let_go(shard)
         if release and held:
@@ -253,7 +259,8 @@ class LeaseKeeper:
             if moved == HANDOVER_PER_ROUND or self._stop.is_set():
                 return
             epoch = self._let_go(shard)
-            self._store.release(self.node_id, {shard: epoch})
+            if epoch is not None:
+                self._store.release(self.node_id, {shard: epoch})
             moved += 1
 
     def _drop_overdue(self) -> None:
@@ -265,9 +272,13 @@ class LeaseKeeper:
             log.warning("leases: %d shards passed their deadline unrenewed; not served "
                         "here until taken again", len(overdue))
 
-    def _let_go(self, shard: int) -> int:
-        """Stop serving `shard` (epoch() is None from here) and tell the host."""
-        epoch, _ = self._held.pop(shard)
+    def _let_go(self, shard: int) -> int | None:
+        """Stop serving `shard` (epoch() is None from here) and tell the host; its
+        epoch, or None if it was let go of already (by stop, beside a stuck round)."""
+        got = self._held.pop(shard, None)
+        if got is None:
+            return None
+        epoch = got[0]
         self._fallback_from.pop(shard, None)
         if self._owners.get(shard) == self.node_id:
             self._owners = {s: o for s, o in self._owners.items() if s != shard}

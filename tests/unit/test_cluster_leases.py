@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
 from collections.abc import Callable
 
@@ -311,3 +312,33 @@ def _wait_for(ok: Callable[[], bool], limit_s: float = 10.0) -> None:
     while not ok():
         assert time.monotonic() < end, "not reached in time"
         time.sleep(0.01)
+
+
+class HangingStore(FakeStore):
+    """A store whose renewals stop answering once `hang` is set, as a hung server's."""
+
+    def __init__(self, clock: Clock) -> None:
+        super().__init__(clock)
+        self.hang, self.free = threading.Event(), threading.Event()
+
+    def renew(self, node_id: str, held: dict[int, int], ttl_s: float) -> set[int]:
+        if self.hang.is_set():
+            self.free.wait()
+        return super().renew(node_id, held, ttl_s)
+
+
+def test_stop_does_not_wait_for_a_round_stuck_on_the_store() -> None:
+    store = HangingStore(Clock())
+    lost: list[int] = []
+    keeper = LeaseKeeper(store, "a", "a:80", {}, 0.5, 0.05, 0.3, on_gained=_none,
+                         on_lost=lost.append, clock=time.monotonic)
+    keeper.start()
+    try:
+        _wait_for(lambda: len(keeper.held()) == SHARDS)
+        store.hang.set()
+        _wait_for(lambda: keeper.held() == {})  # the deadline, with no round to see it
+        keeper.stop()
+        assert sorted(lost) == list(range(SHARDS))
+        assert store.held_by("a") == set(range(SHARDS))  # not released: left to expire
+    finally:
+        store.free.set()
