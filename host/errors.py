@@ -10,6 +10,7 @@
     ├── Overloaded                 backpressure: too many events waiting (503 + Retry-After)
     │   └── PeerUnavailable        the process that serves the actor is not answering
     │       └── LeaseLost          --cluster: this node lost the actor's shard's lease
+    │           └── NotOwnerNow    ... before the event ran: ask again
     ├── PeerLost                   that process went while it had the request (502)
     ├── NotServedHere              an actor of another process reached this one (500)
     ├── ClusterRefused             --cluster: this node may not join the cluster (500)
@@ -129,6 +130,14 @@ class LeaseLost(PeerUnavailable):
     another node serves the actor shortly, and a retry reaches it."""
 
     kind = "LeaseLost"
+    call_kind = "refused"
+
+
+class NotOwnerNow(LeaseLost):
+    """With `--cluster`: an event for an actor whose shard this node does not hold now,
+    refused before anything of it ran, so that whoever passed it may ask again."""
+
+    kind = "NotOwnerNow"
     call_kind = "refused"
 
 

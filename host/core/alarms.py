@@ -23,7 +23,7 @@ from typing import Any
 
 from .. import metrics
 from ..clock import Clock
-from ..errors import GuestFailed, HostError
+from ..errors import GuestFailed, HostError, LeaseLost
 from ..logs import actor
 from ..storage import alarm_store
 from ..storage.actordb import ActorDb
@@ -101,6 +101,9 @@ class Alarms:
         except ActorGone:
             # Deleted since its alarm was indexed: an alarm never creates an actor.
             self._index.remove_actor(ref)
+        except LeaseLost as e:
+            # Cluster mode: the node that holds the shard now has the alarm (its store).
+            log.info("%s: alarm not run here: %s", ref, e, extra=actor(ref, event="alarm"))
         except HostError as e:
             log.warning("%s: alarm event failed: %s", ref, e,
                         extra=actor(ref, event="alarm", reason=str(e)))

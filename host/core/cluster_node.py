@@ -134,7 +134,13 @@ class ClusterNode:
         log.debug("took shard %d at epoch %d (%d alarms pending)", shard, epoch, len(alarms))
 
     def _lost(self, shard: int) -> None:
+        """The shard is not this node's from now (the keeper's epoch() says so already):
+        what its actors queued goes to the store first, so that a hand-over's taker
+        finds it; then its copies and alarms are forgotten here."""
         host = self._host
+        if not self.replication.writer.drain():
+            log.warning("shard %d let go of with writes still on their way to the store",
+                        shard)
         self.replication.forget_shard(shard)
         if host is None:
             return

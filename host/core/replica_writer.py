@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,7 +61,12 @@ class DeleteWrite:
     node_id: str
 
 
-Write = AppendRow | SnapshotWrite | DeleteWrite
+@dataclass
+class Barrier:
+    """Nothing to write: done once every write queued before it is."""
+
+
+Write = AppendRow | SnapshotWrite | DeleteWrite | Barrier
 Item = tuple[Write, "Future[bool]"]
 
 
@@ -69,6 +75,7 @@ class Writer:
         self._store = store
         self._queue: queue.SimpleQueue[Item | None] = queue.SimpleQueue()
         self._stopping = threading.Event()
+        self._drain_failed_at = -float("inf")
         self._thread = threading.Thread(target=self._loop, name="wk-replica-writer",
                                         daemon=True)
 
@@ -80,6 +87,19 @@ class Writer:
         done: Future[bool] = Future()
         self._queue.put((write, done))
         return done
+
+    def drain(self, timeout_s: float = 2.0) -> bool:
+        """Wait until every write queued so far is committed or refused (a shard about
+        to be released: the node that takes it must find them). False on the timeout;
+        while the store is away, once: the shards lost together then wait no more."""
+        if time.monotonic() - self._drain_failed_at < timeout_s:
+            return False
+        try:
+            self.submit(Barrier()).result(timeout=timeout_s)
+        except FutureTimeout:
+            self._drain_failed_at = time.monotonic()
+            return False
+        return True
 
     def stop(self, timeout_s: float = 5.0) -> None:
         """Write what is queued (for up to `timeout_s` while the store is away), then end."""
@@ -121,6 +141,8 @@ class Writer:
                 i += 1
 
     def _one(self, write: Write) -> list[bool]:
+        if isinstance(write, Barrier):
+            return [True]
         if isinstance(write, SnapshotWrite):
             return [self._store.snapshot(**vars(write))]
         assert isinstance(write, DeleteWrite)

@@ -29,7 +29,7 @@ from typing import Any
 
 from ..cluster.leases import LeaseKeeper
 from ..cluster.store import AppendRow, ClusterStore, StoreUnavailable
-from ..errors import DeadlineExceeded, LeaseLost, PeerUnavailable
+from ..errors import DeadlineExceeded, HostError, LeaseLost, NotOwnerNow, PeerUnavailable
 from ..partition import shard_of
 from ..storage import changes
 from ..storage.actordb import ActorDb
@@ -66,7 +66,7 @@ class Copy:
     new: bool = False
     logged: int = 0  # changesets since the snapshot
     logged_bytes: int = 0
-    lost: LeaseLost | None = None
+    lost: HostError | None = None
     last: Future[bool] | None = field(default=None, repr=False)  # the latest write sent
 
     def durable(self, db: ActorDb) -> None:
@@ -97,28 +97,39 @@ class Copy:
         if rep.keeper.epoch(self.shard) != self.epoch:
             self._break("its shard's lease was lost")
         assert db.capture is not None
+        alarm = db.host_exec(ALARM_AT)[0][0]  # read first: nothing is taken if these fail
+        attrs = db.published()
         cs = db.capture.take()
         # DDL (and VACUUM) move the schema's version: changesets carry none of it.
         moved = db.capture.schema_moved or db.schema_changed
         fold = (self.logged >= rep.snapshot_every or self.logged_bytes >= rep.snapshot_bytes)
         if not (cs or self.new or moved):
             return  # nothing new: a durable point waits on what was sent before
-        self.seq += 1
-        alarm = db.host_exec(ALARM_AT)[0][0]
-        attrs = db.published()
-        key, ref = actor_key(self.ref), self.ref
-        write: AppendRow | SnapshotWrite
-        if self.new or moved or fold or cs is None:
-            write = SnapshotWrite(key, self.shard, self.epoch, rep.node_id, self.seq,
-                                  changes.snapshot_image(db.conn), alarm, attrs, ref.cls, ref.id)
-            self.new, db.schema_changed, self.logged, self.logged_bytes = False, False, 0, 0
-        else:
-            write = AppendRow(actor=key, shard=self.shard, epoch=self.epoch,
-                              node_id=rep.node_id, seq=self.seq, cs=cs, alarm_at_ms=alarm,
-                              attrs=attrs, cls=ref.cls, id=ref.id)
-            self.logged, self.logged_bytes = self.logged + 1, self.logged_bytes + len(cs)
+        try:
+            write = self._write(db, cs, moved or fold, alarm, attrs)
+        except BaseException:
+            self._refused()  # what was taken is gone: the copy is not trusted again
+            raise
         self.last = rep.writer.submit(write)
         self.last.add_done_callback(self._written)
+
+    def _write(self, db: ActorDb, cs: bytes | None, whole: bool, alarm: int | None,
+               attrs: str | None) -> AppendRow | SnapshotWrite:
+        """The next write: the whole database (the first, after DDL, or to fold the
+        log), else the changeset."""
+        rep, key, ref = self.replication, actor_key(self.ref), self.ref
+        seq = self.seq + 1
+        if self.new or whole or cs is None:
+            image = changes.snapshot_image(db.conn)
+            self.seq, self.new, db.schema_changed = seq, False, False
+            self.logged, self.logged_bytes = 0, 0
+            return SnapshotWrite(key, self.shard, self.epoch, rep.node_id, seq, image, alarm,
+                                 attrs, ref.cls, ref.id)
+        self.seq, self.logged, self.logged_bytes = seq, self.logged + 1, \
+            self.logged_bytes + len(cs)
+        return AppendRow(actor=key, shard=self.shard, epoch=self.epoch, node_id=rep.node_id,
+                         seq=seq, cs=cs, alarm_at_ms=alarm, attrs=attrs, cls=ref.cls,
+                         id=ref.id)
 
     def _written(self, done: Future[bool]) -> None:
         if done.exception() is not None or not done.result():
@@ -138,14 +149,26 @@ class Copy:
         try:
             ok = done.result(timeout=self.replication.wait_s())
         except FutureTimeout:
-            raise DeadlineExceeded(f"{self.ref}'s durable write did not reach the cluster's "
-                                   "store in time (is PostgreSQL up?)") from None
+            # It may commit yet: the copy is restored (once it has) before its next use.
+            self.lost = self.lost or DeadlineExceeded(
+                f"{self.ref}'s durable write did not reach the cluster's store in time "
+                "(is PostgreSQL up?); it may have been kept")
+            raise self.lost from None
         except Exception:  # noqa: BLE001 - the store failed it: not acknowledged
             ok = False
         if not ok:
             self._refused()
         if self.lost is not None:
             raise self.lost
+
+    def settled(self, timeout_s: float = 10.0) -> None:
+        """Wait for the copy's last write to be committed or refused."""
+        if self.last is not None and not self.last.done():
+            try:
+                self.last.exception(timeout=timeout_s)
+            except FutureTimeout:
+                raise PeerUnavailable(f"{self.ref}'s writes are still on their way to the "
+                                      "cluster's store; retry shortly") from None
 
     def _break(self, why: str) -> None:
         self.lost = LeaseLost(f"{self.ref} is no longer served by this node ({why}); retry")
@@ -188,10 +211,12 @@ class Replication:
         shard = shard_of(ref.id)
         epoch = self.keeper.epoch(shard)
         if epoch is None:
-            raise LeaseLost(f"{ref} is not served by this node now (shard {shard}); retry")
+            raise NotOwnerNow(f"{ref} is not served by this node now (shard {shard}); retry")
         copy = self._copies.get(ref)
         if copy is not None and copy.epoch == epoch and copy.lost is None:
             return
+        if copy is not None:
+            copy.settled()  # its writes in flight first: the restore must see them
         if slot.db is not None or slot.instance is not None:
             close(slot)  # a guest's memory of an older state goes with it
         self._copies[ref] = self._restore(slot, shard, epoch)

@@ -2,8 +2,9 @@
 shared secret (`--cluster-secret-file`).
 
 A passed request carries `wk-cluster-auth: TIME.MAC`, where MAC is HMAC-SHA256 keyed by
-the secret over the time, the method and the target. The secret itself never travels,
-and a header seen is good for `_WINDOW_S` on that one method and target only. A request
+the secret over the time, the method, the target and the body's sha256. The secret
+itself never travels, and a header seen is good for `_WINDOW_S` on that one request
+only (the same method, target and body: a replay within the window is not caught). A request
 with the header is a hop from another node: it is served here or refused, never passed
 on again (one hop). The `/_wk/peer/...` routes, which trust what they are told (an
 actor as the sender, the chain of calls), need the header.
@@ -21,24 +22,26 @@ HEADER = "wk-cluster-auth"
 _WINDOW_S = 300.0  # the nodes' clocks agree to well within this
 
 
-def sign(secret: bytes, method: str, target: str, now: float | None = None) -> str:
+def sign(secret: bytes, method: str, target: str, body: bytes = b"",
+         now: float | None = None) -> str:
     at = str(int(now if now is not None else time.time()))
-    return f"{at}.{_mac(secret, at, method, target)}"
+    return f"{at}.{_mac(secret, at, method, target, body)}"
 
 
-def verify(secret: bytes, value: str, method: str, target: str,
+def verify(secret: bytes, value: str, method: str, target: str, body: bytes = b"",
            now: float | None = None) -> bool:
     at, _, mac = value.partition(".")
     if not at.isdigit():
         return False
     if abs((now if now is not None else time.time()) - int(at)) > _WINDOW_S:
         return False
-    return hmac.compare_digest(mac, _mac(secret, at, method, target))
+    return hmac.compare_digest(mac, _mac(secret, at, method, target, body))
 
 
-def _mac(secret: bytes, at: str, method: str, target: str) -> str:
-    msg = f"{at}\n{method.upper()}\n{target}".encode("utf-8", "surrogateescape")
-    return hmac.new(secret, msg, hashlib.sha256).hexdigest()
+def _mac(secret: bytes, at: str, method: str, target: str, body: bytes) -> str:
+    msg = f"{at}\n{method.upper()}\n{target}\n{hashlib.sha256(body).hexdigest()}"
+    return hmac.new(secret, msg.encode("utf-8", "surrogateescape"),
+                    hashlib.sha256).hexdigest()
 
 
 def is_hop(request: web.Request) -> bool:
@@ -51,7 +54,8 @@ def middleware(secret: bytes) -> web.middleware:  # type: ignore[valid-type]
     async def checked(request: web.Request, handler):  # type: ignore[no-untyped-def]
         value = request.headers.get(HEADER)
         if value is not None:
-            if not verify(secret, value, request.method, request.raw_path):
+            body = await request.read()  # kept by aiohttp for the handler
+            if not verify(secret, value, request.method, request.raw_path, body):
                 return web.Response(status=403, text="wk-cluster-auth does not verify\n")
             request["cluster_hop"] = True
         elif request.path.startswith("/_wk/peer/"):

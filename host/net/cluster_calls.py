@@ -18,7 +18,14 @@ from typing import Any
 import cbor2
 
 from ..cluster.placement import ClusterPlacement
-from ..errors import DeadlineExceeded, LeaseLost, PeerLost, PeerUnavailable
+from ..errors import (
+    DeadlineExceeded,
+    HostError,
+    LeaseLost,
+    NotOwnerNow,
+    PeerLost,
+    PeerUnavailable,
+)
 from ..types import ActorRef, Sender
 from . import cluster_auth
 from .peers import CBOR, call_answer, call_body, closed_by_peer
@@ -48,15 +55,19 @@ class ClusterCalls:
                 try:
                     return call_answer(self._post(address, ref, call_body(
                         ref, rec, sender, chain, timeout), timeout))
-                except (LeaseLost, PeerUnavailable):
-                    pass  # nothing ran there: ask again who serves it
+                except NotOwnerNow:
+                    pass  # refused before it ran: ask again who serves it
+                except LeaseLost:
+                    raise  # it ran, and its write was refused: not sent again
+                except PeerUnavailable:
+                    pass  # not reached, or not restored yet: nothing ran
             time.sleep(min(_POLL_S, max(0.0, timeout)))
 
     def _post(self, address: str, ref: ActorRef, body: bytes, timeout: float
               ) -> dict[str, Any]:
         conn = self._connection(address, timeout)
         headers = {"content-type": CBOR, cluster_auth.HEADER: cluster_auth.sign(
-            self._secret, "POST", _TARGET)}
+            self._secret, "POST", _TARGET, body)}
         try:
             conn.request("POST", _TARGET, body, headers)
             resp = conn.getresponse()
@@ -71,9 +82,9 @@ class ClusterCalls:
             self._drop(address)
             raise PeerLost(f"node {address}, which serves {ref}, went before it answered "
                            f"({type(e).__name__}): the call may have run") from None
-        if resp.status != 200:
-            raise PeerUnavailable(f"node {address} answered {resp.status}: "
-                                  f"{data[:200].decode(errors='replace').strip()}")
+        if resp.status != 200:  # not the peer route's answer: it may have run
+            raise HostError(f"node {address} answered {resp.status}: "
+                            f"{data[:200].decode(errors='replace').strip()}")
         out: dict[str, Any] = cbor2.loads(data)
         return out
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from ..errors import PeerLost, PeerUnavailable
+from ..errors import NotOwnerNow, PeerLost, PeerUnavailable
 from ..wire import HOP_BY_HOP, answer_headers
 from . import cluster_auth
 from .peer_clients import Exchange, read_answer, request_bytes
@@ -50,7 +50,7 @@ class NodeClients:
         """Raises PeerUnavailable if the node cannot be reached (nothing ran there),
         PeerLost if it went with the request."""
         signed = [*headers, (cluster_auth.HEADER,
-                             cluster_auth.sign(self._secret, method, target))]
+                             cluster_auth.sign(self._secret, method, target, body))]
         data = request_bytes(method, target, signed, body)
         try:
             conn = await self._connection(address)
@@ -96,7 +96,19 @@ def cluster_middlewares(host: Host) -> list[Any]:
     """In cluster mode: the check of what the other nodes pass (net/cluster_auth.py)."""
     if host.cluster is None:
         return []
-    return [cluster_auth.middleware(host.cluster.secret)]
+    return [cluster_auth.middleware(host.cluster.secret), _hop_refused]
+
+
+@web.middleware
+async def _hop_refused(request: web.Request, handler):  # type: ignore[no-untyped-def]
+    """A hop whose actor this node found it does not hold, before anything ran: the
+    refusal the passing node asks again on (not a 503 it would pass to its client)."""
+    try:
+        return await handler(request)
+    except NotOwnerNow:
+        if not cluster_auth.is_hop(request):
+            raise
+        return not_owner(request.path)
 
 
 def not_owner(what: str) -> web.Response:

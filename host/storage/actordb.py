@@ -80,13 +80,15 @@ class ActorDb:
         self.path = path
         self.replica = replica
         self.capture: Capture | None = None
-        self.schema_changed = False  # made again from the template (cluster mode: a snapshot)
         self._max_pages = max_pages
         self._max_value_bytes = max_value_bytes
         # Made here, now: a new actor's. Only such a database may start as an image.
         self.created = not path.exists()
         if self.created:
             files.create_from_template(path, image.data if image else None)
+        # Cluster mode: a file made here, whatever the store holds of the actor, goes
+        # there whole with its first write, never as changes to an older state.
+        self.schema_changed = self.created and replica is not None
         # The script the image stands for, until the guest's first statement: either that
         # script (not run again) or anything else (the plain template comes back first).
         self.speculative = image.script if image and self.created else None

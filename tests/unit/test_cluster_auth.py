@@ -8,12 +8,16 @@ from wkhost.net import cluster_auth
 SECRET = b"s" * 32
 
 
-def test_a_signed_request_verifies_for_its_method_and_target_only() -> None:
-    value = cluster_auth.sign(SECRET, "POST", "/_wk/peer/call", now=1_000_000)
-    assert cluster_auth.verify(SECRET, value, "post", "/_wk/peer/call", now=1_000_010)
-    assert not cluster_auth.verify(SECRET, value, "GET", "/_wk/peer/call", now=1_000_010)
-    assert not cluster_auth.verify(SECRET, value, "POST", "/probe/p1/sql", now=1_000_010)
-    assert not cluster_auth.verify(b"t" * 32, value, "POST", "/_wk/peer/call",
+def test_a_signed_request_verifies_for_its_method_target_and_body_only() -> None:
+    value = cluster_auth.sign(SECRET, "POST", "/_wk/peer/call", b"{}", now=1_000_000)
+    assert cluster_auth.verify(SECRET, value, "post", "/_wk/peer/call", b"{}", now=1_000_010)
+    assert not cluster_auth.verify(SECRET, value, "POST", "/_wk/peer/call", b"{ }",
+                                   now=1_000_010)
+    assert not cluster_auth.verify(SECRET, value, "GET", "/_wk/peer/call", b"{}",
+                                   now=1_000_010)
+    assert not cluster_auth.verify(SECRET, value, "POST", "/probe/p1/sql", b"{}",
+                                   now=1_000_010)
+    assert not cluster_auth.verify(b"t" * 32, value, "POST", "/_wk/peer/call", b"{}",
                                    now=1_000_010)
 
 
