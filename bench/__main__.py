@@ -31,7 +31,7 @@ from bench.common import REPO, RESULTS, SCRATCH_ENV, fmt_us, save
 
 MODULES = ("bench_core", "calibrate_fuel", "bench_frontdoor", "bench_conversion",
            "bench_workflows", "bench_hostile", "bench_continue", "bench_groups", "bench_listing",
-           "bench_observe")
+           "bench_observe", "bench_cluster")
 LEVELS = (1, 8, 32)
 
 
