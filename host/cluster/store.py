@@ -1,0 +1,335 @@
+"""The cluster's store in PostgreSQL: the leases, the nodes and their classes, and every
+actor's changesets and snapshots, fenced by its shard's lease. The tables are in
+cluster/schema.py, the statements, and what each guarantees, in cluster/statements.py.
+
+One connection per thread (autocommit). A broken connection raises StoreUnavailable
+and is replaced on the next call; reads, and writes that mean the same when repeated
+(renewals, heartbeats), are tried once more on a new connection first, since a
+connection that PostgreSQL closed while it idled (a restart) says so only when used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+
+from ..errors import ClusterRefused
+from .schema import migrate
+from .statements import ACQUIRE, APPEND, DELETE, LOAD, RELEASE, RENEW, SNAPSHOT
+
+T = TypeVar("T")
+Conn = psycopg.Connection[Any]
+
+JOIN_KEY = 0x776B6A6F696E  # pg_advisory_xact_lock's key for joins ("wkjoin")
+# A dead server is found in seconds, not at the kernel's TCP timeout of minutes.
+_CONNECT: dict[str, Any] = {"connect_timeout": 5, "keepalives": 1, "keepalives_idle": 10,
+                            "keepalives_interval": 5, "keepalives_count": 3}
+
+
+class StoreUnavailable(Exception):
+    """PostgreSQL cannot be reached, or the connection broke during the call (whether a
+    write in it committed is then unknown)."""
+
+
+class CorruptStore(Exception):
+    """An actor's data in the store fails its checks: a blob whose sha256 differs, or a
+    gap in its sequence numbers."""
+
+
+@dataclass
+class AppendRow:
+    """One changeset of one actor, fenced by its shard's lease at `epoch`."""
+
+    actor: str
+    shard: int
+    epoch: int
+    node_id: str
+    seq: int
+    cs: bytes
+    alarm_at_ms: int | None
+    attrs: str | None
+    cls: str
+    id: str
+
+
+@dataclass
+class Loaded:
+    """An actor as the store holds it: its snapshot (None: no snapshot, only a log) and
+    the changesets after it, in order; `last_seq` is the newest of all."""
+
+    snapshot_seq: int
+    snapshot: bytes | None
+    changes: list[tuple[int, bytes]]
+    last_seq: int
+
+
+def sha256(blob: bytes) -> bytes:
+    return hashlib.sha256(blob).digest()
+
+
+class ClusterStore:
+    """The store, shared by the node's threads (each with its own connection)."""
+
+    def __init__(self, url: str, shards: int = 256) -> None:
+        self.url = url
+        self.shards = shards
+        self._local = threading.local()
+        self._open: set[Conn] = set()
+        self._lock = threading.Lock()
+        info = conninfo_to_dict(url)
+        self._where = (f"PostgreSQL at {info.get('host', 'localhost')}:"
+                       f"{info.get('port', 5432)}/{info.get('dbname', '')}")
+
+    # -- connections -------------------------------------------------------------------
+
+    def connect_check(self) -> None:
+        """Connect and migrate the schema. Raises StoreUnavailable if PostgreSQL cannot
+        be reached, ClusterRefused if its schema is newer than this code's."""
+        self._run(lambda conn: migrate(conn, self.shards), retry=True)
+
+    def close(self) -> None:
+        """Close every thread's connection (a later call opens a new one)."""
+        with self._lock:
+            conns, self._open = self._open, set()
+        for conn in conns:
+            conn.close()
+        self._local = threading.local()
+
+    def _conn(self) -> Conn:
+        conn: Conn | None = getattr(self._local, "conn", None)
+        if conn is not None and not conn.closed:
+            return conn
+        try:
+            conn = psycopg.connect(self.url, autocommit=True, **_CONNECT)
+        except psycopg.OperationalError as e:
+            raise StoreUnavailable(f"{self._where}: {_first_line(e)}") from None
+        self._local.conn = conn
+        with self._lock:
+            self._open.add(conn)
+        return conn
+
+    def _drop(self, conn: Conn) -> None:
+        with self._lock:
+            self._open.discard(conn)
+        if getattr(self._local, "conn", None) is conn:
+            self._local.conn = None
+        conn.close()
+
+    def _run(self, work: Callable[[Conn], T], retry: bool = False) -> T:
+        """`work` on this thread's connection; a failure of the connection is
+        StoreUnavailable. With `retry`, once more on a new connection if the failed one
+        was an old one (it may have been closed by the server while it idled)."""
+        reused = getattr(self._local, "conn", None) is not None
+        conn = self._conn()
+        try:
+            return work(conn)
+        except psycopg.OperationalError as e:
+            if conn.broken or conn.closed:
+                self._drop(conn)
+                if retry and reused:
+                    return self._run(work)
+            raise StoreUnavailable(f"{self._where}: {_first_line(e)}") from e
+
+    def rows(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()
+             ) -> list[tuple[Any, ...]]:
+        """A read of the caller's (the listing: cluster/listing.py)."""
+        return self._run(lambda conn: conn.execute(sql, params).fetchall(), retry=True)
+
+    # -- nodes -------------------------------------------------------------------------
+
+    def join(self, node_id: str, address: str, classes: dict[str, str]) -> None:
+        """Record this node (heartbeat now). The first node's classes become the
+        cluster's; any other node must serve exactly those, built the same (the
+        sha256 of each component), else ClusterRefused names the difference."""
+        def work(conn: Conn) -> None:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", [JOIN_KEY])
+                known = {str(k): str(v) for k, v in
+                         conn.execute("SELECT name, sha256 FROM cluster_classes")}
+                if known:
+                    _check_classes(known, classes)
+                else:
+                    with conn.cursor() as cur:
+                        cur.executemany("INSERT INTO cluster_classes VALUES (%s, %s)",
+                                        sorted(classes.items()))
+                conn.execute(
+                    "INSERT INTO nodes (node_id, address, heartbeat_at, started_at)"
+                    " VALUES (%s, %s, clock_timestamp(), clock_timestamp())"
+                    " ON CONFLICT (node_id) DO UPDATE SET address = excluded.address,"
+                    " heartbeat_at = excluded.heartbeat_at, started_at = excluded.started_at",
+                    [node_id, address])
+        self._run(work, retry=True)
+
+    def heartbeat(self, node_id: str) -> None:
+        self._run(lambda conn: conn.execute(
+            "UPDATE nodes SET heartbeat_at = clock_timestamp() WHERE node_id = %s",
+            [node_id]), retry=True)
+
+    def live_nodes(self, within_s: float) -> dict[str, str]:
+        """node_id -> address of the nodes whose heartbeat is within `within_s`."""
+        got = self.rows("SELECT node_id, address FROM nodes WHERE heartbeat_at >"
+                        " clock_timestamp() - make_interval(secs => %s)", [within_s])
+        return {str(n): str(a) for n, a in got}
+
+    # -- leases ------------------------------------------------------------------------
+
+    def acquire(self, shard: int, node_id: str, ttl_s: float) -> int | None:
+        """Take `shard` at a new epoch if its lease has expired or is this node's
+        already (a restarted node takes its own again); the epoch, or None."""
+        got = self._run(lambda conn: conn.execute(
+            ACQUIRE, {"node": node_id, "ttl": ttl_s, "shard": shard}).fetchone())
+        return None if got is None else int(got[0])
+
+    def renew(self, node_id: str, held: dict[int, int], ttl_s: float) -> set[int]:
+        """Extend the leases of `held` (shard -> epoch) that are still this node's at
+        that epoch, in one statement; those shards."""
+        params = _held(node_id, held) | {"ttl": ttl_s}
+        got = self._run(lambda conn: conn.execute(RENEW, params).fetchall(), retry=True)
+        return {int(r[0]) for r in got}
+
+    def release(self, node_id: str, held: dict[int, int]) -> None:
+        """Let go of `held` at once (expired now), where still this node's at that epoch."""
+        self._run(lambda conn: conn.execute(RELEASE, _held(node_id, held)), retry=True)
+
+    def owners(self) -> dict[int, tuple[str | None, int, bool]]:
+        """shard -> (owner, epoch, whether the lease is still valid)."""
+        got = self.rows("SELECT shard, owner, epoch, expires_at > clock_timestamp()"
+                        " FROM leases")
+        return {int(s): (o, int(e), bool(v)) for s, o, e, v in got}
+
+    def expired_shards(self) -> list[int]:
+        got = self.rows("SELECT shard FROM leases WHERE expires_at <= clock_timestamp()"
+                        " ORDER BY shard")
+        return [int(r[0]) for r in got]
+
+    # -- actors' data ------------------------------------------------------------------
+
+    def append(self, actor: str, shard: int, epoch: int, node_id: str, seq: int, cs: bytes,
+               alarm_at_ms: int | None, attrs: str | None, cls: str, id: str) -> bool:
+        """Append one changeset, fenced; False if fenced out (or `seq` is there
+        already): then nothing is written."""
+        row = AppendRow(actor, shard, epoch, node_id, seq, cs, alarm_at_ms, attrs, cls, id)
+        return self.append_many([row])[0]
+
+    def append_many(self, rows: list[AppendRow]) -> list[bool]:
+        """Append many changesets in one statement (group commit), each fenced by its
+        own shard and epoch; for each row, whether it was written."""
+        if not rows:
+            return []
+        params = append_params(rows)
+        got = self._run(lambda conn: conn.execute(APPEND, params).fetchall())
+        written = {(str(a), int(s)) for a, s in got}
+        out = []
+        for r in rows:  # a (actor, seq) twice in a batch was written once, by the first
+            out.append((r.actor, r.seq) in written)
+            written.discard((r.actor, r.seq))
+        return out
+
+    def snapshot(self, actor: str, shard: int, epoch: int, node_id: str, seq: int,
+                 db: bytes, alarm_at_ms: int | None, attrs: str | None, cls: str,
+                 id: str) -> bool:
+        """Store the actor's image at `seq` (an actor's first write is one, at seq 1)
+        and drop the changesets it covers, fenced; False if fenced out or not newer."""
+        params = {"actor": actor, "shard": shard, "epoch": epoch, "node": node_id,
+                  "seq": seq, "db": db, "sha256": sha256(db), "alarm": alarm_at_ms,
+                  "attrs": attrs, "cls": cls, "id": id}
+        got = self._run(lambda conn: conn.execute(SNAPSHOT, params).fetchone())
+        return bool(got and got[0])
+
+    def delete_actor(self, actor: str, shard: int, epoch: int, node_id: str) -> bool:
+        """Remove every row of the actor (it deleted itself), fenced; False if fenced out."""
+        params = {"actor": actor, "shard": shard, "epoch": epoch, "node": node_id}
+        got = self._run(lambda conn: conn.execute(DELETE, params).fetchone())
+        return bool(got and got[0])
+
+    def load(self, actor: str) -> Loaded | None:
+        """The actor's snapshot and changesets, checked (CorruptStore); None if the
+        store has nothing of it."""
+        got = self.rows(LOAD, {"actor": actor})
+        if not got:
+            return None
+        return _checked(actor, got)
+
+    def alarms_in(self, shards: list[int]) -> list[tuple[str, int]]:
+        """(actor, alarm_at_ms) of the actors of `shards` that have an alarm."""
+        got = self.rows("SELECT actor, alarm_at_ms FROM actors WHERE shard = ANY(%s)"
+                        " AND alarm_at_ms IS NOT NULL ORDER BY actor", [shards])
+        return [(str(a), int(t)) for a, t in got]
+
+    def list_actors(self, cls: str, after: str, limit: int) -> list[str]:
+        """Ids of the class's actors after `after`, in order, at most `limit`."""
+        got = self.rows("SELECT id FROM actors WHERE cls = %s AND id > %s ORDER BY id"
+                        " LIMIT %s", [cls, after, limit])
+        return [str(r[0]) for r in got]
+
+    def listed(self, cls: str) -> list[tuple[str, str | None]]:
+        """(id, attrs) of every actor of the class, by id."""
+        got = self.rows("SELECT id, attrs FROM actors WHERE cls = %s ORDER BY id", [cls])
+        return [(str(i), a) for i, a in got]
+
+
+def append_params(rows: list[AppendRow]) -> list[list[Any]]:
+    """APPEND's parameters: one array per column."""
+    return [[r.actor for r in rows], [r.seq for r in rows], [r.shard for r in rows],
+            [r.epoch for r in rows], [r.node_id for r in rows], [r.cs for r in rows],
+            [sha256(r.cs) for r in rows], [r.alarm_at_ms for r in rows],
+            [r.attrs for r in rows], [r.cls for r in rows], [r.id for r in rows]]
+
+
+def _held(node_id: str, held: dict[int, int]) -> dict[str, Any]:
+    shards = sorted(held)
+    return {"node": node_id, "shards": shards, "epochs": [held[s] for s in shards]}
+
+
+def _check_classes(known: dict[str, str], mine: dict[str, str]) -> None:
+    differ = [f"{name} (the cluster's {known[name][:12]}, this node's {mine[name][:12]})"
+              for name in sorted(known.keys() & mine.keys()) if known[name] != mine[name]]
+    if differ:
+        raise ClusterRefused("this node's classes are built otherwise than the cluster's: "
+                             + ", ".join(differ))
+    missing, extra = sorted(known.keys() - mine.keys()), sorted(mine.keys() - known.keys())
+    if missing or extra:
+        said = ([f"it lacks {', '.join(missing)}"] if missing else []) + (
+            [f"the cluster has no {', '.join(extra)}"] if extra else [])
+        raise ClusterRefused("every node must serve the cluster's classes, no more and no "
+                             "fewer: " + "; ".join(said))
+
+
+def _checked(actor: str, got: list[tuple[Any, ...]]) -> Loaded:
+    """Loaded from LOAD's rows, each blob's sha256 verified and the seqs contiguous."""
+    last: int | None = None
+    snap_seq, snap, changes = 0, None, []
+    for kind, seq, blob, digest in got:
+        if kind == "a":
+            last = int(seq)
+            continue
+        if sha256(blob) != bytes(digest):
+            what = "snapshot" if kind == "s" else "changeset"
+            raise CorruptStore(f"{actor}: the {what} at seq {seq} fails its sha256 check")
+        if kind == "s":
+            snap_seq, snap = int(seq), bytes(blob)
+        else:
+            changes.append((int(seq), bytes(blob)))
+    newest = changes[-1][0] if changes else snap_seq
+    expected = list(range(snap_seq + 1, newest + 1))
+    if [s for s, _ in changes] != expected or (last is not None and last != newest):
+        have = [s for s, _ in changes]
+        raise CorruptStore(f"{actor}: its sequence numbers have a gap (snapshot at "
+                           f"{snap_seq}, changesets {_ranges(have)}, last written {last})")
+    return Loaded(snap_seq, snap, changes, newest)
+
+
+def _ranges(seqs: list[int]) -> str:
+    if not seqs:
+        return "none"
+    return f"{seqs[0]}..{seqs[-1]} ({len(seqs)})"
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
