@@ -80,7 +80,7 @@ class ClusterStore:
         self.url = url
         self.shards = shards
         self._local = threading.local()
-        self._open: set[Conn] = set()
+        self._open: dict[threading.Thread, Conn] = {}  # each thread's, to close them
         self._lock = threading.Lock()
         info = conninfo_to_dict(url)
         self._where = (f"PostgreSQL at {info.get('host', 'localhost')}:"
@@ -96,7 +96,7 @@ class ClusterStore:
     def close(self) -> None:
         """Close every thread's connection (a later call opens a new one)."""
         with self._lock:
-            conns, self._open = self._open, set()
+            conns, self._open = list(self._open.values()), {}
         for conn in conns:
             conn.close()
         self._local = threading.local()
@@ -111,12 +111,17 @@ class ClusterStore:
             raise StoreUnavailable(f"{self._where}: {_first_line(e)}") from None
         self._local.conn = conn
         with self._lock:
-            self._open.add(conn)
+            ended = [t for t in self._open if not t.is_alive()]
+            gone = [self._open.pop(t) for t in ended]  # threads that ended left theirs
+            self._open[threading.current_thread()] = conn
+        for old in gone:
+            old.close()
         return conn
 
     def _drop(self, conn: Conn) -> None:
         with self._lock:
-            self._open.discard(conn)
+            if self._open.get(threading.current_thread()) is conn:
+                del self._open[threading.current_thread()]
         if getattr(self._local, "conn", None) is conn:
             self._local.conn = None
         conn.close()

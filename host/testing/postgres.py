@@ -308,6 +308,9 @@ def _wait_gone(pids: list[int], timeout_s: float = 30.0) -> None:
 
 
 def main() -> None:
+    """Until Ctrl-C or SIGTERM; then the server stops and its files go."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # even if started with it ignored
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     with PgServer.start() as pg:
         print(pg.url, flush=True)
         with contextlib.suppress(KeyboardInterrupt):
