@@ -133,6 +133,8 @@ class PgServer:
             base_dir.mkdir(parents=True, exist_ok=True)
             if not owner or _reachable(base_dir, owner):
                 return cls(base_dir, fresh, where)
+            if fresh:
+                base_dir.rmdir()
         # As root, `wkpg` cannot enter a directory under a private one (pytest's
         # tmp_path is under a 0700 directory): the system's temporary directory it can.
         return cls(Path(tempfile.mkdtemp(prefix="wkpg-")), True, where)
