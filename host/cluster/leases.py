@@ -48,6 +48,8 @@ class LeaseStore(Protocol):
 
     def heartbeat(self, node_id: str) -> None: ...
 
+    def leave(self, node_id: str) -> None: ...
+
     def live_nodes(self, within_s: float) -> Mapping[str, str]: ...
 
     def acquire(self, shard: int, node_id: str, ttl_s: float) -> int | None: ...
@@ -138,9 +140,10 @@ class LeaseKeeper:
         held = {s: e for s, (e, _) in dict(self._held).items()}
         for shard in held:
             self._let_go(shard)
-        if release and held:
+        if release:
             try:
                 self._store.release(self.node_id, held)
+                self._store.leave(self.node_id)  # else still preferred for up to a TTL
             except StoreUnavailable as e:
                 log.warning("leases: could not release %d shards (%s); they expire "
                             "after the TTL", len(held), e)

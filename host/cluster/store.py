@@ -182,6 +182,13 @@ class ClusterStore:
                         " clock_timestamp() - make_interval(secs => %s)", [within_s])
         return {str(n): str(a) for n, a in got}
 
+    def leave(self, node_id: str) -> None:
+        """This node is stopping: it counts as live no more, so the others take the
+        shards it released at their next round, not once its heartbeat is a TTL old."""
+        self._run(lambda conn: conn.execute(
+            "UPDATE nodes SET heartbeat_at = '-infinity' WHERE node_id = %s",
+            [node_id]), retry=True)
+
     # -- leases ------------------------------------------------------------------------
 
     def acquire(self, shard: int, node_id: str, ttl_s: float) -> int | None:

@@ -51,6 +51,10 @@ class FakeStore:
         self._up()
         self.beats[node_id] = self.clock.now
 
+    def leave(self, node_id: str) -> None:
+        self._up()
+        self.beats.pop(node_id, None)
+
     def live_nodes(self, within_s: float) -> dict[str, str]:
         self._up()
         return {n: self.addresses[n] for n, at in self.beats.items()
@@ -273,6 +277,16 @@ def test_stop_lets_go_of_every_shard_and_releases_them_if_asked(
     a.keeper.stop(release=release)
     assert sorted(a.lost) == list(range(SHARDS)) and a.keeper.held() == {}
     assert store.held_by("a") == (set() if release else set(range(SHARDS)))
+    assert ("a" in store.live_nodes(TTL)) == (not release)
+
+
+def test_a_clean_stop_hands_the_shards_over_at_the_others_next_round(
+        store: FakeStore) -> None:
+    a, b = Node(store, "a"), Node(store, "b")
+    rounds(store, [a, b], 2)
+    a.keeper.stop()
+    b.keeper.tick()
+    assert b.shards() == set(range(SHARDS))
 
 
 def test_placement_answers_from_the_keeper(store: FakeStore) -> None:
