@@ -14,7 +14,7 @@ from typing import Any
 import psycopg
 import pytest
 from wkhost.cluster import schema
-from wkhost.cluster.statements import APPEND
+from wkhost.cluster.statements import APPEND, SNAPSHOT
 from wkhost.cluster.store import (
     AppendRow,
     ClusterStore,
@@ -185,28 +185,43 @@ def test_after_a_takeover_the_old_epochs_writes_are_refused_and_nothing_is_writt
     assert store.load(ACTOR) == Loaded(1, b"image", [(2, b"cs2"), (3, b"new")], 3)
 
 
-def test_a_takeover_waits_for_an_append_in_flight_and_sees_it(
-        store: ClusterStore, pg_url: str, sql: Callable[..., Any]) -> None:
+def _append_2(conn: psycopg.Connection[Any], epoch: int) -> list[tuple[Any, ...]]:
+    return conn.execute(APPEND, append_params([row(2, epoch)])).fetchall()
+
+
+def _snapshot_2(conn: psycopg.Connection[Any], epoch: int) -> list[tuple[Any, ...]]:
+    params = {"actor": ACTOR, "shard": SHARD, "epoch": epoch, "node": "n1", "seq": 2,
+              "db": b"v2", "sha256": hashlib.sha256(b"v2").digest(), "alarm": None,
+              "attrs": None, "cls": "orders", "id": "o1"}
+    return conn.execute(SNAPSHOT, params).fetchall()
+
+
+@pytest.mark.parametrize("write, written, seen", [
+    (_append_2, [(ACTOR, 2)], Loaded(1, b"image", [(2, b"cs2")], 2)),
+    (_snapshot_2, [(1,)], Loaded(2, b"v2", [], 2))])
+def test_a_takeover_waits_for_a_write_in_flight_and_sees_it(
+        store: ClusterStore, pg_url: str, sql: Callable[..., Any],
+        write: Callable[[psycopg.Connection[Any], int], list[tuple[Any, ...]]],
+        written: list[tuple[Any, ...]], seen: Loaded) -> None:
     e1 = store.acquire(SHARD, "n1", 60)
     assert e1 is not None and snap(store, 1, e1)
     taken: list[int | None] = []
-    expire(sql)  # the holder's lease lapses while its append is on its way
+    expire(sql)  # the holder's lease lapses while its write is on its way
     with psycopg.connect(pg_url, autocommit=True) as holder:
-        with holder.transaction():  # the holder's append, its COMMIT held back
-            got = holder.execute(APPEND, append_params([row(2, e1)])).fetchall()
-            assert got == [(ACTOR, 2)]
+        with holder.transaction():  # the holder's write, its COMMIT held back
+            assert write(holder, e1) == written
             taker = threading.Thread(
                 target=lambda: taken.append(store.acquire(SHARD, "n2", 60)))
             taker.start()
             wait_until(lambda: sql("SELECT count(*) FROM pg_stat_activity WHERE"
                                    " datname = current_database() AND wait_event_type"
-                                   " = 'Lock'") == [(1,)], "blocked on the append")
+                                   " = 'Lock'") == [(1,)], "blocked on the write")
             assert not taken
         taker.join(30)
     assert taken == [e1 + 1]
-    loaded = store.load(ACTOR)
-    assert loaded is not None and loaded.changes == [(2, b"cs2")]  # the taker sees it
+    assert store.load(ACTOR) == seen  # the taker sees it
     assert store.append_many([row(3, e1)]) == [False]
+    assert not snap(store, 3, e1)
 
 
 def test_a_batch_is_fenced_row_by_row(store: ClusterStore, sql: Callable[..., Any]) -> None:
