@@ -28,8 +28,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..cluster.leases import LeaseKeeper
-from ..cluster.store import AppendRow, ClusterStore, StoreUnavailable
-from ..errors import DeadlineExceeded, HostError, LeaseLost, NotOwnerNow, PeerUnavailable
+from ..cluster.store import AppendRow, ClusterStore, CorruptStore, StoreUnavailable
+from ..errors import (
+    DeadlineExceeded,
+    HostError,
+    LeaseLost,
+    NotOwnerNow,
+    PeerUnavailable,
+    StorageFailed,
+)
 from ..partition import shard_of
 from ..storage import changes
 from ..storage.actordb import ActorDb
@@ -229,13 +236,20 @@ class Replication:
         except StoreUnavailable as e:
             raise PeerUnavailable(f"{slot.ref} cannot be restored now: the cluster's store "
                                   f"cannot be reached ({e}); retry shortly") from None
+        except CorruptStore as e:
+            log.error("%s cannot be restored: %s", slot.ref, e)
+            raise StorageFailed(f"{slot.ref} cannot be restored: {e}") from None
         if loaded is None:
             return Copy(slot.ref, shard, epoch, 0, self, new=True)
         if loaded.snapshot is None:
-            raise changes.RestoreMismatch(f"{slot.ref} has changesets but no snapshot")
+            raise StorageFailed(f"{slot.ref} cannot be restored: changesets but no snapshot")
         slot.path.parent.mkdir(parents=True, exist_ok=True)
         changesets = [cs for _, cs in loaded.changes]
-        changes.restore(slot.path, loaded.snapshot, changesets)
+        try:
+            changes.restore(slot.path, loaded.snapshot, changesets)
+        except changes.RestoreMismatch as e:
+            log.error("%s cannot be restored: %s", slot.ref, e)
+            raise StorageFailed(f"{slot.ref} cannot be restored: {e}") from None
         log.info("%s: restored from the cluster's store (seq %d, %d changesets) in %.1f ms",
                  slot.ref, loaded.last_seq, len(changesets),
                  (time.perf_counter() - started) * 1000)
