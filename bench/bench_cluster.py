@@ -224,14 +224,10 @@ def store_writes(pg: Any, database: str, tag: str) -> dict[str, float]:
             "changeset_bytes_per_wf": cs_bytes / n, "snapshot_bytes_per_wf": snap_bytes / n}
 
 
-def wal_lsn(pg: Any, database: str) -> str:
-    return str(pg.psql("SELECT pg_current_wal_insert_lsn()", database).strip())
-
-
 def workflows(server: BenchServer, pg: Any, database: str, level: int, count: int,
               tag: str) -> dict[str, float]:
     """`count` three-step workflows at concurrency `level`; per workflow, µs."""
-    lsn = wal_lsn(pg, database)
+    lsn = pg.psql("SELECT pg_current_wal_insert_lsn()", database).strip()
     before = (cpu_s(server.proc.pid), tree_cpu_s(pg.pid), client_cpu_s(), time.perf_counter())
     done = asyncio.run(_load(server.url, server.token, level, count, tag))
     wall = time.perf_counter() - before[3]
