@@ -4,8 +4,8 @@ restarted under load. Outcomes only: eventual service and zero loss, never timin
 
 from __future__ import annotations
 
+import os
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -87,12 +87,16 @@ def test_a_paused_node_past_its_ttl_has_its_late_writes_refused(cluster: Cluster
     assert owner is not None
     i = cluster.index_of(owner)
     slow = ("INSERT INTO w VALUES ('late'); WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL "
-            "SELECT x + 1 FROM c WHERE x < 20000000) SELECT count(*) FROM c")
+            "SELECT x + 1 FROM c WHERE x < 40000000) SELECT count(*) FROM c")
     answer: dict[str, Any] = {}
     late = threading.Thread(target=lambda: answer.update(
         a=sql(cluster, actor, slow, node=i, timeout=120)))
+    busy_from = _cpu_s(cluster.node(i).pid)
     late.start()
-    time.sleep(0.3)  # the slow statement runs on the owner
+    # Paused only once the slow statement runs there (its CPU shows it), however busy
+    # the machine: a request not begun yet would simply be served by the next owner.
+    wait_until(lambda: _cpu_s(cluster.node(i).pid) - busy_from > 0.5, 60,
+               "the slow statement running on the owner")
     cluster.pause(i)
     try:
         wait_until(lambda: cluster.owner(actor) not in (None, owner), 60,
@@ -155,6 +159,11 @@ def test_any_node_lists_every_nodes_workflows(cluster: Cluster) -> None:
         assert status == 200, page
         assert sorted(page["ids"]) == orders and page["count"] == len(orders)
     assert len(owners) > 1, f"the orders' shards are not spread: {owners}"
+
+
+def _cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _busiest(cluster: Cluster, actors: list[str]) -> str:
