@@ -242,7 +242,8 @@ def _run(args: argparse.Namespace, only: set[str]) -> int:
             extra = ["--repeats", "3"]
         elif args.quick and module == "bench_frontdoor":
             extra = ["--requests", "300", "--repeats", "1"]
-        elif args.quick and module in ("bench_hostile", "bench_groups", "bench_observe"):
+        elif args.quick and module in ("bench_hostile", "bench_groups", "bench_observe",
+                                        "bench_cluster"):
             extra = ["--quick"]
         codes[module] = run_module(module, extra)
     wk = (load("workflows", started) or {}).get("figures", {})
@@ -267,7 +268,8 @@ def _run(args: argparse.Namespace, only: set[str]) -> int:
     modules = {}
     # bench_hostile has no peer (no peer runs guest SQL): its table is its own, and its
     # figures go into latest.json beside the other modules', not into the combined table.
-    for name in ("core", "fuel", "frontdoor", "conversion", "bench_hostile", "observe"):
+    for name in ("core", "fuel", "frontdoor", "conversion", "bench_hostile", "observe",
+                 "cluster"):
         doc = load(name, started)
         if doc:
             modules[name] = doc["figures"]

@@ -32,7 +32,8 @@ from ..cluster.store import AppendRow, ClusterStore, StoreUnavailable
 log = logging.getLogger("wkhost")
 
 _BATCH = 256  # rows in one statement at most
-_PAUSE_S = (0.05, 1.0)  # the retry's first and longest pause while the store is away
+_PAUSE_S = (0.05, 1.0)
+_SLOW_S = 5.0  # a batch slower than this is logged  # the retry's first and longest pause while the store is away
 
 
 @dataclass
@@ -92,6 +93,8 @@ class Writer:
         """Wait until every write queued so far is committed or refused (a shard about
         to be released: the node that takes it must find them). False on the timeout;
         while the store is away, once: the shards lost together then wait no more."""
+        if not self._thread.is_alive():  # stopped: stop() wrote what was queued
+            return self._queue.empty()
         if time.monotonic() - self._drain_failed_at < timeout_s:
             return False
         try:
@@ -109,6 +112,13 @@ class Writer:
         self._thread.join(1.0)
 
     def _loop(self) -> None:
+        try:
+            self._batches()
+        except BaseException:  # never silently: every later durable write would wait
+            log.exception("the cluster's writer stopped")
+            raise
+
+    def _batches(self) -> None:
         while True:
             first = self._queue.get()
             if first is None:
@@ -149,12 +159,17 @@ class Writer:
         return [self._store.delete_actor(**vars(write))]
 
     def _settle(self, items: list[Item], call: Callable[[], list[bool]]) -> None:
+        started = time.monotonic()
         try:
             results = self._retried(call)
         except BaseException as e:  # noqa: BLE001 - every waiter hears of it
             for _, done in items:
                 done.set_exception(e)
             return
+        took = time.monotonic() - started
+        if took > _SLOW_S:  # what a durable write that times out (504) waited on
+            log.warning("a batch of %d writes took %.1f s in the cluster's store",
+                        len(items), took)
         for (_, done), ok in zip(items, results, strict=True):
             done.set_result(ok)
 

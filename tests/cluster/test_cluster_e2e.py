@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from tests.e2e.reliability_support import SHOP_ACCESS, SHOP_SOURCES
@@ -169,3 +170,27 @@ def _cpu_s(pid: int) -> float:
 def _busiest(cluster: Cluster, actors: list[str]) -> str:
     owners = [cluster.owner(a) for a in actors]
     return max({o for o in owners if o}, key=owners.count)
+
+
+def test_a_folded_log_restores_on_another_node(tmp_path: Path, pg_url: str,
+                                               wasm: dict[str, Path]) -> None:
+    c = Cluster(tmp_path, pg_url, {"probe": wasm["probe"]}, size=2,
+                extra=["--snapshot-every", "3"])
+    try:
+        c.start()
+        actor = "fold-1"
+        ensure_table(c, actor)
+        for k in range(10):
+            assert ok(sql(c, actor, INSERT, [f"v{k}"]))
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            (logged,), = conn.execute("SELECT count(*) FROM changelog WHERE actor = %s",
+                                      [f"probe/{actor}"]).fetchall()
+            (snap_seq,), = conn.execute("SELECT seq FROM snapshots WHERE actor = %s",
+                                        [f"probe/{actor}"]).fetchall()
+        assert logged <= 3 and snap_seq > 3, (logged, snap_seq)
+        owner = c.owner(actor)
+        assert owner is not None
+        c.kill9(c.index_of(owner))
+        assert values(c, actor) == [f"v{k}" for k in range(10)]
+    finally:
+        c.close()
