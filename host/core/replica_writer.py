@@ -32,8 +32,8 @@ from ..cluster.store import AppendRow, ClusterStore, StoreUnavailable
 log = logging.getLogger("wkhost")
 
 _BATCH = 256  # rows in one statement at most
-_PAUSE_S = (0.05, 1.0)
-_SLOW_S = 5.0  # a batch slower than this is logged  # the retry's first and longest pause while the store is away
+_PAUSE_S = (0.05, 1.0)  # the retry's first and longest pause while the store is away
+_SLOW_S = 5.0  # a batch slower than this is logged
 
 
 @dataclass
