@@ -12,6 +12,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from wkhost.cli.client import WorkflowAdmin
 
 from tests.e2e.reliability_support import SHOP_ACCESS, SHOP_SOURCES
 
@@ -194,3 +195,25 @@ def test_a_folded_log_restores_on_another_node(tmp_path: Path, pg_url: str,
         assert values(c, actor) == [f"v{k}" for k in range(10)]
     finally:
         c.close()
+
+
+def test_a_held_answer_and_the_operator_client_work_through_any_node(
+        cluster: Cluster) -> None:
+    actor = "held-1"
+    owner = cluster.owner(actor)
+    assert owner is not None
+    entry = cluster.node((cluster.index_of(owner) + 1) % 3)  # not the owner
+    status, now = call(entry.url, "GET", f"/probe/{actor}/now", token=cluster.token)
+    assert status == 200, now
+    call(entry.url, "POST", f"/probe/{actor}/alarm/set?at={now['now'] + 1000}",
+         token=cluster.token)
+    status, doc = call(entry.url, "POST", f"/probe/{actor}/hold?ms=20000&alarms=1",
+                       token=cluster.token)
+    assert status == 200 and doc["alarms"] >= 1, doc  # held on the owner, answered back
+    start_orders(cluster, ["cli-1"])
+    oid_owner = cluster.owner("cli-1")
+    other = next(n for n in cluster.nodes if n.name != oid_owner)
+    admin = WorkflowAdmin(other.url, cluster.token)
+    wait_until(lambda: admin.status("orders", "cli-1").state == "completed", 120,
+               "the order completed, as the operator's client sees it through any node")
+    assert [s["name"] for s in admin.steps("orders", "cli-1")][:1] == ["reserve"]
