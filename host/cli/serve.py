@@ -123,9 +123,6 @@ def _out_of_range(args: argparse.Namespace) -> str | None:
     """What is wrong with a number of `serve`'s, if anything."""
     if not 1 <= args.processes <= MAX_PROCESSES:
         return f"--processes takes 1 to {MAX_PROCESSES}"
-    if args.cluster and args.processes > 1:
-        return ("--cluster serves one process per node for now: drop --processes "
-                "(docs/cluster.md, what is not promised)")
     if args.cluster and not args.node_id:
         return "--cluster needs --node-id NAME, unique in the cluster"
     for flag in ("header_timeout_s", "body_timeout_s", "keepalive_timeout_s"):
@@ -167,8 +164,22 @@ def _serve_one_of_many(config: HostConfig, opts: ServeOptions,
     if args.cores:  # first: the host's threads take this process's affinity
         pin_to_cores([int(c) for c in args.cores.split(",")])
     die_with(args.supervisor_pid)
-    config.partition = Partition(me, count)
+    if config.cluster_url:
+        as_cluster_member(config, opts, me)
+    else:
+        config.partition = Partition(me, count)
     asyncio.run(serve(config, opts, inherited_socket(args.listen_fd)))
+
+
+def as_cluster_member(config: HostConfig, opts: ServeOptions, me: int) -> None:
+    """Process `me` of a node's `--processes N` in cluster mode: a member of the cluster
+    of its own (NODE.K), which leases its own shards, in a data directory of its own; the
+    cluster, not the process's share of the hash, places its actors (docs/cluster.md).
+    The operator token stays the node's."""
+    opts.admin_token_file = opts.admin_token_file or (
+        config.data_dir / "_host" / "admin-token")
+    config.node_id = f"{config.node_id}.{me}"
+    config.data_dir = config.data_dir / "members" / str(me)
 
 
 def _exit_without_finalizing(rc: int) -> NoReturn:

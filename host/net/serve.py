@@ -93,11 +93,14 @@ async def serve(config: HostConfig, opts: ServeOptions,
     bound then)."""
     token, token_path = admin_token(config, opts.admin_token_file)  # before any compile
     socks = [listen] if listen is not None else bound or reserve_address(opts.host, opts.port)
-    host = build_host(config, opts, advertised(config, socks))
+    # A member of a node's --processes N: the other nodes reach it on a port of its own
+    # (the shared one may hand a connection to any of the node's processes).
+    own = reserve_address(opts.host, 0) if config.cluster_url and listen is not None else []
+    host = build_host(config, opts, advertised(config, own or socks, member=bool(own)))
     host.start()
     if host.cluster is not None:
         await asyncio.to_thread(host.cluster.start, host)
-    doors = await _Doors.open(host, token, opts, socks)
+    doors = await _Doors.open(host, token, opts, socks + own)
     if listen is not None:
         partition = config.partition
         print(f"wkhost: process {partition.me} of {partition.count} ready", flush=True)
@@ -169,13 +172,18 @@ async def _serve_peers(host: Host, token: str, peers: PeerClients,
     return runner
 
 
-def advertised(config: HostConfig, socks: list[socket.socket]) -> str:
-    """Where the other nodes of a cluster reach this one: --advertise, else the
-    clients' address."""
-    if config.advertise or not config.cluster_url:
-        return config.advertise
+def advertised(config: HostConfig, socks: list[socket.socket], member: bool = False) -> str:
+    """Where the other nodes of a cluster reach this one: --advertise, else the address
+    of `socks`. A `member` (one of a node's --processes N) keeps --advertise's host but
+    its own port."""
+    if not config.cluster_url:
+        return ""
     host, port = socks[0].getsockname()[:2]
-    return f"{host}:{port}"
+    if not config.advertise:
+        return f"{host}:{port}"
+    if member:
+        return f"{config.advertise.rpartition(':')[0]}:{port}"
+    return config.advertise
 
 
 def _say_listening(host: Host, clients: list[asyncio.Server], token_path: Path) -> None:

@@ -139,8 +139,9 @@ class Cluster:
         return {int(s): (o, int(e), bool(v)) for s, o, e, v in rows}
 
     def owner(self, actor_id: str) -> str | None:
+        """The node whose process (a member, NODE.K, with --processes) holds the shard."""
         owner, _, valid = self.leases()[shard_of(actor_id)]
-        return owner if valid else None
+        return node_of(owner) if valid and owner else None
 
     def index_of(self, name: str) -> int:
         return [n.name for n in self.nodes].index(name)
@@ -148,11 +149,17 @@ class Cluster:
     def wait_held(self, timeout: float = 30, by: set[str] | None = None) -> None:
         """Until every shard is held, validly, by a node in `by` (default: those up)."""
         names = by or {n.name for n in self.up()}
-        wait_until(lambda: all(v and o in names for o, _, v in self.leases().values()),
+        wait_until(lambda: all(v and node_of(o) in names
+                               for o, _, v in self.leases().values()),
                    timeout, f"every shard held by one of {sorted(names)}")
 
     def any_up(self) -> Node:
         return self.up()[0]
+
+
+def node_of(member: str | None) -> str | None:
+    """The node of a lease's owner: NODE, or NODE.K for a process of --processes N."""
+    return None if member is None else member.split(".")[0]
 
 
 def wait_until(cond: Callable[[], Any], timeout: float, what: str,

@@ -5,6 +5,7 @@ restarted under load. Outcomes only: eventual service and zero loss, never timin
 from __future__ import annotations
 
 import os
+import signal
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -217,3 +218,31 @@ def test_a_held_answer_and_the_operator_client_work_through_any_node(
     wait_until(lambda: admin.status("orders", "cli-1").state == "completed", 120,
                "the order completed, as the operator's client sees it through any node")
     assert [s["name"] for s in admin.steps("orders", "cli-1")][:1] == ["reserve"]
+
+
+def test_nodes_of_several_processes_lose_nothing_when_one_process_dies(
+        tmp_path: Path, pg_url: str, wasm: dict[str, Path]) -> None:
+    """`--processes 2` on each of 2 nodes: 4 members (n0.0, n0.1, n1.0, n1.1) lease
+    shards; one process killed is started again by its node's supervisor."""
+    c = Cluster(tmp_path, pg_url, {"probe": wasm["probe"]}, size=2,
+                extra=["--processes", "2", "--cpu-affinity", "off"])
+    try:
+        c.start()
+        members = {o for o, _, _ in c.leases().values()}
+        assert members == {"n0.0", "n0.1", "n1.0", "n1.1"}, members
+        writers = Writers(c, [f"m{i}" for i in range(6)], threads=3).start()
+        wait_until(lambda: writers.count() >= 30, 60, "30 acknowledged writes")
+        victim = _child_pids(c.node(1).pid)[0]
+        os.kill(victim, signal.SIGKILL)
+        before = writers.count()
+        wait_until(lambda: writers.count() >= before + 60, 120,
+                   "60 more writes acknowledged after a process died")
+        writers.stop()
+        assert writers.lost() == {}
+    finally:
+        c.close()
+
+
+def _child_pids(pid: int) -> list[int]:
+    kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return [int(k) for k in kids]
