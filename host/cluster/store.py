@@ -237,11 +237,27 @@ class ClusterStore:
         params = append_params(rows)
         got = self._run(lambda conn: conn.execute(APPEND, params).fetchall())
         written = {(str(a), int(s)) for a, s in got}
+        if len(written) < len(rows):  # a retry of a batch whose first try committed?
+            written |= self._already(rows, written)
         out = []
         for r in rows:  # a (actor, seq) twice in a batch was written once, by the first
             out.append((r.actor, r.seq) in written)
             written.discard((r.actor, r.seq))
         return out
+
+    def _already(self, rows: list[AppendRow], written: set[tuple[str, int]]
+                 ) -> set[tuple[str, int]]:
+        """Of the rows not written now, those in the log already at the same epoch with
+        the same changeset: written by this batch's earlier try, whose answer was lost
+        with its connection. Counted as written, not as refused."""
+        left = [r for r in rows if (r.actor, r.seq) not in written]
+        got = self._run(lambda conn: conn.execute(
+            "SELECT c.actor, c.seq FROM changelog c JOIN unnest(%s::text[], %s::bigint[], "
+            "%s::bigint[], %s::bytea[]) AS r(actor, seq, epoch, sha256) ON c.actor = r.actor "
+            "AND c.seq = r.seq AND c.epoch = r.epoch AND c.sha256 = r.sha256",
+            [[r.actor for r in left], [r.seq for r in left], [r.epoch for r in left],
+             [sha256(r.cs) for r in left]]).fetchall(), retry=True)
+        return {(str(a), int(q)) for a, q in got}
 
     def snapshot(self, actor: str, shard: int, epoch: int, node_id: str, seq: int,
                  db: bytes, alarm_at_ms: int | None, attrs: str | None, cls: str,

@@ -9,9 +9,10 @@ round trip, not eight.
 
 While PostgreSQL cannot be reached, the batch is tried again, with a growing pause, until
 it goes or the writer stops: the events that wait on it wait, up to their deadlines, and
-nothing acknowledged is lost. A retried batch whose first try did commit is refused the
-second time (its rows are there): its futures then say False, as for a fenced write,
-and the actors' copies are restored from the store, which has them.
+nothing acknowledged is lost. A retried batch whose first try did commit finds its
+rows there at the same epoch with the same changesets, and counts them as written
+(ClusterStore.append_many); a snapshot's retry is refused (it is there), its copy then
+restored from the store, which has it.
 """
 
 from __future__ import annotations
