@@ -22,12 +22,14 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from ..core.holds import MAX_HOLD_MS
 from ..errors import NotOwnerNow, PeerLost, PeerUnavailable
 from ..wire import HOP_BY_HOP, answer_headers
 from . import cluster_auth
 from .peer_clients import Exchange, read_answer, request_bytes
 
 if TYPE_CHECKING:
+    from ..core.config import HostConfig
     from ..core.host import Host
 
 NOT_OWNER = "not-owner"
@@ -137,16 +139,26 @@ async def to_owner(request: web.Request, actor_id: str, body: bytes
             return None
         if address is not None and owner != placement.me:
             try:
-                status, got, answer = await request.app["nodes"].exchange(
-                    address, request.method, request.raw_path, headers, body)
+                status, got, answer = await asyncio.wait_for(request.app["nodes"].exchange(
+                    address, request.method, request.raw_path, headers, body),
+                    _answer_within_s(config))
             except PeerUnavailable:
                 status, got, answer = 503, [("wk-cluster", NOT_OWNER)], b""
+            except TimeoutError:
+                raise PeerLost(f"node {address} did not answer in time (paused, or cut "
+                               "off?): the request may have run there") from None
             if not _refused_unrun(got, status):
                 return _answered(host, status, got, answer)
         if time.monotonic() > patience:
             raise PeerUnavailable("no node serves this actor's shard yet (a node is taking "
                                   "it over); retry shortly")
         await asyncio.sleep(_POLL_S)
+
+
+def _answer_within_s(config: HostConfig) -> float:
+    """The longest a served request takes: its event's wall budget, then the longest
+    hold, with room to spare; a node that answers later is taken as gone."""
+    return 2 * config.wall_budget_ms / 1000 + MAX_HOLD_MS / 1000 + 10
 
 
 def _refused_unrun(got: list[tuple[str, str]], status: int) -> bool:
