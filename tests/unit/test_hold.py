@@ -94,5 +94,5 @@ def test_a_held_answer_stands_when_the_host_cannot_deliver_it_again() -> None:
     held = Response(200, [], b"running", hold=fut, hold_ms=30_000)
     host.holds.wake(A)  # the actor's next event ended
     out = asyncio.run(_held(host, A, Request(), Sender.public(), held,  # type: ignore[arg-type]
-                            lambda: False))
+                            lambda: False, {}))  # no client trace
     assert host.submits == 1 and out.body == b"running" and out.hold is None
