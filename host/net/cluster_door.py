@@ -24,9 +24,10 @@ from aiohttp import web
 
 from ..core.holds import MAX_HOLD_MS
 from ..errors import NotOwnerNow, PeerLost, PeerUnavailable
-from ..wire import HOP_BY_HOP, answer_headers
+from ..wire import HOP_BY_HOP
 from . import cluster_auth
 from .peer_clients import Exchange, read_answer, request_bytes
+from .peers import passed_answer
 
 if TYPE_CHECKING:
     from ..core.config import HostConfig
@@ -36,7 +37,6 @@ NOT_OWNER = "not-owner"
 _MAX_HEAD = 1 << 20
 _MAX_IDLE = 64
 _POLL_S = 0.05
-_ADDED_HEADERS, _ADDED_HEADER_BYTES = 4, 512
 
 
 class NodeClients:
@@ -148,7 +148,7 @@ async def to_owner(request: web.Request, actor_id: str, body: bytes
                 raise PeerLost(f"node {address} did not answer in time (paused, or cut "
                                "off?): the request may have run there") from None
             if not _refused_unrun(got, status):
-                return _answered(host, status, got, answer)
+                return passed_answer(config, status, got, answer)
         if time.monotonic() > patience:
             raise PeerUnavailable("no node serves this actor's shard yet (a node is taking "
                                   "it over); retry shortly")
@@ -164,15 +164,3 @@ def _answer_within_s(config: HostConfig) -> float:
 def _refused_unrun(got: list[tuple[str, str]], status: int) -> bool:
     return status == 503 and any(k.lower() == "wk-cluster" and v == NOT_OWNER
                                  for k, v in got)
-
-
-def _answered(host: Host, status: int, got: list[tuple[str, str]], answer: bytes
-              ) -> web.Response:
-    """The other node's answer, checked again as it checked it (host/wire.py)."""
-    config = host.config
-    checked = answer_headers(status, got, config.max_response_headers + _ADDED_HEADERS,
-                             config.max_response_header_bytes + _ADDED_HEADER_BYTES)
-    out = web.Response(status=status, body=answer)
-    for k, v in checked:
-        out.headers.add(k, v)
-    return out

@@ -46,6 +46,7 @@ from ..wire import HOP_BY_HOP, answer_headers
 from .peer_clients import PeerClients, lost, unavailable
 
 if TYPE_CHECKING:
+    from ..core.config import HostConfig
     from ..core.host import Host
 
 CBOR = "application/cbor"
@@ -192,7 +193,13 @@ async def forward(request: web.Request, process: int, body: bytes) -> web.Respon
     headers = [(k, v) for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP]
     status, got, answer = await clients.exchange(process, request.method, request.raw_path,
                                                  headers, body)
-    config = request.app["host"].config
+    return passed_answer(request.app["host"].config, status, got, answer)
+
+
+def passed_answer(config: HostConfig, status: int, got: list[tuple[str, str]],
+                  answer: bytes) -> web.Response:
+    """Another process's (or node's) answer, its headers checked again within the caps
+    it was checked against, with room for what its front door added (host/wire.py)."""
     got = answer_headers(status, got, config.max_response_headers + _ADDED_HEADERS,
                          config.max_response_header_bytes + _ADDED_HEADER_BYTES)
     out = web.Response(status=status, body=answer)

@@ -25,12 +25,13 @@ from typing import Any
 import psycopg
 from wkhost.partition import shard_of
 
-from tests.e2e.server import COMPILED, Server
+from tests.e2e.reliability_support import Host
+from tests.e2e.server import COMPILED
 
 TTL_S, RENEW_S, DEADLINE_S = 1.5, 0.3, 1.0
 
 
-class Node(Server):
+class Node(Host):
     """One node: `wkhost serve --cluster URL --node-id NAME`, on the real clock."""
 
     def __init__(self, name: str, data: Path, actors: dict[str, Path], pg_url: str,
@@ -47,15 +48,6 @@ class Node(Server):
                       "--cluster-secret-file", str(self.secret_file),
                       "--lease-ttl", str(TTL_S), "--lease-renew", str(RENEW_S),
                       "--lease-deadline", str(DEADLINE_S)]
-
-    @property
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
 
 
 class Cluster:
