@@ -36,6 +36,7 @@ class Scheduler:
         self._inflight: set[ActorRef] = set()
         self._seq = itertools.count()
         self._stopped = False
+        self._settle_waiters = 0
         self._thread = threading.Thread(target=self._run, name="wk-alarms", daemon=True)
         clock.on_jump(self.poke)
 
@@ -89,12 +90,27 @@ class Scheduler:
                 entry = (at_ms, next(self._seq), ref)
                 heapq.heappush(self._heap, entry)
                 earlier = self._heap[0] is entry
-            if was_full or earlier:
+            if was_full or earlier or self._settle_waiters:
                 self._cond.notify_all()
 
     def pending(self) -> int:
         with self._cond:
             return len(self._due)
+
+    def wait_settled(self, timeout_s: float) -> bool:
+        """Wait until no alarm is due and none is running, at most `timeout_s`; whether
+        that came. For a test clock: after a jump, what came due has been delivered,
+        including alarms those events set for the same moment."""
+        with self._cond:
+            self._settle_waiters += 1
+            try:
+                return self._cond.wait_for(self._settled, timeout_s)
+            finally:
+                self._settle_waiters -= 1
+
+    def _settled(self) -> bool:
+        now = self._clock.now_ms()
+        return not self._inflight and all(at > now for at in self._due.values())
 
     def _take_due(self) -> list[ActorRef]:
         now = self._clock.now_ms()

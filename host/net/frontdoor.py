@@ -267,8 +267,18 @@ async def _advance_clock(request: web.Request) -> web.Response:
         return plain(403, "moving the clock is for operators")
     try:
         ms = int(request.query["ms"])
+        settle_ms = int(request.query.get("settle_ms", "0"))
     except (KeyError, ValueError):
-        raise BadRequest("give ?ms=N, a whole number of milliseconds") from None
+        raise BadRequest("give ?ms=N (and optionally &settle_ms=M), whole numbers of "
+                         "milliseconds") from None
+    if settle_ms < 0:
+        raise BadRequest("settle_ms must be 0 or more")
     now = testing.advance_clock(ms)
-    await advance_clock(request.app, now)  # the other processes' clocks, if any
-    return web.json_response({"now": now})
+    # The other processes' clocks, if any, and with settle_ms each waits, as this one
+    # does, up to settle_ms for what came due to be delivered.
+    settled = await advance_clock(request.app, now, settle_ms)
+    if not settle_ms:
+        return web.json_response({"now": now})
+    here = await asyncio.to_thread(request.app["host"].scheduler.wait_settled,
+                                   settle_ms / 1000)
+    return web.json_response({"now": now, "settled": settled and here})

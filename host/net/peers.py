@@ -253,12 +253,15 @@ def query_of(doc: dict[str, Any]) -> ListQuery:
                         "labels": tuple(tuple(kv) for kv in doc["labels"])})
 
 
-async def advance_clock(app: web.Application, now_ms: int) -> None:
-    """Bring every other process's test clock to `now_ms`."""
+async def advance_clock(app: web.Application, now_ms: int, settle_ms: int = 0) -> bool:
+    """Bring every other process's test clock to `now_ms`; with `settle_ms`, each waits
+    up to that long for its due alarms to be delivered. Whether they all settled."""
     partition = app["host"].config.partition
-    for process in range(partition.count):
-        if process != partition.me:
-            await app["peers"].exchange(process, "POST", f"/_wk/peer/clock?at={now_ms}")
+    others = [app["peers"].exchange(process, "POST",
+                                    f"/_wk/peer/clock?at={now_ms}&settle_ms={settle_ms}")
+              for process in range(partition.count) if process != partition.me]
+    answers = await asyncio.gather(*others)
+    return all(cbor2.loads(body).get("settled", True) for _, _, body in answers)
 
 
 async def catch_up_clock(app: web.Application) -> None:
@@ -325,4 +328,9 @@ async def _clock(request: web.Request) -> web.Response:
     testing = request.app["host"].testing
     if testing.fake_clock is None:
         return web.Response(status=404, text="no test clock here\n")
-    return _cbor({"now": testing.set_clock(int(request.query["at"]))})
+    now = testing.set_clock(int(request.query["at"]))
+    settle_s = int(request.query.get("settle_ms", "0")) / 1000
+    settled = True
+    if settle_s:
+        settled = await asyncio.to_thread(request.app["host"].scheduler.wait_settled, settle_s)
+    return _cbor({"now": now, "settled": settled})

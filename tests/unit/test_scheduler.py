@@ -107,3 +107,34 @@ def test_only_an_earlier_wake_up_wakes_the_scheduler_thread() -> None:
         assert wait_for(lambda: fired == ["a", "b", "c"])
     finally:
         s.stop()
+
+
+def test_wait_settled_returns_once_what_came_due_and_what_it_set_for_now_have_run() -> None:
+    """A test clock's advance with settle_ms: the alarm due after the jump has run, and
+    so has the one its event set for the same moment; one set for later does not count."""
+    clock = FakeClock(0)
+    fired: list[str] = []
+    release = threading.Event()
+
+    def fire(ref: ActorRef) -> None:
+        def run() -> None:
+            release.wait(5)
+            fired.append(ref.id)
+            if ref.id == "a":  # its event sets another alarm for now, and one for later
+                s.set(ActorRef("c", "b"), clock.now_ms())
+                s.set(ActorRef("c", "later"), clock.now_ms() + 60_000)
+            s.done(ref)
+        threading.Thread(target=run, daemon=True).start()
+
+    s = Scheduler(clock, fire, max_inflight=4)
+    s.start()
+    try:
+        s.set(ActorRef("c", "a"), 1_000)
+        assert s.wait_settled(0.05)  # nothing due yet
+        clock.jump(1_000)
+        assert not s.wait_settled(0.1)  # a's event is still running
+        release.set()
+        assert s.wait_settled(5)
+        assert fired == ["a", "b"]
+    finally:
+        s.stop()
