@@ -274,11 +274,11 @@ async def _advance_clock(request: web.Request) -> web.Response:
     if settle_ms < 0:
         raise BadRequest("settle_ms must be 0 or more")
     now = testing.advance_clock(ms)
-    # The other processes' clocks, if any, and with settle_ms each waits, as this one
-    # does, up to settle_ms for what came due to be delivered.
-    settled = await advance_clock(request.app, now, settle_ms)
     if not settle_ms:
+        await advance_clock(request.app, now)  # the other processes' clocks, if any
         return web.json_response({"now": now})
-    here = await asyncio.to_thread(request.app["host"].scheduler.wait_settled,
-                                   settle_ms / 1000)
-    return web.json_response({"now": now, "settled": settled and here})
+    # Every process waits at once, each up to settle_ms, for what came due there.
+    there, here = await asyncio.gather(
+        advance_clock(request.app, now, settle_ms),
+        asyncio.to_thread(request.app["host"].scheduler.wait_settled, settle_ms / 1000))
+    return web.json_response({"now": now, "settled": there and here})
