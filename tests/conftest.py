@@ -30,6 +30,19 @@ CACHE_DIR = REPO / ".cache" / "components"
 BuildGuest = Callable[[str | Path], Path]
 
 
+# Every test in these folders runs real components in real servers: it is `e2e` by where it
+# lives, so a new file cannot forget the marker (22 files once had none) and `-m "not e2e"`
+# selects the quick tests.
+E2E_FOLDERS = tuple(REPO / "tests" / d for d in ("e2e", "cluster", "browser"))
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if any(item.path.is_relative_to(folder) for folder in E2E_FOLDERS):
+            item.add_marker(pytest.mark.e2e)
+
+
 def guest_source(name_or_path: str | Path) -> Path:
     """Where a guest's app module is: a path, tests/guests/<name>.py or
     examples/<name>/app.py. Raises FileNotFoundError if none exists."""
