@@ -88,8 +88,10 @@ FSYNCS = Counter[str]()
 
 
 def _timing_guard(orig: Callable[..., Any]) -> Callable[..., Any]:
-    def guard(fn: Callable[..., Any]) -> Callable[..., Any]:
-        inner = orig(fn)
+    # Whatever else the linker's guard takes (the interface, since the metrics) passes
+    # through untouched: the probe wraps the guard, it does not restate its signature.
+    def guard(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Callable[..., Any]:
+        inner = orig(fn, *args, **kwargs)
         name = getattr(fn, "__name__", "?")
 
         def timed(store: Any, *args: Any) -> Any:
