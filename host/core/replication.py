@@ -101,8 +101,6 @@ class Copy:
         rep = self.replication
         if self.lost is not None:
             raise self.lost
-        if rep.keeper.epoch(self.shard) != self.epoch:
-            self._break("its shard's lease was lost")
         assert db.capture is not None
         alarm = db.host_exec(ALARM_AT)[0][0]  # read first: nothing is taken if these fail
         attrs = db.published()
@@ -111,7 +109,12 @@ class Copy:
         moved = db.capture.schema_moved or db.schema_changed
         fold = (self.logged >= rep.snapshot_every or self.logged_bytes >= rep.snapshot_bytes)
         if not (cs or self.new or moved):
-            return  # nothing new: a durable point waits on what was sent before
+            # Nothing new: a durable point waits on what was sent before, whose fence
+            # decides, even if the shard was let go of since (a routine hand-over after
+            # the event's last write): that write committed is answered as committed.
+            return
+        if rep.keeper.epoch(self.shard) != self.epoch:
+            self._break("its shard's lease was lost")
         try:
             write = self._write(db, cs, moved or fold, alarm, attrs)
         except BaseException:

@@ -12,6 +12,7 @@ from wasmtime.component import Linker
 
 from .. import metrics, tracing
 from ..engine import fastconv
+from ..errors import LeaseLost
 from . import actors, attributes, http, lifecycle, sqlite
 from . import alarm as alarms
 from .ports import E, HostPort
@@ -55,8 +56,7 @@ def guard(fn: HostFunc, interface: str = "host") -> HostFunc:
         try:
             return fn(store, *args)
         except Exception as e:
-            log.exception("host function %s failed", name)
-            raise WasmtimeError(f"host function failed: {type(e).__name__}: {e}") from None
+            raise _failed(name, e) from None
         finally:
             note(interface, clock() - started)
 
@@ -70,11 +70,21 @@ def _untimed(fn: HostFunc, name: str) -> HostFunc:
         try:
             return fn(store, *args)
         except Exception as e:
-            log.exception("host function %s failed", name)
-            raise WasmtimeError(f"host function failed: {type(e).__name__}: {e}") from None
+            raise _failed(name, e) from None
 
     guarded.__name__ = name
     return guarded
+
+
+def _failed(name: str, e: Exception) -> WasmtimeError:
+    """The trap for a host function's exception, logged: a lease lost under a durable
+    write (--cluster: another node took the shard) is expected, one line at warning;
+    anything else is a failure, with its traceback."""
+    if isinstance(e, LeaseLost):
+        log.warning("host function %s: %s", name, e)
+    else:
+        log.exception("host function %s failed", name)
+    return WasmtimeError(f"host function failed: {type(e).__name__}: {e}")
 
 
 def make_linker(engine: Engine, host: HostPort[E]) -> Linker:

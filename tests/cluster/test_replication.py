@@ -1,0 +1,106 @@
+"""An actor's working copy in cluster mode (host/core/replication.py) against a real
+PostgreSQL: what its event is answered when the shard is let go of (a routine hand-over)
+after its last durable write, and how a lease lost under a host function is logged."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from wkhost.cluster.store import ClusterStore
+from wkhost.core.replication import Replication, actor_key
+from wkhost.core.slot import ActorSlot
+from wkhost.errors import LeaseLost
+from wkhost.interfaces.linker import guard
+from wkhost.partition import shard_of
+from wkhost.storage.actordb import ActorDb
+from wkhost.types import ActorRef
+
+pytestmark = pytest.mark.timeout(120)
+
+REF = ActorRef("probe", "handed-1")
+
+
+class Keeper:
+    """The lease keeper as a copy reads it: the epoch this node holds the shard at, or
+    None once it let go of it."""
+
+    def __init__(self, epoch: int) -> None:
+        self.now: int | None = epoch
+
+    def epoch(self, shard: int) -> int | None:
+        return self.now
+
+
+@pytest.fixture
+def served(pg_url: str, tmp_path: Path) -> Iterator[tuple[ActorDb, Keeper, ClusterStore]]:
+    """The actor's database, opened as a node that holds its shard opens it."""
+    store = ClusterStore(pg_url)
+    store.connect_check()
+    store.join("n1", "127.0.0.1:1", {})
+    epoch = store.acquire(shard_of(REF.id), "n1", 600)
+    assert epoch is not None
+    keeper = Keeper(epoch)
+    rep = Replication(store, keeper, "n1", 200, 4 << 20, wait_s=30)  # type: ignore[arg-type]
+    rep.start()
+    slot = ActorSlot(REF, tmp_path / "handed-1.db")
+    rep.prepare(slot, lambda s: s.close())
+    db = ActorDb(slot.path, 1 << 14, replica=rep.copy_of(REF))
+    try:
+        db.guest_exec("CREATE TABLE w(v TEXT PRIMARY KEY)", [], True)
+        yield db, keeper, store
+    finally:
+        db.close()
+        rep.close()
+        store.close()
+
+
+def _kept(store: ClusterStore) -> int:
+    loaded = store.load(actor_key(REF))
+    assert loaded is not None
+    return loaded.last_seq
+
+
+def test_a_write_committed_before_a_hand_over_is_answered_as_committed(
+        served: tuple[ActorDb, Keeper, ClusterStore]) -> None:
+    db, keeper, store = served
+    db.guest_exec("INSERT INTO w VALUES ('kept')", [], True)  # committed in PostgreSQL
+    seq = _kept(store)
+    keeper.now = None  # the shard handed over before the event's end
+    db.ship_rest()  # the event's end: nothing new to send
+    db.sync_if_pending()
+    assert db.replica is not None and db.replica.lost is None
+    assert _kept(store) == seq
+
+
+def test_a_write_after_a_hand_over_is_refused_as_lease_lost(
+        served: tuple[ActorDb, Keeper, ClusterStore]) -> None:
+    db, keeper, store = served
+    seq = _kept(store)
+    keeper.now = None
+    with pytest.raises(LeaseLost, match="no longer served by this node"):
+        db.guest_exec("INSERT INTO w VALUES ('late')", [], True)
+    assert db.replica is not None and db.replica.lost is not None
+    assert _kept(store) == seq
+
+
+def test_a_lease_lost_under_a_host_function_is_one_warning_line(
+        caplog: pytest.LogCaptureFixture) -> None:
+    def _exec_durable(_store: object) -> None:
+        raise LeaseLost("probe/x is no longer served by this node (its shard's lease was "
+                        "lost); retry")
+
+    def _exec(_store: object) -> None:
+        raise RuntimeError("a bug")
+
+    with caplog.at_level(logging.INFO, logger="wkhost.linker"):
+        for fn in (_exec_durable, _exec):
+            with pytest.raises(Exception, match="host function failed"):
+                guard(fn, "sqlite")(None)
+    lost, bug = caplog.records
+    assert (lost.levelno, lost.exc_info) == (logging.WARNING, None)
+    assert lost.getMessage() == ("host function _exec_durable: probe/x is no longer served "
+                                 "by this node (its shard's lease was lost); retry")
+    assert bug.levelno == logging.ERROR and bug.exc_info is not None
