@@ -17,7 +17,7 @@ from .actors import add_actors
 from .audit import add_audit
 from .build import add_build
 from .call import add_call
-from .options import CliError, Exit
+from .options import CliError, Exit, token_attached
 from .schedule import add_schedule
 from .serve import add_serve
 from .workflow import add_workflow_command
@@ -35,8 +35,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     parser = make_parser()
-    args = parser.parse_args(argv)
-    args.argv = list(sys.argv[1:] if argv is None else argv)  # for serve --processes N
+    given = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(token_attached(given))
+    args.argv = given  # for serve --processes N
     if not getattr(args, "run", None):
         parser.print_help()
         return Exit.USAGE

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import os
+import re
 import textwrap
 import urllib.error
 from dataclasses import dataclass
@@ -173,7 +174,35 @@ def add_server_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", type=Path, default=Path("wkdata"),
                    help="the server's data directory, to read its admin token (default ./wkdata)")
     p.add_argument("--token", default=os.environ.get("WKHOST_TOKEN"),
-                   help="the admin token (default $WKHOST_TOKEN, else read from --data)")
+                   help="the admin token (default $WKHOST_TOKEN, else read from --data); "
+                        "--token=VALUE takes any value, one that begins with '-' too")
+
+
+# An option's own spelling (`--server`, `-h`, `--data=x`), as no admin token is written.
+_OPTION_SHAPED = re.compile(r"-[A-Za-z]|--[a-z][a-z0-9-]*(=.*)?", re.DOTALL)
+
+
+def token_attached(argv: list[str]) -> list[str]:
+    """`argv`, with `--token VALUE` written `--token=VALUE` where VALUE begins with '-'
+    (a token made before they never did): argparse reads such a VALUE as an option, and
+    would refuse `--token` as given none. A VALUE shaped like an option is left as it is,
+    so that a `--token` whose value was forgotten is still bad usage; so is all after
+    `--`."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            return out + argv[i:]
+        value = argv[i + 1] if i + 1 < len(argv) else ""
+        if arg == "--token" and value.startswith("-") and value != "--" \
+                and not _OPTION_SHAPED.fullmatch(value):
+            out.append(f"--token={value}")
+            i += 2
+        else:
+            out.append(arg)
+            i += 1
+    return out
 
 
 def operator_token(args: argparse.Namespace) -> str:

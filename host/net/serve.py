@@ -14,6 +14,7 @@ import secrets
 import signal
 import socket
 import stat
+import string
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,11 +57,25 @@ def admin_token(config: HostConfig, path: Path | None) -> tuple[str, Path]:
         if len(token) >= 16:
             return token, path
     path.parent.mkdir(parents=True, exist_ok=True)
-    token = secrets.token_urlsafe(32)
+    token = new_token()
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
         f.write(token + "\n")
     return token, path
+
+
+def new_token() -> str:
+    """About 256 random bits, URL-safe, never beginning with '-': on a command line, a value
+    that begins with '-' reads as an option (`wkhost call --token -x...` was refused,
+    for 1 data directory in 64). A leading '-' is drawn again among the other 63
+    characters, so every first character stays equally likely."""
+    token = secrets.token_urlsafe(32)
+    if token.startswith("-"):
+        token = secrets.choice(_URLSAFE_NO_DASH) + token[1:]
+    return token
+
+
+_URLSAFE_NO_DASH = string.ascii_letters + string.digits + "_"
 
 
 def build_host(config: HostConfig, opts: ServeOptions, address: str = "") -> Host:
