@@ -5,15 +5,25 @@ SQLite's `instr(X, Y)` and `replace(X, Y, Z)` compare Y at every position of X, 
 cost of len(X) * len(Y) in one VM step, which neither the deadline nor the run slot's
 hand-off can cut short (host/storage/watch.py). Even with values capped, one such call on
 two values of a few MiB runs for hours. These do the same with Python's string search,
-which is linear (two-way), and a character class, with SQLite's semantics: NULL in,
+which is linear (two-way), and a set of characters, with SQLite's semantics: NULL in,
 NULL out; a pattern or a set of characters read up to its first NUL; two BLOBs compared
 as bytes in `instr`; anything else as text, converted the way SQLite converts it.
+
+Each is also bounded in how long it holds the GIL and runs past its statement's deadline
+(docs/guarantees.md, "Host work over guest data"): what walks a guest's value
+character by character in Python (trimming, building the set of characters to trim)
+does so in chunks of `CHUNK` characters, each one C call or a stretch of bytecode that
+gives the GIL up on the interpreter's switch interval, and it looks at the connection's
+interrupt between chunks. The watch interrupts a statement at its event's deadline
+(storage/watch.py), and SQLite itself would see that only once the function returned.
+The rest (a search, a count, a replace, a conversion) is one linear pass in C over at
+most the value cap.
 """
 
 from __future__ import annotations
 
-import re
 import threading
+from collections.abc import Callable
 from typing import Any, cast
 
 import apsw
@@ -72,7 +82,67 @@ def _replace_function(limit: int) -> Any:
     return replace
 
 
-def _trim_function(left: bool, right: bool) -> Any:
+# How many characters a stand-in walks between looks at its statement's interrupt: one
+# chunk is a short stretch of work, whatever the value's size.
+CHUNK = 1 << 16
+
+
+def _check(conn: apsw.Connection) -> None:
+    """Stop here if the statement was interrupted (its deadline: storage/watch.py)."""
+    if conn.is_interrupted:
+        raise apsw.InterruptError("interrupted")
+
+
+def _char_set(chars: str, conn: apsw.Connection) -> set[str]:
+    """The characters of `chars`, as a set made a chunk at a time: a set of millions of
+    characters is one C call of as many hashes otherwise, all under the GIL."""
+    members: set[str] = set()
+    for at in range(0, len(chars), CHUNK):
+        _check(conn)
+        members.update(chars[at:at + CHUNK])
+    return members
+
+
+def _run_length(text: str, members: set[str], conn: apsw.Connection, from_end: bool) -> int:
+    """How many characters of `text`, from its start (or its end), are in `members`,
+    taken a chunk at a time. A few members: `str.strip`, in C, which scans them for each
+    character; more: one set look-up each (a regex class, or `str.strip`, would scan
+    them all for each character: len(X) * len(Y))."""
+    n, run = len(text), 0
+    strip_len = _strip_len(members, from_end)
+    while run < n:
+        _check(conn)
+        chunk = text[max(0, n - run - CHUNK):n - run] if from_end else text[run:run + CHUNK]
+        got = strip_len(chunk)
+        run += got
+        if got < len(chunk):
+            break
+    return run
+
+
+# Up to this many members, `str.strip`'s scan of them for each character costs less than
+# a set look-up from Python.
+FEW = 16
+
+
+def _strip_len(members: set[str], from_end: bool) -> Callable[[str], int]:
+    """How many characters of a chunk, from its start (or its end), are in `members`."""
+    if len(members) <= FEW:
+        chars = "".join(members)
+        if from_end:
+            return lambda chunk: len(chunk) - len(chunk.rstrip(chars))
+        return lambda chunk: len(chunk) - len(chunk.lstrip(chars))
+
+    def by_set(chunk: str) -> int:
+        for i, c in enumerate(reversed(chunk) if from_end else chunk):
+            if c not in members:
+                return i
+        return len(chunk)
+
+    return by_set
+
+
+def _trim_function(left: bool, right: bool, conn: apsw.Connection) -> Any:
     def trim(x: Any, chars: Any) -> str | bytes | None:
         if x is None or chars is None:
             return None
@@ -80,11 +150,11 @@ def _trim_function(left: bool, right: bool) -> Any:
         text, chars_text = _as_text(x), _as_text(chars).split("\x00", 1)[0]
         if not chars_text or not text:
             return _result(text)
-        run = re.compile("[" + "".join(re.escape(c) for c in set(chars_text)) + "]*")
-        start = run.match(text).end() if left else 0  # type: ignore[union-attr]
+        members = _char_set(chars_text, conn)
+        start = _run_length(text, members, conn, False) if left else 0
         end = len(text)
         if right and start < end:
-            end -= run.match(text[::-1]).end()  # type: ignore[union-attr]
+            end -= _run_length(text, members, conn, True)
         return _result(text[start:max(start, end)])
 
     return trim
@@ -99,4 +169,5 @@ def install(conn: apsw.Connection, max_value_bytes: int) -> None:
                                 deterministic=True)
     for name, left, right in (("trim", True, True), ("ltrim", True, False),
                               ("rtrim", False, True)):
-        conn.create_scalar_function(name, _trim_function(left, right), 2, deterministic=True)
+        conn.create_scalar_function(name, _trim_function(left, right, conn), 2,
+                                    deterministic=True)
