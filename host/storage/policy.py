@@ -18,16 +18,26 @@ The rules, and why each:
   only. (Even a quoted string counts: SQLite takes `'name'` as an identifier where one
   is expected.) Queries may still mention the prefix, to leave the host's tables out of
   a listing. `_wk_wf_*` is the guest SDK's by convention only: the SDK makes those
-  tables with ordinary guest SQL, so the host does not enforce it.
+  tables with ordinary guest SQL, so the host does not enforce it. The automatic index
+  of a host table (`sqlite_autoindex__wk_host_meta_1`) is a host name too: REINDEX and
+  the index pragmas name only the index.
+- **Nothing of the host's storage either.** `dbstat` walks every b-tree of the file and
+  gives each page's table, number, cells and payload sizes: the host's tables' too, and
+  the authorizer, shown only its columns, cannot keep their rows out. So the module is
+  dropped from the connection (`apply_limits`): no `dbstat`, no `dbstat('main', 1)`, no
+  virtual table over it, one made earlier included. The host's schema itself (names,
+  definitions, root pages in `sqlite_schema`, `PRAGMA table_list`) is the template every
+  actor starts from, and stays visible.
 - **Nothing outside the file:** no ATTACH (nor VACUUM INTO), no extension loading, and no
   PRAGMA that weakens durability, changes where temporary data goes, or reaches outside
   the file.
-- **Limits** (`apply_limits`): a value (string or blob) is at most the value cap, a
-  statement's text at most SQL_MAX_BYTES, a prepared statement at most VDBE_MAX_OPS
-  instructions, and SQLite starts no helper threads. Temporary data (sorts, materialised
-  subqueries, transient indexes) stays in memory (`temp_store=MEMORY`), where it counts
-  against the process-wide heap limit (`set_heap_limit`) instead of filling a deleted file
-  in the system's temporary directory.
+- **Limits** (`apply_limits`, which drops the module above too): a value (string or
+  blob) is at most the value cap, a statement's text at most SQL_MAX_BYTES, a prepared
+  statement at most VDBE_MAX_OPS instructions, and SQLite starts no helper threads.
+  Temporary data (sorts, materialised subqueries, transient indexes) stays in memory
+  (`temp_store=MEMORY`), where it counts against the process-wide heap limit
+  (`set_heap_limit`) instead of filling a deleted file in the system's temporary
+  directory.
 """
 
 from __future__ import annotations
@@ -51,6 +61,14 @@ _READ_ONLY_PRAGMAS = frozenset({
     "collation_list", "function_list", "encoding",
 })
 _DENIED_FUNCTIONS = frozenset({"load_extension", "fts3_tokenizer"})
+# Virtual table modules an actor's connection keeps: every one SQLite registers but those
+# that read the file's storage (see the module's docstring).
+_DENIED_MODULES = frozenset({"dbstat"})
+_KEPT_MODULES = tuple(
+    name for (name,) in apsw.Connection(":memory:").execute("PRAGMA module_list")
+    if name not in _DENIED_MODULES)
+# The automatic index SQLite makes for a host table's key, named after the table.
+_HOST_AUTOINDEX = "sqlite_autoindex_" + HOST_PREFIX
 _TEMP_OPS = frozenset({
     apsw.SQLITE_CREATE_TEMP_INDEX, apsw.SQLITE_CREATE_TEMP_TABLE,
     apsw.SQLITE_CREATE_TEMP_TRIGGER, apsw.SQLITE_CREATE_TEMP_VIEW,
@@ -80,6 +98,12 @@ def names_host(sql: str) -> bool:
     return HOST_PREFIX in sql.lower()
 
 
+def is_host_name(name: str) -> bool:
+    """Whether a table, index, trigger or view name the authorizer is shown is the host's."""
+    lower = name.lower()
+    return lower.startswith(HOST_PREFIX) or lower.startswith(_HOST_AUTOINDEX)
+
+
 def guest_rule(op: int, p1: str | None, p2: str | None, db: str | None,
                script_names_host: bool) -> int:
     """The authorizer's answer for an operation of guest SQL, whose script's text holds
@@ -97,13 +121,13 @@ def guest_rule(op: int, p1: str | None, p2: str | None, db: str | None,
         return apsw.SQLITE_DENY if (p2 or "").lower() in _DENIED_FUNCTIONS else apsw.SQLITE_OK
     # Every other operation names tables, columns, indexes, triggers or views in p1 and p2.
     for name in (p1, p2):
-        if name is not None and name.lower().startswith(HOST_PREFIX):
+        if name is not None and is_host_name(name):
             return apsw.SQLITE_DENY
     return apsw.SQLITE_OK
 
 
 def _pragma_rule(name: str, arg: str | None) -> int:
-    if arg is not None and arg.lower().startswith(HOST_PREFIX):
+    if arg is not None and is_host_name(arg):
         return apsw.SQLITE_DENY  # `PRAGMA table_info(_wk_host_meta)` reads the host's too
     ok = name in _INFO_PRAGMAS or name in _SET_PRAGMAS or (
         arg is None and name in _READ_ONLY_PRAGMAS)
@@ -118,7 +142,9 @@ def host_rule(trigger: str | None) -> int:
 
 
 def apply_limits(conn: apsw.Connection, max_value_bytes: int) -> None:
-    """The per-connection limits of the module's docstring; set before any guest SQL."""
+    """The per-connection limits of the module's docstring, and the modules it drops;
+    set before any guest SQL."""
+    conn.drop_modules(_KEPT_MODULES)
     conn.limit(apsw.SQLITE_LIMIT_ATTACHED, 0)
     conn.limit(apsw.SQLITE_LIMIT_LENGTH, max_value_bytes)
     conn.limit(apsw.SQLITE_LIMIT_SQL_LENGTH, SQL_MAX_BYTES)
