@@ -126,7 +126,10 @@ def _add_operation(s: argparse.ArgumentParser) -> None:
                         "with the keys ts, level, logger, msg, a record's own fields (a "
                         "trap's class, id, event and reason) and exc (default %(default)s)")
     s.add_argument("--fake-clock", action="store_true",
-                   help="testing only: a clock that moves only by POST /_wk/clock/advance")
+                   help="testing only: a clock that moves only by POST /_wk/clock/advance; "
+                        "it never goes back across restarts on the same --data (it starts "
+                        "at the later of the real time and the time it last had, kept in "
+                        "DATA/_host/fake-clock)")
 
 
 # Where the command's own options go in --help: before these HostConfig fields' options.

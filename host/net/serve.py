@@ -81,7 +81,8 @@ _URLSAFE_NO_DASH = string.ascii_letters + string.digits + "_"
 def build_host(config: HostConfig, opts: ServeOptions, address: str = "") -> Host:
     """The host, its classes loaded. `address`: where the other nodes reach this one,
     in cluster mode (net/cluster.py)."""
-    clock = FakeClock(opts.fake_clock_start_ms) if opts.fake_clock else SystemClock()
+    clock = FakeClock.served_on(config.data_dir, opts.fake_clock_start_ms) \
+        if opts.fake_clock else SystemClock()
     if config.cluster_url:
         from .cluster import build_node_host  # psycopg and the cluster's parts: only here
 
