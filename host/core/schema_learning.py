@@ -7,7 +7,8 @@ from __future__ import annotations
 import logging
 
 from ..storage.actordb import ActorDb, StorageError
-from ..storage.images import SchemaImage, build_schema_image
+from ..storage.images import IMAGE_MAX_BYTES, SchemaImage, build_schema_image
+from . import event
 from .registry import ActorClass
 
 log = logging.getLogger("wkhost")
@@ -30,9 +31,22 @@ def learn_schema(cls: ActorClass, db: ActorDb, enabled: bool) -> None:
     if not (cls.schema_learning and cls.schema_image is None and enabled):
         return
     script = db.schema_script()
-    if script is not None:
+    running = event.stack()
+    if script is not None and running:
+        # The event's deadline bounds it, and its run slot serves others while it runs
+        # long: the script is the guest's, and so is its cost.
+        ev = running[-1]
         try:
-            cls.schema_image = build_schema_image(script)
+            cls.schema_image = build_schema_image(script, db.path.parent, ev.deadline,
+                                                  ev.loan())
         except (StorageError, OSError) as e:  # then it is simply not kept
-            log.warning("class %s: no schema image (%s)", cls.name, e)
+            log.warning("class %s: no schema image (%s)", cls.name, _why(e))
             cls.schema_learning = False
+
+
+def _why(e: BaseException) -> str:
+    if isinstance(e, StorageError) and "interrupted" in str(e):
+        return "making it ran past the event's deadline"
+    if isinstance(e, StorageError) and "full" in str(e):
+        return f"it would be over {IMAGE_MAX_BYTES} bytes"
+    return str(e)

@@ -7,17 +7,29 @@ host keeps the template with that script applied (`SchemaImage`) and makes the c
 new actors from it; their on-init's script, when it comes, is not run again. Should an
 on-init do anything else first, the database goes back to the plain template before it
 runs, so no guest ever sees a table it did not make (`ActorDb.speculative`).
+
+Making an image replays a guest's script, whose cost the guest chose (thousands of
+CREATE TABLEs cost SQLite a scan of the schema each): it runs as a guest statement does,
+under the event's deadline and lending its run slot while long (storage/watch.py), with
+the guest's limits (storage/policy.py) and no more than `IMAGE_MAX_BYTES` of file, in a
+file beside the actor's database, inside the data directory. Past any of these, the
+class simply gets no image.
 """
 
 from __future__ import annotations
 
-import tempfile
+import contextlib
+import math
+import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 import apsw
 
+from . import policy as sql_policy
 from .files import create_from_template
+from .watch import WATCH, Loan, StatementWatch
 
 # What a schema-only script may do, seen by the authorizer while it is prepared: make
 # tables, indexes, triggers and views (SQLite writes and reads sqlite_master for them,
@@ -31,6 +43,10 @@ SCHEMA_OPS = frozenset({
 })
 SCHEMA_TABLES = frozenset({"sqlite_master", "sqlite_schema"})
 
+# The largest image a class keeps: its bytes stay in memory for the class's life, and are
+# written out for each of its new actors.
+IMAGE_MAX_BYTES = 8 << 20
+
 
 @dataclass(frozen=True)
 class SchemaImage:
@@ -41,14 +57,39 @@ class SchemaImage:
     data: bytes
 
 
-def build_schema_image(script: str) -> SchemaImage:
-    """Apply `script` to a copy of the template, on the side, once a class."""
-    with tempfile.TemporaryDirectory(prefix="wk-schema-") as d:
-        path = Path(d) / "t.db"
+def build_schema_image(script: str, directory: Path, deadline: float = math.inf,
+                       loan: Loan | None = None, watch: StatementWatch = WATCH
+                       ) -> SchemaImage:
+    """Apply `script` to a copy of the template, on the side, once a class: in a file of
+    `directory`'s, interrupted at `deadline`, lending what `loan` lends while it runs
+    long. Raises apsw.Error (InterruptError past the deadline, FullError past
+    IMAGE_MAX_BYTES) or OSError; it leaves no file behind either way."""
+    path = directory / f"wk-schema-{os.getpid()}.{threading.get_ident()}.image"
+    try:
         create_from_template(path)
         conn = apsw.Connection(str(path))
         try:
-            list(conn.execute(script))
+            _replay(conn, script, deadline, loan, watch)
         finally:
             conn.close()  # the last connection checkpoints: all of it is in the file
         return SchemaImage(script, path.read_bytes())
+    finally:
+        for p in (path, *(path.with_name(path.name + s) for s in ("-wal", "-journal"))):
+            with contextlib.suppress(OSError):
+                p.unlink()
+
+
+def _replay(conn: apsw.Connection, script: str, deadline: float, loan: Loan | None,
+            watch: StatementWatch) -> None:
+    """The script, as a guest statement runs: the guest's limits, watched. (The actor's own
+    run of it was authorized as guest SQL, and found schema-only.)"""
+    sql_policy.apply_limits(conn, sql_policy.DEFAULT_MAX_VALUE_BYTES)
+    page_size = int(str(conn.execute("PRAGMA page_size").fetchall()[0][0]))
+    list(conn.execute("PRAGMA locking_mode=EXCLUSIVE; "
+                      f"PRAGMA max_page_count={IMAGE_MAX_BYTES // page_size}"))
+    running = watch.begin(conn, deadline, loan)
+    try:
+        list(conn.execute(script))
+    finally:
+        watch.end(running)
+

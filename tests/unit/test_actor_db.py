@@ -408,7 +408,7 @@ def test_no_image_is_learnt_from_a_script_with_parameters(tmp_path: Path) -> Non
 
 
 def test_a_database_made_from_an_image_is_what_the_script_would_make(tmp_path: Path) -> None:
-    image = build_schema_image(SCHEMA)
+    image = build_schema_image(SCHEMA, tmp_path)
     made, ran = _new(tmp_path / "made.db", image), _new(tmp_path / "ran.db")
     try:
         assert made.speculative == SCHEMA and ran.speculative is None
@@ -436,7 +436,7 @@ def test_a_database_made_from_an_image_is_what_the_script_would_make(tmp_path: P
                                    None])
 def test_a_speculation_not_taken_up_gives_the_plain_template_back(tmp_path: Path,
                                                                   first: str | None) -> None:
-    d = _new(tmp_path / "a.db", build_schema_image(SCHEMA))
+    d = _new(tmp_path / "a.db", build_schema_image(SCHEMA, tmp_path))
     try:
         if first is None:
             d.end_speculation()  # an on-init that ran no SQL
