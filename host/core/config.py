@@ -103,14 +103,17 @@ class HostConfig:
         "a request that declares a longer one gets 413 before any of it is read", unit=KiB)
     # The front door's limits (Hardening I).
     # A guest's answer: at most this many headers, of at most this many bytes on the wire
-    # in all; over either, the client gets 500 with the reason (host/wire.py).
+    # in all, the front door's own among them; over either, the client gets 500 with the
+    # reason (host/wire.py). 99: Python's http.client refuses a head of 100 header lines
+    # (it counts the empty line that ends them).
     max_response_headers: int = flag(
-        100, "--max-response-headers", "most headers a guest's answer may carry; over it, "
-        "the client gets 500 with the reason (default %(default)s)")
+        99, "--max-response-headers", "most headers an answer may carry on the wire, the "
+        "guest's and the server's own (Date, Server, Content-Type, Content-Length, "
+        "Connection); over it, the client gets 500 with the reason (default %(default)s)")
     max_response_header_bytes: int = flag(
-        64 * KiB, "--max-response-header-kb", "most bytes of headers a guest's answer may "
-        "carry, names and values together; over it, the client gets 500 (default %(default)s)",
-        unit=KiB)
+        64 * KiB, "--max-response-header-kb", "most bytes of headers an answer may carry "
+        "on the wire, names and values together, the server's own among them; over it, "
+        "the client gets 500 (default %(default)s)", unit=KiB)
     # A request's head is timed from the connection's start for its first request, from
     # its first byte for a later one; its body from its head. So a client that holds a
     # connection, sending nothing or a byte at a time, is cut off (host/net/serve.py).

@@ -10,7 +10,9 @@ The host sets Host, Content-Length (whenever there is a body, and for POST/PUT/P
 `Connection: close`, and a User-Agent if the guest sent none. Headers the guest may not
 set are dropped: the framing and hop-by-hop ones (host, content-length,
 transfer-encoding, connection, keep-alive, proxy-connection, te, trailer, upgrade) and
-expect.
+expect. A header value holds no control character but tab (C0, DEL or C1: host/wire.py's
+rule for answers) and no character above U+00FF; the request head, the host's own headers
+in it, is at most 64 KiB as written.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import tracing
-from ..wire import HOP_BY_HOP
+from ..wire import CONTROL_CHARACTER, HOP_BY_HOP
 from .budget import Clock
 from .errors import FetchError, describe, os_reason
 from .policy import (
@@ -132,6 +134,9 @@ def _check_headers(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
             raise FetchError("invalid", f"header {name!r} has CR, LF or NUL in its value")
         if any(ord(c) > 0xFF for c in value):
             raise FetchError("invalid", f"header {name!r} has a character above U+00FF")
+        if CONTROL_CHARACTER.search(value):  # C0 and C1 but tab, as in an answer's
+            raise FetchError("invalid", f"header {name!r} has a control character in its "
+                             "value")
         checked.append((name, value))
     return checked
 

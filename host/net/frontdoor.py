@@ -8,10 +8,11 @@
   sender, which travels beside the request, not in it.
 - Every failure is a status with a one-line reason in the body, never a traceback.
 - A guest's answer reaches the client only if it is one HTTP can carry: a final status
-  (200..599), header names that are tokens, values without control characters, at most
-  `max_response_headers` of them in `max_response_header_bytes` (host/wire.py). Any
-  other answer becomes a 500 naming the problem. Held answers and answers passed on from
-  another process are checked the same way.
+  (200..599), header names that are tokens, values without control characters (C0, DEL,
+  C1), at most `max_response_headers` of them in `max_response_header_bytes` on the wire,
+  those the front door adds among them (host/wire.py). Any other answer becomes a 500
+  naming the problem. Held answers and answers passed on from another process are
+  checked the same way.
 - A body is read only up to the cap: a declared length over it is refused (413) before
   any of it is read, and a body must arrive within `body_timeout_s` (408). A client that
   goes before its body has arrived is logged as one line, not as an error.
