@@ -24,6 +24,11 @@ from ...types import Request, Sender
 PROTOCOL = "wk-workflow/v1"
 CBOR = "application/cbor"
 _HEADERS = [("content-type", CBOR), ("wk-protocol", PROTOCOL)]
+# The largest answer the console decodes. It decodes on the event loop, which serves
+# every other request meanwhile, and an answer's size is the guest's to choose (up to
+# its memory): past this it is shown by its size (docs/guarantees.md, "Host work over
+# guest data").
+DECODED_MAX = 16 << 20
 
 
 class Answer(NamedTuple):
@@ -66,7 +71,10 @@ async def _elsewhere(app: web.Application, owner: int, path: str, body: bytes) -
 
 
 def decoded(content_type: str, body: bytes) -> Any:
-    """A CBOR answer as plain values (one map, nothing after it), else its text."""
+    """A CBOR answer as plain values (one map, nothing after it), else its text; one
+    over DECODED_MAX, as its size."""
+    if len(body) > DECODED_MAX:
+        return f"an answer of {len(body)} bytes, over the console's cap of {DECODED_MAX}"
     if content_type.split(";")[0].strip() == CBOR:
         fp = io.BytesIO(body)
         try:
