@@ -85,8 +85,9 @@ CONTRACT = (
              "or whose journal does not replay), or the host's own error (a trapped "
              "instance)", WORKFLOW),
     Row("1", "the schedule refused: an unknown schedule, a create of one that exists, a "
-             "bad cron spec, time zone or policy (its message is printed), or a server "
-             "that serves no schedule class", SCHEDULE),
+             "bad cron spec, time zone or policy, a target that is not a workflow class "
+             "served there (its message is printed), or a server that serves no schedule "
+             "class", SCHEDULE),
     Row("1", "the server refused: a bad filter, or a log it cannot read",
         frozenset({"audit"})),
     Row("1", "the build failed (componentize-py's output is printed)", frozenset({"build"})),

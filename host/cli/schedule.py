@@ -16,6 +16,7 @@ import sys
 from typing import Any
 from urllib.parse import quote
 
+from wkguest.schedule.target import NOT_SERVED
 from wkguest.workflow.errors import WorkflowError
 
 from .client import WorkflowAdmin
@@ -155,7 +156,12 @@ def _create(args: argparse.Namespace, token: str) -> int:
     msg = {"target": args.target, "cron": args.cron, "tz": args.tz, "input": _json_arg(args.input),
            "overlap": args.overlap, "catchup": args.catchup, "catchup_max": args.catchup_max,
            "grace_ms": round(args.grace * 1000)}
-    doc = call(args, token, args.name, "create", msg)
+    try:
+        doc = call(args, token, args.name, "create", msg)
+    except Refused as e:
+        if e.kind != NOT_SERVED:
+            raise
+        raise Refused(e.kind, f"{e}{_served(args.server, token)}", e.status) from None
     if args.json:
         print(json.dumps(doc))
         return Exit.OK
@@ -163,6 +169,17 @@ def _create(args: argparse.Namespace, token: str) -> int:
     print(f"schedule {doc['name']}: starts {doc['target']} on {doc['cron']!r} ({doc['tz']})"
           + (f", first at {when(nxt[0])}" if nxt else ""))
     return Exit.OK
+
+
+def _served(server: str, token: str) -> str:
+    """What the server serves, to add to a refusal of a target it does not; "" if it
+    does not say."""
+    try:
+        answer = operator_request("GET", f"{server.rstrip('/')}/_wk/health", token)
+        classes = json.loads(answer.body)["classes"]
+    except (CliError, ValueError, KeyError, TypeError):
+        return ""
+    return f" (this server serves: {', '.join(map(str, classes))})"
 
 
 def _describe(args: argparse.Namespace, token: str) -> int:

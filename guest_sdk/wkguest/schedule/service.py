@@ -4,7 +4,9 @@ Each schedule is one actor of the schedule class (`wkhost serve --schedules` ser
 as `schedules`, internal), its id the schedule's name. Routes, JSON bodies:
 
     create    POST      define it (spec.py's fields) and set its alarm to the first
-                        fire time; 409 "exists" if it is defined already
+                        fire time; 409 "exists" if it is defined already; 400
+                        "not-served" or "not-a-workflow" for a target that is not a
+                        workflow class served here (target.py)
     describe  GET|POST  the definition, paused, the next fire times, the counts and
                         the newest fires (`fires`: how many, default 20, at most 100)
     pause     POST      no fire until resumed: the alarm is cleared
@@ -24,7 +26,7 @@ from typing import Any, NamedTuple
 
 from ..workflow.backend import Backend
 from ..workflow.errors import StoreFault
-from . import fire
+from . import fire, target
 from .spec import Spec, SpecError
 from .store import HISTORY, Row, Store
 
@@ -114,6 +116,9 @@ class Schedules:
         first = spec.parsed().next_after(now)
         if first is None:
             return refuse(400, "bad-request", f"cron {spec.cron!r} never fires")
+        refusal = target.check(self.db, spec.target, fire.instance_id(self.name(), first))
+        if refusal is not None:
+            return refuse(*refusal)
         self.db.alarm_set(first)  # first: the durable insert syncs it too
         self.store.create(spec, now, first)
         created = self.store.row()

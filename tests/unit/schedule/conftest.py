@@ -34,6 +34,9 @@ class SchedHost:
         self.clock = wf.clock
         self.backends: dict[str, FakeBackend] = {}
         self.traps = 0
+        # A class's calls failing with the host's reason, as for a class that is not a
+        # workflow class (its reason names the protocol it does not declare).
+        self.call_fails: dict[str, str] = {}
 
     # -- requests ----------------------------------------------------------------------
     def call(self, name: str, route: str, msg: Any = None, *, method: str = "POST",
@@ -106,8 +109,10 @@ class SchedHost:
 
     def _caller(self, cls: str, id: str, method: str, path: str, body: bytes
                 ) -> tuple[int, bytes]:
-        if cls not in self.wf.classes:
-            raise CallFailed(f"unknown class {cls!r}")
+        if cls in self.call_fails:
+            raise CallFailed(self.call_fails[cls])
+        if cls not in self.wf.classes:  # as the host says it
+            raise CallFailed(f"unknown: no actor class named {cls!r}")
         return self.wf.call(cls, id, method, path, body, "actor")
 
     def _ended(self, name: str, b: FakeBackend) -> None:

@@ -170,14 +170,17 @@ def test_a_crash_before_the_plan_commits_plans_again(hosts: SchedHost) -> None:
     assert hosts.instances("jobs") == [at(10)]
 
 
-def test_a_target_not_served_is_retried_until_it_is(hosts: SchedHost) -> None:
-    hosts.create("s", target="later", cron=EVERY_10)
+def test_a_target_no_longer_served_is_retried_until_it_is_again(hosts: SchedHost) -> None:
+    hosts.wf.serve("later", job)
+    hosts.create("s", target="later", cron=EVERY_10)  # a create checks it is served
+    served = hosts.wf.classes.pop("later")  # then a deploy without it
     hosts.clock.jump(10 * MINUTE)
     assert hosts.fire("s") is False
     fires = hosts.describe("s")["fires"]
     assert fires[0]["outcome"] == "planned"
-    assert "retrying" in fires[0]["note"] and "unknown class 'later'" in fires[0]["note"]
-    hosts.wf.serve("later", job)
+    assert "retrying" in fires[0]["note"]
+    assert "no actor class named 'later'" in fires[0]["note"]
+    hosts.wf.classes["later"] = served
     hosts.advance(1000)
     assert hosts.instances("later") == [at(10)]
     assert outcomes(hosts) == [(at(10), "started")]

@@ -14,6 +14,12 @@ from .conftest import MINUTE, SchedHost
 SPEC = {"target": "jobs", "cron": "0 3 * * *"}
 
 
+@pytest.fixture(autouse=True)
+def jobs_served(hosts: SchedHost) -> None:
+    """The target of SPEC: a create checks that it is a workflow class served here."""
+    hosts.wf.serve("jobs", lambda wf, inp: inp)
+
+
 def test_create_answers_the_definition_with_its_defaults(hosts: SchedHost) -> None:
     doc = hosts.create("nightly", **SPEC, input={"full": True})
     assert {k: doc[k] for k in ("name", "target", "cron", "tz", "input", "overlap",
@@ -90,3 +96,29 @@ def test_spec_round_trips_through_its_map() -> None:
     assert spec.starts_missed == 3
     with pytest.raises(SpecError, match="input: more than"):
         Spec.from_message({**SPEC, "input": "x" * 70_000})
+
+
+NOT_DECLARED = ("error: class 'plain' does not declare the protocol 'wk-workflow/v1' "
+                "(it declares none); nothing was run")
+
+
+@pytest.mark.parametrize(("target", "fails", "status", "error", "message"), [
+    ("nosuch", None, 400, "not-served", "target 'nosuch' is not served here"),
+    ("plain", NOT_DECLARED, 400, "not-a-workflow", "target 'plain' is not a workflow class"),
+    ("busy", "refused: backpressure", 503, "target-unchecked",
+     "target 'busy' could not be checked: refused: backpressure"),
+])
+def test_a_create_whose_target_is_not_a_served_workflow_class_leaves_nothing(
+        hosts: SchedHost, target: str, fails: str | None, status: int, error: str,
+        message: str) -> None:
+    if fails is not None:
+        hosts.call_fails[target] = fails
+    got, doc = hosts.call("s", "create", {**SPEC, "target": target})
+    assert (got, doc["error"]) == (status, error), doc
+    assert message in doc["message"] and "nothing was recorded" in doc["message"]
+    assert "s" not in hosts.backends
+
+
+def test_the_check_of_a_workflow_class_starts_nothing(hosts: SchedHost) -> None:
+    hosts.create("s", **SPEC)
+    assert hosts.instances("jobs") == []
