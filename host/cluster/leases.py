@@ -17,8 +17,15 @@ shards this node is preferred for and hands over the ones it is not (docs/cluste
 - Handing over: a held shard whose preferred node is another live node is let go of
   (`on_lost`, then the lease released so that node takes it at its next round), a few
   shards a round so that a node coming back does not make everything move at once.
-- `epoch(shard)` is read on every event from other threads: a dict lookup and a clock
-  read, no lock. Only the keeper's thread changes the dicts, by single assignments.
+- The view of who holds every shard (`lease`, for passing requests to the owner) is
+  read at each round, with each lease's expiry: the seconds it had left on
+  PostgreSQL's clock, counted from when this node sent the read (so never later than
+  the real expiry). A lease past that is no one's in the view, whatever its age: a
+  node that paused or died is not named past its lease, even if this node's rounds
+  are late.
+- `epoch(shard)` and `lease(shard)` are read on every event from other threads: a dict
+  lookup and a clock read, no lock. Only the keeper's thread changes the dicts, by
+  single assignments.
 """
 
 from __future__ import annotations
@@ -58,7 +65,7 @@ class LeaseStore(Protocol):
 
     def release(self, node_id: str, held: dict[int, int]) -> None: ...
 
-    def owners(self) -> Mapping[int, tuple[str | None, int, bool]]: ...
+    def leases_left(self) -> Mapping[int, tuple[str | None, int, float]]: ...
 
 
 def check_times(ttl_s: float, renew_s: float, deadline_s: float) -> None:
@@ -82,7 +89,9 @@ class LeaseKeeper:
         self._store, self._classes, self._clock = store, classes, clock
         self._on_gained, self._on_lost = on_gained, on_lost
         self._held: dict[int, tuple[int, float]] = {}  # shard -> (epoch, valid until)
-        self._owners: dict[int, str] = {}  # shard -> node, valid leases at the last round
+        # shard -> (node, epoch, valid until on this node's clock): the leases valid at
+        # the last round, with this node's takes and hand-overs since.
+        self._owners: dict[int, tuple[str, int, float]] = {}
         self._nodes: dict[str, str] = {node_id: address}  # live node -> address
         self._expired_since: dict[int, float] = {}
         self._fallback_from: dict[int, str] = {}  # shard taken while this node was preferred
@@ -105,9 +114,18 @@ class LeaseKeeper:
         return {s: e for s, (e, until) in list(self._held.items()) if now < until}
 
     def owners(self) -> dict[int, str]:
-        """Who held each shard validly at the last round (this node's takes and
-        hand-overs since included)."""
-        return self._owners
+        """Who holds each shard, as `lease` says."""
+        now = self._clock()
+        return {s: o for s, (o, _, until) in self._owners.items() if now < until}
+
+    def lease(self, shard: int) -> tuple[str, int] | None:
+        """The node that held `shard` at the last round (this node's takes and
+        hand-overs since included), and its epoch; None if nobody did, or if that
+        lease has expired since."""
+        got = self._owners.get(shard)
+        if got is None or self._clock() >= got[2]:
+            return None
+        return got[0], got[1]
 
     def address_of(self, node_id: str) -> str | None:
         return self._nodes.get(node_id)
@@ -200,15 +218,18 @@ class LeaseKeeper:
                         ", ".join(map(str, taken)))
 
     def _refresh(self) -> tuple[Mapping[int, tuple[str | None, int, bool]], dict[str, str]]:
-        owners = self._store.owners()
+        sent = self._clock()  # each lease's time left counts from here: never too late
+        leases = self._store.leases_left()
         nodes = dict(self._store.live_nodes(self.ttl_s))
         nodes[self.node_id] = self.address  # its heartbeat went just now
         now = self._clock()
-        valid: dict[int, str] = {}
+        valid: dict[int, tuple[str, int, float]] = {}
+        owners: dict[int, tuple[str | None, int, bool]] = {}
         for shard in range(SHARDS):
-            owner, _, ok = owners.get(shard, (None, 0, False))
-            if ok and owner is not None:
-                valid[shard] = owner
+            owner, epoch, left = leases.get(shard, (None, 0, 0.0))
+            owners[shard] = (owner, epoch, left > 0)
+            if left > 0 and owner is not None:
+                valid[shard] = (owner, epoch, sent + left)
                 self._expired_since.pop(shard, None)
             else:
                 self._expired_since.setdefault(shard, now)
@@ -244,7 +265,7 @@ class LeaseKeeper:
             self._store.release(self.node_id, {shard: epoch})
             return
         self._held[shard] = (epoch, sent + self.deadline_s)
-        self._owners = {**self._owners, shard: self.node_id}
+        self._owners = {**self._owners, shard: (self.node_id, epoch, sent + self.deadline_s)}
         self._expired_since.pop(shard, None)
         if fallback_from is not None:
             log.info("leases: took shard %d, whose preferred node %s does not take it",
@@ -283,7 +304,8 @@ class LeaseKeeper:
             return None
         epoch = got[0]
         self._fallback_from.pop(shard, None)
-        if self._owners.get(shard) == self.node_id:
+        mine = self._owners.get(shard)
+        if mine is not None and mine[0] == self.node_id:
             self._owners = {s: o for s, o in self._owners.items() if s != shard}
         self._call(self._on_lost, shard)
         return epoch

@@ -40,7 +40,7 @@ class Leases(Protocol):
 
     def epoch(self, shard: int) -> int | None: ...
 
-    def owners(self) -> dict[int, str]: ...
+    def lease(self, shard: int) -> tuple[str, int] | None: ...
 
     def address_of(self, node_id: str) -> str | None: ...
 
@@ -65,9 +65,15 @@ class ClusterPlacement:
         return self._keeper.epoch(shard_of(actor_id))
 
     def owner(self, actor_id: str) -> str | None:
-        """The node holding the actor's shard at the keeper's last renewal; None while
-        nobody holds it validly (a node died and the lease has not expired yet)."""
-        return self._keeper.owners().get(shard_of(actor_id))
+        """The node holding the actor's shard at the keeper's last round; None while
+        nobody holds it validly (a node died, its lease expired, and no one took it yet)."""
+        got = self._keeper.lease(shard_of(actor_id))
+        return None if got is None else got[0]
+
+    def lease_of(self, actor_id: str) -> tuple[str, int] | None:
+        """The same with the lease's epoch: a new epoch is a new holder, even of the same
+        node (it lost the shard and took it again)."""
+        return self._keeper.lease(shard_of(actor_id))
 
     def address_of(self, node_id: str) -> str | None:
         return self._keeper.address_of(node_id)

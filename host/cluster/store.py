@@ -211,9 +211,15 @@ class ClusterStore:
 
     def owners(self) -> dict[int, tuple[str | None, int, bool]]:
         """shard -> (owner, epoch, whether the lease is still valid)."""
-        got = self.rows("SELECT shard, owner, epoch, expires_at > clock_timestamp()"
-                        " FROM leases")
-        return {int(s): (o, int(e), bool(v)) for s, o, e, v in got}
+        return {s: (o, e, left > 0) for s, (o, e, left) in self.leases_left().items()}
+
+    def leases_left(self) -> dict[int, tuple[str | None, int, float]]:
+        """shard -> (owner, epoch, seconds its lease has left on PostgreSQL's clock; 0
+        if it has expired)."""
+        got = self.rows("SELECT shard, owner, epoch, CASE WHEN expires_at > c.t THEN"
+                        " extract(epoch FROM expires_at - c.t) ELSE 0 END"
+                        " FROM leases, (SELECT clock_timestamp() AS t) c")
+        return {int(s): (o, int(e), float(left)) for s, o, e, left in got}
 
     def expired_shards(self) -> list[int]:
         got = self.rows("SELECT shard FROM leases WHERE expires_at <= clock_timestamp()"

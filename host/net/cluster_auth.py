@@ -17,6 +17,7 @@ import hmac
 import time
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 HEADER = "wk-cluster-auth"
 _WINDOW_S = 300.0  # the nodes' clocks agree to well within this
@@ -54,7 +55,12 @@ def middleware(secret: bytes) -> web.middleware:  # type: ignore[valid-type]
     async def checked(request: web.Request, handler):  # type: ignore[no-untyped-def]
         value = request.headers.get(HEADER)
         if value is not None:
-            body = await request.read()  # kept by aiohttp for the handler
+            try:
+                body = await request.read()  # kept by aiohttp for the handler
+            except (ConnectionError, web.RequestPayloadError, HttpProcessingError):
+                # The passing node gave up before it sent the body (it asked another
+                # node: net/cluster_door.py): nothing to run, and no one to answer.
+                return web.Response(status=400, text="the body did not arrive whole\n")
             if not verify(secret, value, request.method, request.raw_path, body):
                 return web.Response(status=403, text="wk-cluster-auth does not verify\n")
             request["cluster_hop"] = True

@@ -116,6 +116,55 @@ def test_a_paused_node_past_its_ttl_has_its_late_writes_refused(cluster: Cluster
     assert values(cluster, actor) == ["after", "before"]
 
 
+def test_requests_for_a_paused_nodes_actors_are_answered_by_the_new_owner(
+        cluster: Cluster) -> None:
+    """Requests that reach the other nodes while the owner is paused past its TTL: those
+    passed to it before the takeover (their body not sent yet) are asked again of the
+    new owner, those after are not passed to a lease past its expiry; every one is
+    answered while the node is still paused, so none waited for its resume."""
+    victim = 0
+    name = cluster.node(victim).name
+    actors = [a for a in (f"paused-{k}" for k in range(60)) if cluster.owner(a) == name][:4]
+    assert len(actors) == 4, "the victim serves too few of the candidates"
+    others = [i for i in range(3) if i != victim]
+    for actor in actors:
+        ensure_table(cluster, actor)
+        for i in others:  # the other nodes keep a connection to the victim
+            assert ok(sql(cluster, actor, "SELECT 1", durable=False, node=i))
+    answers: dict[str, tuple[int, Any]] = {}
+
+    def send(wave: str) -> list[threading.Thread]:
+        sent = []
+        for actor in actors:
+            for i in others:
+                value = f"{wave}-{cluster.node(i).name}"
+                t = threading.Thread(target=lambda a=actor, i=i, v=value: answers.update(
+                    {f"{a}/{v}": sql(cluster, a, INSERT, [v], node=i, timeout=90)}))
+                t.start()
+                sent.append(t)
+        return sent
+
+    cluster.pause(victim)
+    try:
+        threads = send("during")  # the others' views still name the paused node
+        wait_until(lambda: all(cluster.owner(a) not in (None, name) for a in actors), 60,
+                   "other nodes took the paused node's shards")
+        threads += send("after")
+        for t in threads:
+            t.join(120)
+        assert not any(t.is_alive() for t in threads), "a request was still waiting"
+        # Answered while the node was paused: by the new owners, not by it.
+        assert all(ok(a) for a in answers.values()), answers
+        assert len(answers) == 2 * len(actors) * len(others)
+        owners = {cluster.owner(a) for a in actors}
+    finally:
+        cluster.resume(victim)
+    assert name not in owners
+    for actor in actors:
+        assert values(cluster, actor) == sorted(
+            f"{w}-{cluster.node(i).name}" for w in ("after", "during") for i in others)
+
+
 def test_postgres_restarted_under_load_loses_no_acknowledged_write(
         cluster: Cluster, pg_server: Any) -> None:
     writers = Writers(cluster, [f"r{i}" for i in range(6)]).start()

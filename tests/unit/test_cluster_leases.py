@@ -86,6 +86,11 @@ class FakeStore:
         self._up()
         return {s: (o, e, exp > self.clock.now) for s, (o, e, exp) in self.leases.items()}
 
+    def leases_left(self) -> dict[int, tuple[str | None, int, float]]:
+        self._up()
+        return {s: (o, e, max(0.0, exp - self.clock.now))
+                for s, (o, e, exp) in self.leases.items()}
+
     def held_by(self, node_id: str) -> set[int]:
         return {s for s, (o, _, exp) in self.leases.items()
                 if o == node_id and exp > self.clock.now}
@@ -356,3 +361,23 @@ def test_stop_does_not_wait_for_a_round_stuck_on_the_store() -> None:
         assert store.held_by("a") == set(range(SHARDS))  # not released: left to expire
     finally:
         store.free.set()
+
+
+def test_the_view_names_no_one_past_a_lease_s_expiry_however_late_its_rounds(
+        store: FakeStore) -> None:
+    a, b = Node(store, "a"), Node(store, "b")
+    rounds(store, [a, b], 2)
+    a.keeper.tick()  # its view read after b's last renewal
+    shard = next(iter(b.shards()))
+    epoch = b.keeper.epoch(shard)
+    place = ClusterPlacement(a.keeper, "a")
+    actor = next(f"x{k}" for k in range(10_000) if shard_of(f"x{k}") == shard)
+    assert place.lease_of(actor) == ("b", epoch) and place.owner(actor) == "b"
+    expires = store.leases[shard][2]  # b stops here (paused): no renewal, no round
+    store.clock.now = expires - 0.01
+    assert place.owner(actor) == "b"
+    store.clock.now = expires  # a's own rounds are late too: its view is a round old
+    assert place.lease_of(actor) is None and place.owner(actor) is None
+    store.clock.now += TTL  # b is no longer live: a takes the shard at a new epoch
+    a.keeper.tick()
+    assert place.lease_of(actor) == ("a", epoch + 1) and place.owns(actor)
