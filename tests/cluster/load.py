@@ -3,8 +3,13 @@ acknowledgements are kept, and orders (the shop's workflow) driven through the a
 
 A write is acknowledged when a node answered 200 with no error: from then on it must be
 in the actor's table, whatever node serves it next. Writes that got any other answer
-are retried with a new value; they may or may not have been kept (like a timeout), and
-nothing is asserted about them except that none is there twice (the table's key).
+are retried, on the same actor with a new value, as a client would; they may or may not
+have been kept (like a timeout), and nothing is asserted about them except that none is
+there twice (the table's key).
+
+How long a client waited: from a write's first attempt to its acknowledgement, retries
+included (`Waits`). An attempt whose entry node was itself killed or paused while it
+asked does not count (that is the client's own connection waiting, not the actor).
 """
 
 from __future__ import annotations
@@ -85,6 +90,23 @@ def ensure_table(cluster: Cluster, actor: str, timeout: float = 60) -> None:
         time.sleep(0.1)
 
 
+@dataclass(frozen=True)
+class Wait:
+    """A client's wait for one acknowledged write: from its first attempt (`since`) to
+    its acknowledgement (`until`), on the test's monotonic clock."""
+
+    actor: str
+    since: float
+    until: float
+
+    @property
+    def seconds(self) -> float:
+        return self.until - self.since
+
+
+WAIT_KEPT_S = 0.1  # shorter waits are not kept (the longest is, whatever it is)
+
+
 @dataclass
 class Writers:
     """Threads that write unique values to `actors` until stopped, keeping what was
@@ -97,11 +119,11 @@ class Writers:
     acked: dict[str, list[str]] = field(default_factory=dict)
     failed: int = 0
     longest_gap_s: float = 0.0
+    waits: list[Wait] = field(default_factory=list)  # those over WAIT_KEPT_S
     _stop: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _seq: Any = field(default_factory=itertools.count)
     _running: list[threading.Thread] = field(default_factory=list)
-    _last_ok: dict[str, float] = field(default_factory=dict)  # by actor, any thread's
 
     def start(self) -> Writers:
         for actor in self.actors:
@@ -114,19 +136,28 @@ class Writers:
         return self
 
     def _write(self, i: int) -> None:
-        last_ok = self._last_ok
+        actor, since = random.choice(self.actors), None
         for _ in range(self.limit):
             if self._stop.is_set():
                 return
-            actor = random.choice(self.actors)
             value = f"w{i}-{next(self._seq)}"
-            if ok(sql(self.cluster, actor, INSERT, [value], timeout=15)):
-                now = time.monotonic()
+            entry = self.cluster.pick_up()
+            if entry is None:
+                time.sleep(0.05)
+                continue
+            start = time.monotonic()
+            since = start if since is None else since
+            answer = sql(self.cluster, actor, INSERT, [value], node=entry, timeout=15)
+            now = time.monotonic()
+            if self.cluster.faulted(entry, start):
+                since = now  # the client's own connection waited, not the actor
+            if ok(answer):
                 with self._lock:
                     self.acked[actor].append(value)
-                    gap = now - last_ok.get(actor, now)
-                    self.longest_gap_s = max(self.longest_gap_s, gap)
-                    last_ok[actor] = now
+                    if now - since > WAIT_KEPT_S:
+                        self.waits.append(Wait(actor, since, now))
+                    self.longest_gap_s = max(self.longest_gap_s, now - since)
+                actor, since = random.choice(self.actors), None
             else:
                 with self._lock:
                     self.failed += 1

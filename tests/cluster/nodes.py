@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import secrets
 import signal
 import time
@@ -41,6 +42,7 @@ class Node(Host):
         self.pg_url = pg_url
         self.secret_file = secret_file
         self.paused = False
+        self.faulted_at = -float("inf")  # the last kill -9 or pause (monotonic)
 
     def command(self) -> list[str]:
         cmd = [c for c in super().command() if c != "--fake-clock"]
@@ -87,14 +89,25 @@ class Cluster:
     def up(self) -> list[Node]:
         return [n for n in self.nodes if n.alive and not n.paused]
 
+    def pick_up(self) -> int | None:
+        """A node that is up, at random; None if none is."""
+        up = [i for i, n in enumerate(self.nodes) if n.alive and not n.paused]
+        return random.choice(up) if up else None
+
+    def faulted(self, i: int, since: float) -> bool:
+        """Whether node `i` was killed or paused at or after `since` (monotonic)."""
+        return self.nodes[i].faulted_at >= since
+
     def kill9(self, i: int) -> None:
         node = self.nodes[i]
+        node.faulted_at = time.monotonic()
         os.kill(node.pid, signal.SIGKILL)
         assert node.proc is not None
         node.proc.wait(10)
         node._close_pipes()
 
     def pause(self, i: int) -> None:
+        self.nodes[i].faulted_at = time.monotonic()
         os.kill(self.nodes[i].pid, signal.SIGSTOP)
         self.nodes[i].paused = True
 
