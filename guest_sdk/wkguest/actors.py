@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from wkguest import _bindings as _b
+from wkguest import readonly
 from wkguest.codec import from_wire, to_wire
 from wkguest.errors import CallError
 from wkguest.types import Response
@@ -33,8 +34,10 @@ def call(
     `body` may be str (sent as UTF-8). `path` is the callee's path ("/" + ...), `query`
     the raw query string without "?".
     Raises CallError (unknown class; refused: re-entry, cycle, depth cap, backpressure;
-    the callee trapped or ran out of budget; the deadline passed).
+    the callee trapped or ran out of budget; the deadline passed), ReadOnlyError (while
+    code that may only read runs: `wkguest.readonly`).
     """
+    readonly.refuse("a call to another actor")
     raw = body.encode("utf-8") if isinstance(body, str) else body
     target = _b.types.ActorRef(class_=cls, id=id)
     req = _b.types.Request(

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from wkguest import _bindings as _b
+from wkguest import readonly
 from wkguest.errors import WkError
 
 __all__ = ["PublishError", "publish"]
@@ -27,7 +28,9 @@ class PublishError(WkError):
 def publish(status: str, updated_ms: int, labels: Mapping[str, str] | None = None) -> None:
     """Replace what this actor publishes: `status` (1 to 64 bytes), when it was updated
     (ms since the Unix epoch), and `labels` (at most 16; keys 1 to 64 bytes, values at
-    most 256; None keeps those published before). Raises PublishError."""
+    most 256; None keeps those published before). Raises PublishError, ReadOnlyError
+    (while code that may only read runs: `wkguest.readonly`)."""
+    readonly.refuse("publishing")
     pairs = None if labels is None else [(str(k), str(v)) for k, v in labels.items()]
     try:
         _b.attributes.publish(status, max(0, int(updated_ms)), pairs)

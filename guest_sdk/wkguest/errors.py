@@ -6,6 +6,8 @@
     ├── CallError           actors.call failed; `.reason` is the host's one-line reason
     ├── FetchError          http.fetch failed; `.kind` (denied, timeout, too-large,
     │                       incomplete, connect, invalid) and `.message`
+    ├── ReadOnlyError       a change asked for while code that may only read runs
+    │                       (`wkguest.readonly`: a workflow's query handler)
     └── InitError           raise it from `Actor.on_init` to refuse creation cleanly
 
 A guest that lets a WkError escape from `handle` traps like any other exception (the
@@ -67,6 +69,12 @@ class FetchError(WkError):
         if sep and kind in FETCH_KINDS:
             return cls(kind, rest.strip())  # type: ignore[arg-type]  # checked just above
         return cls("invalid", reason.strip())
+
+
+class ReadOnlyError(WkError):
+    """Refused: the code running may only read (`wkguest.readonly.read_only`), and this
+    would change something: a SQL write, the alarm, a fetch, a call to another actor,
+    publishing, deleting the actor."""
 
 
 class InitError(WkError):

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from wkguest import _bindings as _b
+from wkguest import readonly
 from wkguest.codec import from_wire, to_wire
 from wkguest.errors import FetchError
 from wkguest.types import HttpResponse
@@ -31,8 +32,10 @@ def fetch(
     `body` may be str (sent as UTF-8). `timeout_ms` is capped by the event's time left.
     Raises FetchError with `.kind` one of: "denied" (not allowed), "timeout", "too-large"
     (body over the host's cap), "incomplete" (body cut short), "connect", "invalid"
-    (malformed request); ValueError for a negative `timeout_ms`.
+    (malformed request); ValueError for a negative `timeout_ms`; ReadOnlyError while
+    code that may only read runs (`wkguest.readonly`), before anything is sent.
     """
+    readonly.refuse("an HTTP fetch")
     if timeout_ms is not None and timeout_ms < 0:
         raise ValueError(f"timeout_ms must be >= 0, got {timeout_ms}")
     raw = body.encode("utf-8") if isinstance(body, str) else body

@@ -4,6 +4,7 @@ it, and a deadline it sets itself (WIT interface `lifecycle`)."""
 from __future__ import annotations
 
 from wkguest import _bindings as _b
+from wkguest import readonly
 from wkguest.types import ActorRef
 
 __all__ = ["NARROWED_REASON", "delete_self", "fuel_used", "holder", "last_trap",
@@ -31,7 +32,9 @@ def now() -> int:
 
 def delete_self() -> None:
     """Delete this actor when the current event ends: its database and alarm go, and its
-    next event creates it anew (running `on_init` again). Never raises."""
+    next event creates it anew (running `on_init` again). Raises ReadOnlyError while code
+    that may only read runs (`wkguest.readonly`)."""
+    readonly.refuse("deleting the actor")
     _b.lifecycle.delete_self()
 
 

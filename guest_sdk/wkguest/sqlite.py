@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wkguest import _bindings as _b
+from wkguest import readonly
 from wkguest.codec import (
     S64_MAX,
     S64_MIN,
@@ -26,7 +27,6 @@ from wkguest.codec import (
     normalize_params,
     to_wire,
 )
-from wkguest.errors import SqliteError
 
 __all__ = ["Rows", "exec", "exec_durable", "query", "query_packed", "write"]
 
@@ -108,25 +108,27 @@ def exec(sql: str, params: Sequence[object] = ()) -> Rows:
     """Run `sql` (one statement, or several separated by ";": the last one's rows).
 
     The commit survives a process crash, not a power loss (see `exec_durable`).
-    Raises SqliteError (SQL error, denial, size cap, busy), TypeError (a bad parameter).
+    Raises SqliteError (SQL error, denial, size cap, busy), TypeError (a bad parameter),
+    ReadOnlyError (a statement that would change the database, while code that may only
+    read runs: `wkguest.readonly`).
     """
     wit_params = _wit_params(params)
     try:
         return _rows(_b.sqlite.exec(sql, wit_params))
     except _b.Err as e:
-        raise SqliteError(str(e.value)) from None
+        raise readonly.sql_error(str(e.value)) from None
 
 
 def exec_durable(sql: str, params: Sequence[object] = ()) -> Rows:
     """As `exec`, and the commit is fsynced before this returns (survives power loss).
 
-    Raises SqliteError, TypeError (as `exec`).
+    Raises SqliteError, TypeError, ReadOnlyError (as `exec`).
     """
     wit_params = _wit_params(params)
     try:
         return _rows(_b.sqlite.exec_durable(sql, wit_params))
     except _b.Err as e:
-        raise SqliteError(str(e.value)) from None
+        raise readonly.sql_error(str(e.value)) from None
 
 
 def write(sql: str, params: Sequence[object] = (), durable: bool = False) -> int:
@@ -134,24 +136,24 @@ def write(sql: str, params: Sequence[object] = (), durable: bool = False) -> int
     need: returns the number of rows it changed, and skips carrying a `Rows` back
     (a cheaper call, host and guest: docs/performance.md).
 
-    Raises SqliteError, TypeError (as `exec`).
+    Raises SqliteError, TypeError, ReadOnlyError (as `exec`).
     """
     wit_params = _wit_params(params)
     try:
         changes: int = _b.sqlite.exec_write(sql, wit_params, durable)
     except _b.Err as e:
-        raise SqliteError(str(e.value)) from None
+        raise readonly.sql_error(str(e.value)) from None
     return changes
 
 
 def query_packed(sql: str, params: Sequence[object] = ()) -> str:
     """The raw `query-packed` JSON: [[columns...], [row values...], ...]; blobs as
-    {"b64": ...}. Raises SqliteError, TypeError (as `exec`)."""
+    {"b64": ...}. Raises SqliteError, TypeError, ReadOnlyError (as `exec`)."""
     wit_params = _wit_params(params)
     try:
         packed: str = _b.sqlite.query_packed(sql, wit_params)
     except _b.Err as e:
-        raise SqliteError(str(e.value)) from None
+        raise readonly.sql_error(str(e.value)) from None
     return packed
 
 
@@ -159,7 +161,8 @@ def query(sql: str, params: Sequence[object] = ()) -> list[tuple[SqlValue, ...]]
     """The rows of a read, as tuples (blobs as bytes): one string crosses the boundary
     instead of one value per cell, so prefer this for more than a few rows.
 
-    Raises SqliteError, TypeError (as `exec`), ValueError if the host's JSON is malformed.
+    Raises SqliteError, TypeError, ReadOnlyError (as `exec`), ValueError if the host's
+    JSON is malformed.
     """
     _columns, rows = decode_packed(query_packed(sql, params))
     return rows

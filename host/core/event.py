@@ -65,6 +65,7 @@ class Event:
     trapped: str | None = None    # why the guest's call trapped or was cut, if it was
     trap_read: bool = False       # the guest asked for its last trap (lifecycle.last-trap)
     published: bool = False       # the guest published its attributes (WIT attributes)
+    read_only: bool = False       # the guest made the rest of it read-only (lifecycle.read-only)
     # For the metrics (host/metrics.py): how the event ended, if a call into its guest
     # trapped (else None), and the fuel its guest calls burned.
     outcome: str | None = None

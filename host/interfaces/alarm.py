@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..storage.alarm_store import guest_set, read
+from ..storage.readonly import refusal
 from .ports import E, Events
 
 if TYPE_CHECKING:
@@ -17,6 +18,8 @@ def register(root: LinkerInstance, guard: Any, host: Events[E]) -> None:
 
     def _write(at_ms: int | None) -> str | None:
         ev = current()
+        if ev.read_only:
+            return refusal("the alarm cannot change")
         db = ev.slot.require_db()
         ev.alarm_touched = True
         try:

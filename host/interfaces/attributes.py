@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..storage.attributes import checked, decoded
+from ..storage.readonly import refusal
 from .ports import E, Events
 
 
@@ -16,6 +17,8 @@ def register(root: Any, guard: Any, host: Events[E]) -> None:
     def publish(_store: Any, status: str, updated_ms: int,
                 labels: list[tuple[str, str]] | None) -> str | None:
         ev = current()
+        if ev.read_only:
+            return refusal("nothing can be published")
         db = ev.slot.require_db()
         before = None if labels is not None else decoded(db.published())
         try:

@@ -1,8 +1,10 @@
 """The `lifecycle` interface: who am I, what time is it, why my last event trapped, how
-much fuel I have burnt, who runs me, delete me, and a deadline of my own."""
+much fuel I have burnt, who runs me, delete me, a deadline of my own, and read only from
+now on."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from wasmtime import Store
@@ -46,7 +48,13 @@ def register(root: Any, guard: Any, host: Lifecycle[E]) -> None:
 
     funcs = {"self-ref": self_ref, "now": now, "delete-self": delete_self,
              "last-trap": last_trap, "fuel-used": fuel_used, "holder": holder,
-             "narrow-deadline": narrow_deadline}
+             "narrow-deadline": narrow_deadline, "read-only": _read_only(current)}
     with root.add_instance("wk:host/lifecycle@0.1.0") as iface:
         for name, fn in funcs.items():
             iface.add_func(name, guard(fn))
+
+
+def _read_only(current: Callable[[], E]) -> Callable[[Any], None]:
+    def read_only(_store: Any) -> None:
+        current().read_only = True  # nothing lifts it before the event ends
+    return read_only

@@ -55,6 +55,7 @@ class RunningEvent(Protocol):
     delete_requested: bool
     trap_read: bool
     published: bool
+    read_only: bool  # lifecycle.read-only: until the event ends (storage/readonly.py)
 
     @property
     def slot(self) -> EventActor: ...

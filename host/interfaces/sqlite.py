@@ -4,6 +4,7 @@ the boundary."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 from collections.abc import Callable
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 from wasmtime.component import Variant
 
 from ..storage.actordb import ActorDb, SqlError, StorageError
+from ..storage.readonly import reads_only
 from ..storage.statements import SqlValue, one_line
 from .ports import E, Events
 from .records import record
@@ -60,6 +62,7 @@ def pack_rows(columns: list[str], rows: list[tuple[Any, ...]]) -> str:
 # -- the `sqlite` interface ---------------------------------------------------------------
 NARROWED = ("interrupted: the statement ran past the deadline the event set itself "
             "(lifecycle.narrow-deadline)")
+_ANY_SQL = contextlib.nullcontext()  # the statements of an event that may write
 
 
 def register(root: Any, guard: Any, host: Events[E]) -> None:
@@ -76,8 +79,10 @@ def register(root: Any, guard: Any, host: Events[E]) -> None:
         ev = current()
         db = ev.slot.require_db()
         try:
-            columns, rows = db.guest_exec(sql, params_from_wit(params), durable, ev.bound,
-                                          io_wait=ev.gate.waiting, loan=ev.loan())
+            with reads_only(db) if ev.read_only else _ANY_SQL:
+                columns, rows = db.guest_exec(sql, params_from_wit(params), durable,
+                                              ev.bound, io_wait=ev.gate.waiting,
+                                              loan=ev.loan())
         except SqlError as e:
             if str(e).startswith("interrupted:") and ev.cut_by_limit():
                 raise SqlError(NARROWED) from None

@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from wkguest.readonly import read_only
+
 from .emit import Handler
 from .errors import (
     CodeError,
@@ -133,7 +135,10 @@ def answer(runner: Runner, name: str, arg: Any) -> tuple[Any, int] | None:
     run.stopped = CodeError(f"query {name!r}: a query handler may not call workflow "
                             "primitives (it only reads the workflow's state)")
     try:
-        value = handler(arg)
+        # Nor may it change anything through the SDK's modules (its SQL, the alarm, a
+        # fetch, a call): the handler only reads (docs/workflows.md, Queries).
+        with read_only(f"query {name!r}"):
+            value = handler(arg)
         encode(value, runner.config.max_value_bytes, f"the answer of query {name!r}")
     except (UnsupportedValue, ValueTooLarge) as e:
         raise QueryFailed(str(e)) from None
