@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint bench bench-peers profile demo demo-cluster soak chaos clean
+.PHONY: test lint bench bench-quick bench-peers profile demo demo-cluster soak chaos clean
 
 $(STAMP): pyproject.toml
 	@echo "== setting up $(VENV) (first run only)"
@@ -33,6 +33,12 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m bench
+
+# Fewer repeats and sizes, figures into .cache/bench-quick/ (bench/results/ keeps the last
+# full run's), each ratio printed beside that run's; exit 2 when one fell by more than this
+# run's own spread (docs/performance.md, "Checking for regressions").
+bench-quick: $(STAMP)
+	$(PY) -m bench --quick
 
 # Peers for `make bench` (DBOS, Restate, py-spy) into .cache/peers-venv and .cache/peers-npm,
 # never into the product's venv. `make bench` skips a peer that is missing, with one line.

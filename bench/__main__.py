@@ -1,6 +1,7 @@
 """`python -m bench` (`make bench`): every benchmark in bench/, the peers, one table.
 
-    .venv/bin/python -m bench [--quick] [--no-sleepers] [--only workflows,peers,...]
+    .venv/bin/python -m bench [--quick | --smoke] [--baseline FILE] [--no-sleepers]
+                              [--only workflows,peers,...]
 
 Runs each installed peer (bench/peers: DBOS on SQLite, Restate) on the same workflow
 workloads as wkhost, then each benchmark module of bench/ that exists (bench_core,
@@ -13,6 +14,13 @@ over minutes). A peer that is not installed
 is skipped with one line (`make bench-peers` installs them). Then it prints one combined
 table, wkhost beside each peer with the ratio and the issue's target, and writes
 bench/results/latest.json. bench_hostile has no peer and no row there: its own table.
+
+--quick: fewer repeats and sizes, its figures into .cache/bench-quick/ (bench/results/
+keeps the last full run's), and each ratio printed beside the baseline's (latest.json,
+or --baseline), flagged when it fell by more than this run's own spread (bench/compare.py);
+the exit status is 2 when one did. --smoke (`make test`): each module's own --smoke, the
+peers at the least, figures into a scratch directory; the comparison is printed and
+judges nothing (a smoke run's figures measure nothing).
 """
 
 from __future__ import annotations
@@ -25,9 +33,21 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
-from bench.common import REPO, RESULTS, SCRATCH_ENV, fmt_us, save
+from bench.common import (
+    REPO,
+    RESULTS,
+    RESULTS_ENV,
+    SCRATCH_ENV,
+    fmt_us,
+    results_dir,
+    save,
+    smoke_results,
+)
+
+QUICK_RESULTS = REPO / ".cache" / "bench-quick"
 
 MODULES = ("bench_core", "calibrate_fuel", "bench_frontdoor", "bench_conversion",
            "bench_workflows", "bench_hostile", "bench_continue", "bench_groups", "bench_listing",
@@ -48,7 +68,7 @@ def run_module(module: str, args: list[str]) -> int:
 
 
 def load(name: str, since: float) -> dict[str, Any] | None:
-    path = RESULTS / f"{name}.json"
+    path = results_dir() / f"{name}.json"
     if not path.is_file() or path.stat().st_mtime < since:
         return None
     doc: dict[str, Any] = json.loads(path.read_text())
@@ -201,11 +221,22 @@ def print_table(rows: list[dict[str, Any]], peers: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="fewer repeats and sizes (a smoke run)")
+    p.add_argument("--quick", action="store_true", help="fewer repeats and sizes, figures "
+                   "into .cache/bench-quick/, each ratio beside the baseline's")
+    p.add_argument("--smoke", action="store_true", help="each module's --smoke (make test): "
+                   "figures into a scratch directory, nothing about speed judged")
+    p.add_argument("--baseline", type=Path, default=RESULTS / "latest.json",
+                   help="the run --quick compares with (default: bench/results/latest.json)")
     p.add_argument("--no-sleepers", action="store_true", help="skip the 10,000 sleepers")
     p.add_argument("--sleepers", type=int, default=10_000)
     p.add_argument("--only", default="", help="comma list of modules and/or 'peers'")
     args = p.parse_args(argv)
+    if args.quick and args.smoke:
+        p.error("--quick or --smoke, not both")
+    if args.smoke:
+        smoke_results()
+    elif args.quick and not os.environ.get(RESULTS_ENV):
+        os.environ[RESULTS_ENV] = str(QUICK_RESULTS)
     only = {x.strip() for x in args.only.split(",") if x.strip()}
     scratch = tempfile.mkdtemp(prefix="wkbench-run-")
     os.environ[SCRATCH_ENV] = scratch  # every module's data, removed once all is measured
@@ -221,6 +252,8 @@ def _run(args: argparse.Namespace, only: set[str]) -> int:
     with_peers = not only or "peers" in only
     bracketed = with_peers and only != {"peers"}  # wkhost runs too: peers before and after
     repeats, workflows = (3, 60) if args.quick else (7, 200)
+    if args.smoke:
+        repeats, workflows = 1, 4
     peers_before: dict[str, Any] = {}
     if bracketed:
         from bench.peers import run_peers
@@ -229,14 +262,16 @@ def _run(args: argparse.Namespace, only: set[str]) -> int:
 
         say("\n== peers, first half (the second runs after wkhost's workloads)")
         peers_before = run_peers(repeats, workflows, say=say)
-    for module in MODULES:
+    for module in MODULES:  # each writes its figures where results_dir() says (the env)
         if only and module not in only:
             continue
         if not (REPO / "bench" / f"{module}.py").is_file():
             say(f"== {module}: not present, skipped")
             continue
         extra: list[str] = []
-        if module == "bench_workflows":
+        if args.smoke:
+            extra = ["--smoke"]
+        elif module == "bench_workflows":
             extra = ["--out", "workflows"] + (["--quick", "--repeats", "3"] if args.quick else [])
         elif args.quick and module in ("bench_core", "calibrate_fuel", "bench_conversion"):
             extra = ["--repeats", "3"]
@@ -249,8 +284,9 @@ def _run(args: argparse.Namespace, only: set[str]) -> int:
     wk = (load("workflows", started) or {}).get("figures", {})
     if not args.no_sleepers and (not only or "sleepers" in only or "bench_workflows" in only):
         count = 1000 if args.quick else args.sleepers
-        codes["sleepers"] = run_module("bench_workflows", ["--part", "sleepers", "--sleepers",
-                                                           str(count), "--out", "sleepers"])
+        codes["sleepers"] = run_module("bench_workflows", [
+            "--part", "sleepers", "--sleepers", str(count), "--out", "sleepers",
+            *(["--smoke"] if args.smoke else [])])
         sl = (load("sleepers", started) or {}).get("figures", {}).get("sleepers")
         if sl:
             wk["sleepers"] = sl
@@ -275,8 +311,25 @@ def _run(args: argparse.Namespace, only: set[str]) -> int:
             modules[name] = doc["figures"]
     path = save("latest", {"combined": rows, "workflows": wk, "peers": peers,
                            "modules": modules, "exit_codes": codes})
-    say(f"\n  saved {path.relative_to(REPO)}")
-    return 0 if all(c == 0 for c in codes.values()) else 1
+    say(f"\n  saved {path}")
+    failed = not all(c == 0 for c in codes.values())
+    fell = 0
+    if args.quick or args.smoke:
+        fell = _compare(rows, args.baseline)
+    if failed:
+        return 1
+    return 2 if fell and args.quick else 0
+
+
+def _compare(rows: list[dict[str, Any]], baseline: Path) -> int:
+    """The ratios beside the baseline's (bench/compare.py): how many fell past the spread."""
+    from bench.compare import changes, load_baseline, report
+
+    if not baseline.is_file():
+        say(f"\n  no baseline at {baseline}: nothing to compare with")
+        return 0
+    before, when = load_baseline(baseline)
+    return report(changes(rows, before), f"{baseline} ({when})", say=say)
 
 
 if __name__ == "__main__":

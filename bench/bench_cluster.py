@@ -51,7 +51,16 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from bench.bench_workflows import WF, _load, bench_wasm
-from bench.common import REPO, fmt_us, probe_wasm, save, scratch_dir, summary
+from bench.common import (
+    REPO,
+    SMOKE_HELP,
+    fmt_us,
+    probe_wasm,
+    save,
+    scratch_dir,
+    smoke_results,
+    summary,
+)
 from bench.server import BenchServer
 
 SERVERS = ("single", "cluster")
@@ -225,13 +234,13 @@ def store_writes(pg: Any, database: str, tag: str) -> dict[str, float]:
 
 
 def workflows(server: BenchServer, pg: Any, database: str, level: int, count: int,
-              tag: str) -> dict[str, float]:
+              tag: str, settle_s: float = SETTLE_S) -> dict[str, float]:
     """`count` three-step workflows at concurrency `level`; per workflow, µs."""
     lsn = pg.psql("SELECT pg_current_wal_insert_lsn()", database).strip()
     before = (cpu_s(server.proc.pid), tree_cpu_s(pg.pid), client_cpu_s(), time.perf_counter())
     done = asyncio.run(_load(server.url, server.token, level, count, tag))
     wall = time.perf_counter() - before[3]
-    time.sleep(SETTLE_S)
+    time.sleep(settle_s)
     node, store, client = (cpu_s(server.proc.pid) - before[0], tree_cpu_s(pg.pid) - before[1],
                            client_cpu_s() - before[2])
     if done["failures"]:
@@ -249,13 +258,14 @@ def workflows(server: BenchServer, pg: Any, database: str, level: int, count: in
 
 # -- the run ------------------------------------------------------------------------------
 
-def idle_rates(servers: dict[str, BenchServer], pg: Any) -> dict[str, float]:
+def idle_rates(servers: dict[str, BenchServer], pg: Any, idle_s: float = IDLE_S
+               ) -> dict[str, float]:
     """CPU ms a second of each server, and of PostgreSQL, while nothing is asked."""
     before = {n: cpu_s(s.proc.pid) for n, s in servers.items()}
     pg_before = tree_cpu_s(pg.pid)
-    time.sleep(IDLE_S)
-    out = {n: (cpu_s(s.proc.pid) - before[n]) / IDLE_S * 1e3 for n, s in servers.items()}
-    out["postgresql"] = (tree_cpu_s(pg.pid) - pg_before) / IDLE_S * 1e3
+    time.sleep(idle_s)
+    out = {n: (cpu_s(s.proc.pid) - before[n]) / idle_s * 1e3 for n, s in servers.items()}
+    out["postgresql"] = (tree_cpu_s(pg.pid) - pg_before) / idle_s * 1e3
     return out
 
 
@@ -271,7 +281,7 @@ def one_round(r: int, servers: dict[str, BenchServer], pg: Any, database: str,
             lat[name][level].append(statistics.median(got))
         for level in LEVELS:
             wf[name][level].append(workflows(server, pg, database, level, args.workflows,
-                                             f"r{r}-c{level}"))
+                                             f"r{r}-c{level}", args.settle_s))
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -286,8 +296,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             make_tables(server, [f"lat-c{c}-{i}" for c in LEVELS for i in range(c)])
             durable_writes(server, [f"lat-c8-{i}" for i in range(8)], 20)
             asyncio.run(_load(server.url, server.token, 8, args.warmup, f"warmup-{name}"))
-        time.sleep(SETTLE_S)
-        idle = idle_rates(servers, pg)
+        time.sleep(args.settle_s)
+        idle = idle_rates(servers, pg, args.idle_s)
         lat: dict[str, Any] = {n: {c: [] for c in LEVELS} for n in SERVERS}
         wf: dict[str, Any] = {n: {c: [] for c in LEVELS} for n in SERVERS}
         for r in range(args.rounds):
@@ -379,16 +389,23 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--workflows", type=int, default=200, help="a round, each level")
     p.add_argument("--warmup", type=int, default=200, help="workflows first")
     p.add_argument("--quick", action="store_true", help="2 rounds, a quarter of each load")
+    p.add_argument("--smoke", action="store_true", help=SMOKE_HELP + " (1 round of 8 writes "
+                   "and 4 workflows a level, 4 first, shorter settles and idle window)")
     args = p.parse_args(argv)
+    args.settle_s, args.idle_s = SETTLE_S, IDLE_S
     if args.quick:
         args.rounds, args.writes, args.workflows, args.warmup = (
             2, args.writes // 4, args.workflows // 4, args.warmup // 4)
+    if args.smoke:
+        smoke_results()
+        args.rounds, args.writes, args.workflows, args.warmup = 1, 8, 4, 4
+        args.settle_s, args.idle_s = 0.2, 0.3
     if min(args.rounds, args.writes // max(LEVELS), args.workflows) < 1:
         p.error("--rounds and --workflows must be at least 1, --writes at least 8")
     out = run(args)
     print_figures(out)
     saved = save("cluster", {"rounds": args.rounds, "writes": args.writes,
-                             "workflows": args.workflows, "settle_s": SETTLE_S, **out})
+                             "workflows": args.workflows, "settle_s": args.settle_s, **out})
     print(f"\n  saved {saved}")
     return out
 

@@ -53,7 +53,16 @@ from pathlib import Path
 from typing import Any
 
 from bench.bench_workflows import WF, alarm_event, make_host, run_until, wf_call
-from bench.common import REPO, fmt_us, remove_scratch, save, scratch_dir, summary
+from bench.common import (
+    REPO,
+    SMOKE_HELP,
+    fmt_us,
+    remove_scratch,
+    save,
+    scratch_dir,
+    smoke_results,
+    summary,
+)
 
 CLS = "wfcontinue"
 GUEST = REPO / "tests" / "guests" / "wf_continue.py"
@@ -333,7 +342,13 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--repeats", type=int, default=9, help="timed events per figure")
     p.add_argument("--part", action="append", choices=PARTS,
                    help="run only this part (repeatable); default: all")
+    p.add_argument("--smoke", action="store_true",
+                   help=SMOKE_HELP + " (--total 40 --real-total 40 --every 10 --repeats 1)")
     args = p.parse_args(argv)
+    if args.smoke:
+        smoke_results()
+        args.total = args.real_total = 40
+        args.every, args.repeats = 10, 1
     for name in ("total", "real_total", "every", "repeats"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be at least 1")

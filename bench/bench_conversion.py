@@ -1,6 +1,6 @@
 """wasmtime-py value conversion, stock vs patched by host/engine/fastconv.py, through the real Host.
 
-    .venv/bin/python bench/bench_conversion.py [--repeats 7] [--calls 500] [--per-event 25]
+    .venv/bin/python -m bench.bench_conversion [--repeats 7] [--calls 500] [--per-event 25]
 
 Each variant runs in its own subprocess, so the patch cannot leak into the stock run (the
 stock run also sets WKHOST_FASTCONV=0, in case make_engine installs the patch itself).
@@ -30,7 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from bench.common import REPO, SMOKE_HELP, save, smoke_results
+
 WORK = REPO / ".cache" / "bench_conversion"
 
 GUEST = '''\
@@ -119,14 +120,19 @@ def child(mode: str, wasm: Path, repeats: int, calls: int, per_event: int) -> di
             host.close()
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--calls", type=int, default=500)
     ap.add_argument("--per-event", type=int, default=25, help="host calls per select/insert event")
     ap.add_argument("--child", choices=["stock", "fastconv"], help=argparse.SUPPRESS)
     ap.add_argument("--wasm", type=Path, help=argparse.SUPPRESS)
-    args = ap.parse_args()
+    ap.add_argument("--smoke", action="store_true",
+                    help=SMOKE_HELP + " (--repeats 1 --calls 20 --per-event 5)")
+    args = ap.parse_args(argv)
+    if args.smoke:
+        smoke_results()
+        args.repeats, args.calls, args.per_event = 1, 20, 5
     if args.child:
         print(json.dumps(child(args.child, args.wasm, args.repeats, args.calls, args.per_event)))
         return 0
@@ -134,10 +140,10 @@ def main() -> int:
     wasm = build_guest()
     results = {}
     for mode in ("stock", "fastconv"):
-        cmd = [sys.executable, __file__, "--child", mode, "--wasm", str(wasm),
-               "--repeats", str(args.repeats), "--calls", str(args.calls),
+        cmd = [sys.executable, "-m", "bench.bench_conversion", "--child", mode,
+               "--wasm", str(wasm), "--repeats", str(args.repeats), "--calls", str(args.calls),
                "--per-event", str(args.per_event)]
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False,
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=REPO,
                               env={**os.environ, "PYTHONHASHSEED": "0"})
         if proc.returncode != 0:
             sys.stderr.write(proc.stdout + proc.stderr)
@@ -157,6 +163,9 @@ def main() -> int:
     for label, key in rows:
         a, b = results["stock"][key], results["fastconv"][key]
         print(f"{label:52} {a:10.1f} {b:10.1f} {a / b:7.2f}x")
+    saved = save("conversion", {"repeats": args.repeats, "calls": args.calls,
+                                "per_event": args.per_event, **results})
+    print(f"  saved {saved}")
     return 0
 
 

@@ -22,10 +22,12 @@ from wkhost.types import Request, Sender
 
 from bench.common import (
     COMPILED,
+    SMOKE_HELP,
     print_table,
     probe_wasm,
     save,
     scratch_dir,
+    smoke_results,
     summary,
     timed,
 )
@@ -86,7 +88,11 @@ def bench_events(wasm: Path, repeats: int) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeats", type=int, default=7)
+    p.add_argument("--smoke", action="store_true", help=SMOKE_HELP + " (--repeats 1)")
     args = p.parse_args(argv)
+    if args.smoke:
+        smoke_results()
+        args.repeats = 1
     wasm = probe_wasm()
     figures: dict[str, Any] = {}
     for part in (bench_compile, bench_instantiate, bench_events):

@@ -18,7 +18,7 @@ import json
 import statistics
 from typing import Any
 
-from bench.common import probe_wasm, save
+from bench.common import SMOKE_HELP, probe_wasm, save, smoke_results
 from bench.httpload import Connection, drive
 from bench.server import BenchServer
 
@@ -50,7 +50,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--requests", type=int, default=2000)
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--warmup", type=int, default=200, help="requests first, each workload")
+    p.add_argument("--smoke", action="store_true",
+                   help=SMOKE_HELP + " (--requests 16 --repeats 1 --warmup 16)")
     args = p.parse_args(argv)
+    if args.smoke:
+        smoke_results()
+        args.requests, args.repeats, args.warmup = 16, 1, 16
     server = BenchServer({"probe": probe_wasm()})
     headers = {"Authorization": f"Bearer {server.token}"}
     base = server.url
@@ -65,7 +71,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     figures: dict[str, Any] = {}
     try:
         for name, (method, url_of, body) in workloads.items():
-            asyncio.run(run_load(url_of, method, body, 200, 8, headers))  # warm instances
+            asyncio.run(run_load(url_of, method, body, args.warmup, 8, headers))  # warm them
             for level in LEVELS:
                 runs = [asyncio.run(run_load(url_of, method, body, args.requests, level,
                                              headers)) for _ in range(args.repeats)]

@@ -51,7 +51,17 @@ from urllib.parse import urlsplit
 import cbor2
 
 from bench.bench_workflows import make_host, run_until, wf_call
-from bench.common import REPO, fmt_us, remove_scratch, save, scratch_dir, summary
+from bench.common import (
+    REPO,
+    SMOKE_HELP,
+    fmt_us,
+    probe_saw,
+    remove_scratch,
+    save,
+    scratch_dir,
+    smoke_results,
+    summary,
+)
 
 PARENT, CHILD = "wfgroups", "wfgroupchild"
 GUEST = REPO / "tests" / "guests" / "wf_bench_groups.py"
@@ -304,7 +314,14 @@ def _traced(host: Any, id: str, inp: dict[str, Any], waits: bool) -> dict[str, A
         raise RuntimeError(f"{id}: {st['state']} {st.get('output')} {st.get('error')}")
     if "child" in inp:  # the child's own last event (marking its notice delivered) ends it
         host.wait_alarm(host.actor_ref(CHILD, inp["id"]), 0, 0)
-    return {**TRACE.figures(st["positions"]), "wall_ms": (time.perf_counter() - TRACE.t0) * 1e3}
+    figs = TRACE.figures(st["positions"])
+    # What instrument() wraps, each seen at least once (a workflow ends with a synced
+    # durable write, in an event): else the host moved it, and these figures are zeros.
+    probe_saw("guest call (instrument() wraps core/host.py's call_export)", figs["events"])
+    probe_saw("durable statement (instrument() wraps ActorDb.guest_exec)",
+              figs["durable_writes"])
+    probe_saw("WAL fsync (instrument() wraps ActorDb._fsync_wal)", figs["wal_fsyncs"])
+    return {**figs, "wall_ms": (time.perf_counter() - TRACE.t0) * 1e3}
 
 
 def print_syncs(figs: dict[str, Any]) -> None:
@@ -504,9 +521,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--quick", action="store_true", help="--runs 7 --peer-runs 3")
     p.add_argument("--part", action="append", choices=PARTS,
                    help="run only this part (repeatable); default: all")
+    p.add_argument("--smoke", action="store_true",
+                   help=SMOKE_HELP + " (--runs 1 --peer-runs 1 --branches 3)")
     args = p.parse_args(argv)
     if args.quick:
         args.runs, args.peer_runs = 7, 3
+    if args.smoke:
+        smoke_results()
+        args.runs, args.peer_runs, args.branches = 1, 1, 3
     if args.runs < 1 or args.peer_runs < 1:
         p.error("--runs and --peer-runs must be at least 1")
     if not 1 <= args.branches <= MAX_BRANCHES:

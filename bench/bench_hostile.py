@@ -20,7 +20,11 @@ evenly over the phase. The phases, in order:
 - slowloris: `--slow` connections each send a request line, then one byte of a header
   every second, never ending the head, for the phase (at least the server's header
   timeout and 3 s more, so that its closing them is seen);
-- quiet, after: the neighbour alone again (the server recovered; the RSS left behind).
+- quiet, after: the neighbour alone again (the server recovered; the RSS left behind);
+- then, on a server of their own, the cases of host work over guest data (issue 36 items
+  1-4: astral trims, a schema image's learning, large result sets, non-UTF-8 text read
+  for traces), each with its own quiet phase first: bench/hostile_data.py
+  (`--data-only` runs just those).
 
 For each phase: the neighbour's median, min, max and p99 latency, its ratio to the quiet
 phase's median, the neighbour's failed requests, the server's peak RSS (VmHWM from
@@ -57,11 +61,13 @@ from wkhost.engine.components import load_component, make_engine
 
 from bench.common import (
     COMPILED,
+    SMOKE_HELP,
     fmt_us,
     print_table,
     probe_wasm,
     remove_scratch,
     save,
+    smoke_results,
     summary,
 )
 from bench.httpload import Connection, HttpError
@@ -419,6 +425,10 @@ def report(phases: dict[str, Any], args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Here, not at the top: bench.hostile_data imports this module's phases.
+    from bench.hostile_data import SERVER_ARGS as DATA_SERVER_ARGS
+    from bench.hostile_data import run_data_cases
+
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="short phases (a smoke run)")
     p.add_argument("--phase-s", type=float, default=None, help="each phase's length (10 s)")
@@ -427,7 +437,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--slow", type=int, default=100, help="slowloris connections")
     p.add_argument("--header-timeout-s", type=float, default=HEADER_TIMEOUT_DEFAULT_S,
                    help="the server's --header-timeout-s (default: the host's, 10)")
+    p.add_argument("--data-only", action="store_true",
+                   help="only the cases of host work over guest data (bench/hostile_data.py)")
+    p.add_argument("--smoke", action="store_true", help=SMOKE_HELP + " (every phase, "
+                   "0.5 s each, 1 hostile actor, 2 slow connections, a header timeout of 1 s)")
     args = p.parse_args(argv)
+    if args.smoke:
+        smoke_results()
+        args.phase_s, args.requests, args.hostile, args.slow = 0.5, 4, 1, 2
+        args.header_timeout_s = 1.0
     quick = args.quick
     args.phase_s = args.phase_s or (3.0 if quick else 10.0)
     args.requests = args.requests or (60 if quick else 200)
@@ -440,21 +458,32 @@ def main(argv: list[str] | None = None) -> int:
     # compile at its start would leave its memory in the quiet phase's RSS.
     load_component(make_engine(), wasm, COMPILED)
     load_before = os.getloadavg()
-    server = BenchServer({"probe": wasm}, extra)
-    try:
-        phases = asyncio.run(run(server, args))
-    finally:
-        alive = server.proc.poll() is None
-        code = server.proc.returncode
-        if alive:
-            server.close()
-        remove_scratch()
+    phases: dict[str, Any] = {}
+    alive, code = True, None
+    if not args.data_only:
+        server = BenchServer({"probe": wasm}, extra)
+        try:
+            phases = asyncio.run(run(server, args))
+        finally:
+            alive = server.proc.poll() is None
+            code = server.proc.returncode
+            if alive:
+                server.close()
+            remove_scratch()
+    if alive:  # the cases of host work over guest data, on a server of their own
+        try:
+            data = run_data_cases(args)
+        finally:
+            remove_scratch()
+        phases |= data
+        alive = all(f["server_alive"] for f in data.values())
     report(phases, args)
     figures = {"config": {"wall_budget_ms": WALL_BUDGET_MS, "phase_s": args.phase_s,
                           "requests": args.requests, "hostile_actors": args.hostile,
                           "slow_connections": args.slow,
                           "header_timeout_s": args.header_timeout_s, "quick": quick,
-                          "sql": SQL_CASES, "flood": FLOOD, "server_args": extra},
+                          "sql": SQL_CASES, "flood": FLOOD, "server_args": extra,
+                          "data_server_args": DATA_SERVER_ARGS},
                "load_avg_before": load_before, "load_avg_after": os.getloadavg(),
                "server_alive": alive, "server_exit": code, "phases": phases}
     print(f"  load average before {load_before[0]:.2f}, after {os.getloadavg()[0]:.2f}")

@@ -1,6 +1,6 @@
 """What the metrics add to a host call and to an event (host/metrics.py), micro-benchmarked.
 
-    .venv/bin/python bench/bench_metrics_cost.py [--calls 200000] [--repeats 9]
+    .venv/bin/python -m bench.bench_metrics_cost [--calls 200000] [--repeats 9] [--smoke]
 
 - host call: interfaces/linker.py's `guard` (its two clock reads and one histogram
   observation) around a host function that does nothing, against the same wrapper
@@ -52,11 +52,15 @@ def per_event_ns(calls: int) -> float:
     return (time.perf_counter_ns() - started) / calls
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--calls", type=int, default=200_000)
     p.add_argument("--repeats", type=int, default=9)
-    args = p.parse_args()
+    p.add_argument("--smoke", action="store_true",
+                   help="a smoke run (make test): --calls 1000 --repeats 1")
+    args = p.parse_args(argv)
+    if args.smoke:
+        args.calls, args.repeats = 1000, 1
     measured, bare = guard(nothing, "bench"), bare_guard(nothing)
     added, base, events = [], [], []
     for _ in range(args.repeats):

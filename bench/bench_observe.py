@@ -44,7 +44,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from bench.bench_workflows import WF, _load, bench_wasm
-from bench.common import fmt_us, probe_wasm, save, summary
+from bench.common import SMOKE_HELP, fmt_us, probe_wasm, save, smoke_results, summary
 from bench.httpload import Connection, drive
 from bench.server import BenchServer
 
@@ -175,20 +175,21 @@ def workloads(events: int, workflows: int) -> dict[str, tuple[str, int, Workload
     }
 
 
-def measure(server: BenchServer, sink: Sink, count: int, run: Workload, tag: str
-            ) -> tuple[float, float]:
+def measure(server: BenchServer, sink: Sink, count: int, run: Workload, tag: str,
+            settle_s: float = SETTLE_S) -> tuple[float, float]:
     """(CPU µs per unit, spans per unit) of one workload on `server`."""
     sink.spans()  # what an earlier window sent late is not this one's
     before = cpu_s(server.proc.pid)
     result = run(server, tag)
-    time.sleep(SETTLE_S)
+    time.sleep(settle_s)
     used = cpu_s(server.proc.pid) - before
     if result.get("failures"):
         raise RuntimeError(f"{int(result['failures'])} of {count} failed")
     return used / count * 1e6, sink.spans() / count
 
 
-def warm_up(servers: dict[str, BenchServer], sink: Sink, count: int) -> dict[str, float]:
+def warm_up(servers: dict[str, BenchServer], sink: Sink, count: int,
+            idle_s: float = IDLE_S) -> dict[str, float]:
     """Past the live cap (96 actors) by default, as bench_workflows does, and the actor of
     the trivial event made and warm. Then each server's CPU while idle, in ms a second."""
     for name, server in servers.items():
@@ -197,19 +198,20 @@ def warm_up(servers: dict[str, BenchServer], sink: Sink, count: int) -> dict[str
     time.sleep(SETTLE_S)
     sink.spans()
     before = {name: cpu_s(server.proc.pid) for name, server in servers.items()}
-    time.sleep(IDLE_S)
-    return {name: (cpu_s(server.proc.pid) - before[name]) / IDLE_S * 1e3
+    time.sleep(idle_s)
+    return {name: (cpu_s(server.proc.pid) - before[name]) / idle_s * 1e3
             for name, server in servers.items()}
 
 
-def run_rounds(rounds: int, events: int, workflows: int, warmup: int) -> dict[str, Any]:
+def run_rounds(rounds: int, events: int, workflows: int, warmup: int,
+               settle_s: float = SETTLE_S, idle_s: float = IDLE_S) -> dict[str, Any]:
     loads = workloads(events, workflows)
     cpu: dict[str, dict[str, list[float]]] = {w: {c: [] for c in CONFIGS} for w in loads}
     spans: dict[str, list[float]] = {w: [] for w in loads}
     sink = Sink()
     servers = start_servers(sink)
     try:
-        idle = warm_up(servers, sink, warmup)
+        idle = warm_up(servers, sink, warmup, idle_s)
         for r in range(rounds):
             order = CONFIGS[r % 3:] + CONFIGS[:r % 3]
             print(f"  round {r + 1}/{rounds}: {', '.join(order)}", flush=True)
@@ -217,7 +219,7 @@ def run_rounds(rounds: int, events: int, workflows: int, warmup: int) -> dict[st
                 server = servers[name]
                 for k, (w, (_unit, count, run)) in enumerate(loads.items()):
                     tag = f"r{r}-{k}-{name.replace(' ', '-')}"  # new workflows each time
-                    per, sent = measure(server, sink, count, run, tag)
+                    per, sent = measure(server, sink, count, run, tag, settle_s)
                     cpu[w][name].append(per)
                     if name == "traces on":
                         spans[w].append(sent)
@@ -278,14 +280,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--workflows", type=int, default=300)
     p.add_argument("--warmup", type=int, default=200, help="workflows and events first")
     p.add_argument("--quick", action="store_true", help="3 rounds, a quarter of each load")
+    p.add_argument("--smoke", action="store_true", help=SMOKE_HELP + " (1 round of 10 "
+                   "events and 4 workflows, 4 first, shorter settles and idle window)")
     args = p.parse_args(argv)
     if args.quick:
         args.rounds, args.events, args.workflows = 3, args.events // 4, args.workflows // 4
+    pace = {}
+    if args.smoke:
+        smoke_results()
+        args.rounds, args.events, args.workflows, args.warmup = 1, 10, 4, 4
+        pace = {"settle_s": 0.3, "idle_s": 0.3}
     if min(args.rounds, args.events, args.workflows) < 1:
         p.error("--rounds, --events and --workflows must be at least 1")
-    out = run_rounds(args.rounds, args.events, args.workflows, args.warmup)
+    out = run_rounds(args.rounds, args.events, args.workflows, args.warmup, **pace)
     print_figures(out)
-    saved = save("observe", {"rounds": args.rounds, "settle_s": SETTLE_S,
+    saved = save("observe", {"rounds": args.rounds, "settle_s": pace.get("settle_s", SETTLE_S),
                              "batch_delay_ms": BATCH_DELAY_MS, **out})
     print(f"\n  saved {saved}")
     return out

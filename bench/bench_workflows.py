@@ -53,11 +53,14 @@ import cbor2
 
 from bench.common import (
     COMPILED,
+    SMOKE_HELP,
     example_wasm,
     fmt_us,
+    probe_saw,
     remove_scratch,
     save,
     scratch_dir,
+    smoke_results,
     summary,
 )
 from bench.httpload import Connection, HttpError, drive
@@ -247,6 +250,9 @@ def alarm_event(host: Any, ref: Any) -> dict[str, float]:
     if err is not None:
         raise RuntimeError(f"on-alarm failed: {err}")
     c = host.last_call
+    probe_saw("guest call (ProbeHost wraps Host._call)", len(c))
+    probe_saw("host function call (the probe wraps interfaces/linker.py's guard)",
+              sum(HOSTFN.calls.values()))
     return {"event_ns": wall, "call_ns": c["wall_ns"], "host_ns": c["host_ns"],
             "fuel": c["fuel"] or 0}
 
@@ -343,6 +349,9 @@ def count_synced_writes() -> dict[str, Any]:
         calls = dict(HOSTFN.calls)  # host functions called from the guest
     finally:
         host.close()
+    probe_saw("fsync (the probe wraps os.fsync and os.fdatasync)", sum(synced.values()))
+    probe_saw("host function call (the probe wraps interfaces/linker.py's guard)",
+              sum(calls.values()))
     # SQLite's own syncs are not counted here: a new actor's first write skips them
     # (ActorDb.first_host_write), and a checkpoint's come once per 1,000 WAL pages.
     return {"fsyncs_per_workflow": sum(synced.values()), "wal_fsyncs": synced["wal"],
@@ -403,7 +412,7 @@ async def _load(url: str, token: str, concurrency: int, total: int, tag: str
     return {**result.figures(total), "polls_per_wf": polls / total}
 
 
-def bench_throughput(repeats: int, workflows: int) -> dict[str, Any]:
+def bench_throughput(repeats: int, workflows: int, warmup: int = 200) -> dict[str, Any]:
     """Through three servers, side by side: one as served by default (each actor its own
     instance), one with `--reuse-instances` (a new workflow's actor takes an instance
     another one let go), and that one in two processes (`--processes 2`). Their rounds
@@ -425,7 +434,7 @@ def bench_throughput(repeats: int, workflows: int) -> dict[str, Any]:
         for name, server in servers.items():
             # Past the live cap (96 actors), so that new actors take reused instances as
             # they do in a host that has been serving for a while.
-            asyncio.run(_load(server.url, server.token, 8, 200, f"warmup-{name}"))
+            asyncio.run(_load(server.url, server.token, 8, warmup, f"warmup-{name}"))
         for level in LEVELS:
             runs: dict[str, list[dict[str, float]]] = {name: [] for name in servers}
             for r in range(max(1, repeats)):
@@ -549,7 +558,8 @@ def _rss_kib() -> int:
     return 0
 
 
-def bench_sleepers(count: int, spread_s: float = 60.0) -> dict[str, Any]:
+def bench_sleepers(count: int, spread_s: float = 60.0, lead_s: float = 10.0,
+                   tail_s: float = 5.0) -> dict[str, Any]:
     from concurrent.futures import ThreadPoolExecutor
 
     data = scratch_dir("wkbench-sleep-")
@@ -576,7 +586,7 @@ def bench_sleepers(count: int, spread_s: float = 60.0) -> dict[str, Any]:
         rate = probe / (time.monotonic() - t0)
         for i in range(probe):  # those 200 wake in an hour: cancel them, they are not counted
             wf_call(host, host.actor_ref(WF, f"s-{i}"), "cancel", {})
-        base = host.clock.now_ms() + int((count / rate) * 1.5 * 1000) + 10_000
+        base = host.clock.now_ms() + int((count / rate) * 1.5 * 1000 + lead_s * 1000)
         t0 = time.monotonic()
         with ThreadPoolExecutor(8) as pool:
             list(pool.map(lambda i: start(i, base), range(probe, count + probe)))
@@ -588,7 +598,7 @@ def bench_sleepers(count: int, spread_s: float = 60.0) -> dict[str, Any]:
         time.sleep(max(0.0, wait - 2))
         sleeping_rss = _rss_kib()
         # Wait for every wake (spread over `spread_s`), then read the outputs back.
-        time.sleep(max(0.0, (base - host.clock.now_ms()) / 1000 + spread_s + 5))
+        time.sleep(max(0.0, (base - host.clock.now_ms()) / 1000 + spread_s + tail_s))
         lateness = []
         by_window: dict[int, list[int]] = {}
         unfinished: Counter[str] = Counter()
@@ -616,14 +626,14 @@ def bench_sleepers(count: int, spread_s: float = 60.0) -> dict[str, Any]:
                 statistics.median(by_window[w]) for w in sorted(by_window)]}
 
 
-def _drain_once(count: int, pool: bool) -> dict[str, float]:
+def _drain_once(count: int, pool: bool, room_ms: int) -> dict[str, float]:
     """`count` sleepers due at one instant, every instance evicted: how fast does the host
     wake them all (each wake: open the db, instantiate, replay, one step, finish)?"""
     from concurrent.futures import ThreadPoolExecutor
 
     host = make_host(scratch_dir("wkbench-drain-"), instance_pool=pool)
     try:
-        lead_ms = 15_000 + count * 12  # room for creating them and their first runs
+        lead_ms = room_ms + count * 12  # room for creating them and their first runs
         due = host.clock.now_ms() + lead_ms
         with ThreadPoolExecutor(8) as workers:
             list(workers.map(lambda i: wf_call(host, host.actor_ref(WF, f"d-{i}"), "start",
@@ -644,12 +654,12 @@ def _drain_once(count: int, pool: bool) -> dict[str, float]:
     return {"wakes_per_s": count / elapsed, "cpu_ms_per_wake": cpu / count * 1e3}
 
 
-def bench_drain(repeats: int, count: int) -> dict[str, Any]:
+def bench_drain(repeats: int, count: int, room_ms: int = 15_000) -> dict[str, Any]:
     """Cold-wake capacity with and without the instance pool, alternated in one run."""
     runs: dict[str, list[dict[str, float]]] = {"pool": [], "no_pool": []}
     for _ in range(repeats):
-        runs["pool"].append(_drain_once(count, True))
-        runs["no_pool"].append(_drain_once(count, False))
+        runs["pool"].append(_drain_once(count, True, room_ms))
+        runs["no_pool"].append(_drain_once(count, False, room_ms))
     return {"count": count, **{
         name: {"wakes_per_s": summary([r["wakes_per_s"] for r in rs]),
                "cpu_ms_per_wake": summary([r["cpu_ms_per_wake"] for r in rs])}
@@ -709,9 +719,12 @@ PARTS = ("replay", "step", "throughput", "big", "cold", "drain")
 
 
 def run(parts: tuple[str, ...], repeats: int, quick: bool, sleepers: int,
-        say: Callable[[str], None] = print) -> dict[str, Any]:
+        say: Callable[[str], None] = print, smoke: bool = False) -> dict[str, Any]:
+    """Each part; `smoke`: every part once at the smallest sizes that still take each
+    path of the full run (the replay's 5,000 positions too: they are cheap)."""
     figs: dict[str, Any] = {}
-    sizes = (0, 100, 1000) if quick else (0, 100, 1000, 5000)
+    sizes = (0, 100, 1000) if quick and not smoke else (0, 100, 1000, 5000)
+    least = 1 if smoke else 3
     for part in parts:
         say(f"  [workflows] {part} ...")
         started = time.monotonic()
@@ -720,15 +733,18 @@ def run(parts: tuple[str, ...], repeats: int, quick: bool, sleepers: int,
         elif part == "step":
             figs[part] = bench_step(repeats)
         elif part == "throughput":
-            figs[part] = bench_throughput(max(1, repeats // 3), 60 if quick else 200)
+            figs[part] = (bench_throughput(1, 10, warmup=10) if smoke else
+                          bench_throughput(max(1, repeats // 3), 60 if quick else 200))
         elif part == "big":
-            figs[part] = bench_big(max(3, repeats // 2))
+            figs[part] = bench_big(max(least, repeats // 2))
         elif part == "cold":
-            figs[part] = bench_cold(max(3, repeats // 2))
+            figs[part] = bench_cold(max(least, repeats // 2))
         elif part == "drain":
-            figs[part] = bench_drain(1 if quick else 3, 300 if quick else 1000)
+            figs[part] = (bench_drain(1, 10, room_ms=4_000) if smoke else
+                          bench_drain(1 if quick else 3, 300 if quick else 1000))
         elif part == "sleepers":
-            figs[part] = bench_sleepers(sleepers)
+            figs[part] = (bench_sleepers(min(sleepers, 20), spread_s=2, lead_s=2, tail_s=2)
+                          if smoke else bench_sleepers(sleepers))
         remove_scratch()
         say(f"  [workflows] {part} done in {time.monotonic() - started:.1f} s")
     return figs
@@ -742,9 +758,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                    help="run only this part (repeatable); default: all but sleepers")
     p.add_argument("--sleepers", type=int, default=10_000)
     p.add_argument("--out", default="workflows", help="results file name (bench/results/)")
+    p.add_argument("--smoke", action="store_true", help=SMOKE_HELP + " (--part sleepers: 20)")
     args = p.parse_args(argv)
     os.environ.setdefault("PYTHONHASHSEED", "0")
-    figs = run(tuple(args.part or PARTS), args.repeats, args.quick, args.sleepers)
+    if args.smoke:
+        smoke_results()
+        args.repeats = 1
+    figs = run(tuple(args.part or PARTS), args.repeats, args.quick, args.sleepers,
+               smoke=args.smoke)
     print_rows(figs)
     if "sleepers" in figs:
         print(f"  sleepers: {figs['sleepers']}")

@@ -21,14 +21,18 @@ from wkhost.engine.components import FUEL_PER_MS
 from wkhost.errors import BudgetExceeded
 from wkhost.types import Request, Sender
 
-from bench.common import COMPILED, probe_wasm, save, scratch_dir
+from bench.common import COMPILED, SMOKE_HELP, probe_wasm, save, scratch_dir, smoke_results
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeats", type=int, default=7)
     p.add_argument("--budget-ms", type=int, default=200)
+    p.add_argument("--smoke", action="store_true", help=SMOKE_HELP + " (--repeats 1)")
     args = p.parse_args(argv)
+    if args.smoke:
+        smoke_results()
+        args.repeats = 1
     host = Host(HostConfig(data_dir=scratch_dir("wkbench-core-"), cache_dir=COMPILED,
                            cpu_budget_ms=args.budget_ms))
     host.add_class("probe", probe_wasm())

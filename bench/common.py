@@ -18,6 +18,42 @@ REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
 COMPILED = REPO / ".cache" / "compiled"
 
+# Where `save` writes instead of bench/results, when set: a smoke run's scratch directory
+# (`--smoke`, which `make test` runs), or a quick run's, so that neither overwrites the
+# figures of the last full run (the baseline `python -m bench --quick` compares with).
+RESULTS_ENV = "WKBENCH_RESULTS"
+SMOKE_HELP = ("a smoke run (make test): every part at its smallest, figures to a scratch "
+              "results directory; nothing about speed is asserted")
+
+
+def results_dir() -> Path:
+    return Path(os.environ.get(RESULTS_ENV) or RESULTS)
+
+
+def smoke_results() -> Path:
+    """A smoke run's results directory: $WKBENCH_RESULTS, or a new temporary one (set in
+    the environment, so that the processes this one starts write there too)."""
+    if not os.environ.get(RESULTS_ENV):
+        os.environ[RESULTS_ENV] = tempfile.mkdtemp(prefix="wkbench-smoke-results-")
+    path = results_dir()
+    if path.resolve() == RESULTS.resolve():
+        raise SystemExit(f"a smoke run never writes into {RESULTS}: unset {RESULTS_ENV}")
+    print(f"  smoke run: figures to {path}", flush=True)
+    return path
+
+
+class ProbeBlind(RuntimeError):
+    """A benchmark's probe wraps a seam of the host (a method, a module's function) and
+    saw nothing through it: the host has moved what it wraps, and the figures that rest
+    on it would be zeros, not measurements. Raised so that the smoke run in `make test`
+    fails, instead of the bench printing quietly wrong figures."""
+
+
+def probe_saw(what: str, count: float) -> None:
+    if not count:
+        raise ProbeBlind(f"the probe saw no {what}: the host seam it wraps has moved "
+                         "(update the probe in bench/)")
+
 
 # Data directories made by the benchmarks. A full `make bench` writes gigabytes of actor
 # databases (the 10,000 sleepers alone about 1.5 GB), and they must not outlive it.
@@ -94,8 +130,9 @@ def print_table(title: str, rows: list[tuple[str, dict[str, float]]]) -> None:
 
 
 def save(name: str, figures: dict[str, Any]) -> Path:
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"{name}.json"
+    into = results_dir()
+    into.mkdir(parents=True, exist_ok=True)
+    path = into / f"{name}.json"
     doc = {"benchmark": name, "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "machine": {"python": platform.python_version(), "cpus": _cpus()},
            "figures": figures}

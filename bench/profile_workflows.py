@@ -159,7 +159,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workflows", type=int, default=3000, help="workflows recorded" + default)
     ap.add_argument("--hz", type=int, default=1999, help="samples a second per CPU" + default)
     ap.add_argument("--keep", type=Path, help="keep perf's recording at this path")
+    ap.add_argument("--warmup", type=int, default=300, help="workflows first" + default)
+    ap.add_argument("--smoke", action="store_true", help="a smoke run (make test): "
+                    "--concurrency 4 --workflows 20 --warmup 20 --hz 199; nothing about "
+                    "speed is asserted")
     args = ap.parse_args(argv)
+    if args.smoke:
+        args.concurrency, args.workflows, args.warmup, args.hz = 4, 20, 20, 199
     perf = shutil.which("perf")
     if perf is None:
         print("profile: `perf` is not installed (Debian: apt install linux-perf)",
@@ -174,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         data = args.keep or Path(tmp) / "perf.data"
         try:
             # Past the live cap, as a host that has served a while.
-            asyncio.run(_load(server.url, server.token, 8, 300, "warmup"))
+            asyncio.run(_load(server.url, server.token, 8, args.warmup, "warmup"))
             pids = ",".join(map(str, server_tree(server.proc.pid)))
             rec = subprocess.Popen([perf, "record", "-e", "cpu-clock", "-F", str(args.hz),
                                     "-g", "-o", str(data), "-p", pids],

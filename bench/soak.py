@@ -49,7 +49,7 @@ from typing import Any
 
 import cbor2
 
-from bench.common import COMPILED, REPO, RESULTS
+from bench.common import COMPILED, REPO, SMOKE_HELP, results_dir, smoke_results
 
 SOURCES = {"orders": "examples/workflows/orders/app.py",
            "ledger": "examples/workflows/ledger/app.py"}
@@ -495,8 +495,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--workers", type=int, default=16, help="client threads")
     p.add_argument("--rss-cap-mb", type=float, default=2048)
-    p.add_argument("--out", type=Path, default=RESULTS / "soak.json")
+    p.add_argument("--out", type=Path, default=None, help="default: bench/results/soak.json")
+    p.add_argument("--smoke", action="store_true",
+                   help=SMOKE_HELP + " (--workflows 8 --minutes 0.15, the restart too)")
     args = p.parse_args(argv)
+    if args.smoke:
+        smoke_results()
+        args.workflows, args.minutes = 8, 0.15
+    args.out = args.out or results_dir() / "soak.json"
     r = run_soak(args.workflows, args.minutes, args.restart, args.seed, workers=args.workers)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(r, indent=1) + "\n")
