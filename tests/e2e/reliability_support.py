@@ -18,8 +18,8 @@ data directory from a copy (never the live files), so a test can see exactly wha
 killed host left behind: each unfinished instance's alarm, the journal, the ledger.
 
 Every wait here is bounded in real time; time inside the host moves only by
-`POST /_wk/clock/advance` (a restarted fake clock starts from the real time again, so
-`Fleet.attach` moves it back up to the last time the data directory saw).
+`POST /_wk/clock/advance` (a restarted fake clock resumes where it was, never behind;
+`Fleet.attach` checks it against the last time the data directory saw).
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ def test_a_graceful_restart_keeps_alarms(make_server: MakeServer, tmp_path) -> N
     assert any("stopped cleanly" in line for line in s.log)
     s2 = make_server(data=data)
     assert not any("not clean" in line for line in s2.log)
-    s2.advance(2 * DAY)  # the fake clock starts from the real time again; jump past it
+    s2.advance(2 * DAY)  # past the alarm (the fake clock resumes where it was)
     assert wait_for(lambda: alarms_fired(s2, "k") == 1)
 
 

@@ -177,7 +177,7 @@ def test_a_kill_at_a_fire_starts_exactly_one_instance_after_the_restart(
     assert any("crash point sql-before:wk:schedule-fired" in line for line in host.log)
 
     host = serve()
-    host.advance(max(0, first - host.advance(0)))  # a new fake clock starts from real time
+    host.advance(max(0, first - host.advance(0)))  # no-op: the clock resumed where it was
     d = settled(host, "s", lambda d: d["started"] == 1)
     assert [(f["instance"], f["outcome"]) for f in d["fires"]] == [(at("s", first),
                                                                      "existed")]

@@ -1,7 +1,7 @@
 """Workflows across a host's restarts: a deploy of reordered code, and a `kill -9`.
 
 Both restart `wkhost serve` on the same data directory. The fake clock of a new server
-starts from the real time again, so each test first moves it to where the old one was.
+resumes where the old one was (never behind it: DATA/_host/fake-clock).
 """
 
 from __future__ import annotations

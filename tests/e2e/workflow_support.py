@@ -123,8 +123,8 @@ class Shop:
         return self.server.advance(ms)
 
     def advance_to(self, at_ms: int) -> int:
-        """Move the clock to `at_ms` at least (a restarted fake clock starts from the real
-        time again, which may be behind what the data directory has seen)."""
+        """Move the clock to `at_ms` at least (a restarted fake clock resumes where it was,
+        never behind what the data directory has seen: then this moves nothing)."""
         return self.server.advance(max(0, at_ms - self.now()))
 
     # the public app actor (it calls orders through wkguest.workflow.Client) -----------
