@@ -91,7 +91,7 @@ class HostConfig:
     max_actors: int = flag(
         1_000_000, "--max-actors", "actors kept on disk (default %(default)s, shared among "
         "--processes); past it new actors get 507, existing ones are served. An actor that "
-        "keeps nothing leaves no file")
+        "has written nothing holds no place, and leaves no file")
     min_free_disk_bytes: int = flag(
         128 * MiB, "--min-free-disk-mb", "room kept free on the data directory's disk for "
         "existing actors (default %(default)s, or a twentieth of a smaller disk): with less, "

@@ -110,6 +110,14 @@ class Eviction:
         return (db is not None and db.created and not db.wrote_rows
                 and not Alarms.holds_one(slot))
 
+    @staticmethod
+    def keeps_something(slot: ActorSlot) -> bool:
+        """Whether the actor's files stay when it is let go: its open db does not keep
+        nothing, or, closed, they are there."""
+        if slot.db is None:
+            return slot.path.exists()
+        return not Eviction.keeps_nothing(slot)
+
     def offer_spare(self, slot: ActorSlot, inst: Instance | None) -> None:
         if inst is not None and self._classes[slot.ref.cls].reuse_instances:
             self._spares.offer(slot.ref.cls, inst)
@@ -125,6 +133,6 @@ class Eviction:
     def forget(self, slot: ActorSlot) -> None:
         """Its files, index entries and alarm (its db closed, its lock held)."""
         delete_db_files(slot.path)
-        self._admission.removed()
+        self._admission.gone(slot)
         self._alarms.forget(slot.ref)
         self._index.remove_actor(slot.ref)

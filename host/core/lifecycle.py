@@ -198,6 +198,7 @@ class EventRunner:
         return body(slot, ev)
 
     def _let_go(self, slot: ActorSlot, ev: Event, sleeps: bool, wakes_holds: bool) -> None:
+        self._admission.settle(slot, self._eviction.keeps_something)
         if sleeps:
             self._eviction.close_slot(slot)  # the instance and the db connection: nothing warm
         # Before the lock goes: see core/holds.py for why no wake-up is lost.
@@ -216,10 +217,12 @@ class EventRunner:
             if not slot.path.exists():
                 if not create:
                     return False
-                self._admission.admit()
+            else:
+                self._admission.known(slot)
+        if create:  # one that holds no place in --max-actors takes one (core/admission.py)
+            self._admission.take(slot)
+        if slot.db is None:
             db = self._open_db(slot)
-            if db.created:
-                self._admission.added()
             try:
                 self._alarms.opened(slot, db)
             except StorageError as e:
@@ -267,7 +270,7 @@ class EventRunner:
             # on-init had yet to take up: start clean.
             slot.close()
             delete_db_files(slot.path)
-            self._admission.removed()
+            self._admission.gone(slot)
             self._open_storage(slot, create=True)
             slot.initialized = False
 
