@@ -118,6 +118,8 @@ def test_the_host_tables_automatic_indexes_are_the_hosts(db: ActorDb, sql: str) 
     ("SELECT * FROM pragma_integrity_check('_wk_host_meta')", ()),
     ("SELECT * FROM pragma_table_list('_wk_host_meta')", ()),
     ("SELECT * FROM t, pragma_table_info(CASE WHEN x THEN '_wk_host_meta' END)", ()),
+    ("PRAGMA stats", ()),  # each table's and index's estimated rows and widths
+    ("SELECT * FROM pragma_database_list", ()),  # the file's path
     ("ANALYZE", ()),
     ("ANALYZE main", ()),
     ("ANALYZE _wk_host_meta", ()),
