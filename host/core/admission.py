@@ -52,16 +52,17 @@ class Admission:
         raise ActorLimit past either bound."""
         if slot.place != NO_PLACE:
             return
-        if self._min_free:
-            free, floor = _room(self._data_dir, self._min_free)
-            if free < floor:
-                raise ActorLimit(f"the data directory's disk is nearly full: {free >> 10} "
-                                 f"KiB free, under the {floor >> 10} KiB kept for existing "
-                                 "actors (--min-free-disk-mb); they are still served")
         with self._lock:
             if self.actors + self.held >= self._max_actors:
                 raise ActorLimit(f"this host keeps at most {self._max_actors} actors "
                                  "(--max-actors); existing actors are still served")
+            if self._min_free:
+                free, floor = _room(self._data_dir, self._min_free)
+                if free < floor:
+                    raise ActorLimit(f"the data directory's disk is nearly full: "
+                                     f"{free >> 10} KiB free, under the {floor >> 10} KiB "
+                                     "kept for existing actors (--min-free-disk-mb); they "
+                                     "are still served")
             self.held += 1
         slot.place = HELD
 
