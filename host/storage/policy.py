@@ -93,9 +93,21 @@ _SCHEMA_CHANGES = frozenset(
     if name.startswith(("SQLITE_CREATE_", "SQLITE_DROP_")) or name == "SQLITE_ALTER_TABLE")
 
 
+# A script may hold any number of statements, each under SQL_MAX_BYTES: its text is
+# searched a slice at a time, so the GIL changes hands between slices and no copy of a
+# guest-sized script is made at once.
+_SEARCH_SLICE = 1 << 20
+
+
 def names_host(sql: str) -> bool:
     """Whether a guest script's text holds the host's prefix, in any case."""
-    return HOST_PREFIX in sql.lower()
+    if len(sql) <= _SEARCH_SLICE:
+        return HOST_PREFIX in sql.lower()
+    # Slices overlap by the prefix's length less one, so a prefix across two is seen:
+    # lowering never makes a character shorter, so one spans at most that many characters.
+    overlap = len(HOST_PREFIX) - 1
+    return any(HOST_PREFIX in sql[at:at + _SEARCH_SLICE + overlap].lower()
+               for at in range(0, len(sql), _SEARCH_SLICE))
 
 
 def is_host_name(name: str) -> bool:
