@@ -21,6 +21,7 @@ from ..net.serve import ServeOptions, serve
 from ..net.supervisor import MAX_PROCESSES, die_with, inherited_socket, pin_to_cores, supervise
 from ..partition import Partition
 from ..storage.paths import check_class
+from ..wire import SERVER_HEADERS
 from .options import with_exit_codes
 from .serve_flags import add_serve_options, host_config
 
@@ -128,9 +129,11 @@ def _out_of_range(args: argparse.Namespace) -> str | None:
     for flag in ("header_timeout_s", "body_timeout_s", "keepalive_timeout_s"):
         if not getattr(args, flag) > 0:
             return f"--{flag.replace('_', '-')} takes a time above 0"
-    for flag in ("max_response_headers", "max_response_header_kb"):
-        if getattr(args, flag) < 0:
-            return f"--{flag.replace('_', '-')} takes a number of at least 0"
+    # Below these, no answer fits, not even an empty one with the server's own headers.
+    least = {"max_response_headers": len(SERVER_HEADERS), "max_response_header_kb": 1}
+    for flag, floor in least.items():
+        if getattr(args, flag) < floor:
+            return f"--{flag.replace('_', '-')} takes a number of at least {floor}"
     return None
 
 
