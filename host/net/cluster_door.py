@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 _Stream = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+_Answer = tuple[int, list[tuple[str, str]], bytes, bool]  # read_answer's: and kept open
 
 NOT_OWNER = "not-owner"
 _MAX_HEAD = 1 << 20
@@ -70,12 +71,13 @@ class NodeClients:
     async def pass_on(self, address: str, method: str, target: str,
                       headers: Iterable[tuple[str, str]], body: bytes,
                       moved: Callable[[], bool], gone: Callable[[], bool],
-                      within_s: float) -> Exchange | None:
+                      within_s: float, watch_s: float) -> Exchange | None:
         """The node's answer; None if the request did not run there: the node could not
         be reached, or it went, or `moved()` became true (another node serves the actor
         now), before its body was sent. Once the body is sent, raises PeerLost if the
         node goes, if `gone()` becomes true (it lost the shard and is not live: paused,
-        or cut off), or if it does not answer within `within_s` (it may have run)."""
+        or cut off), or if it does not answer within `within_s` (it may have run).
+        `gone()` is looked at every `watch_s` (a request may be held for minutes)."""
         signed = [*headers, ("expect", "100-continue"), ("transfer-encoding", "chunked"),
                   (cluster_auth.HEADER, cluster_auth.sign(self._secret, method, target, body))]
         end = time.monotonic() + within_s
@@ -86,7 +88,7 @@ class NodeClients:
         try:
             got = await self._exchange(conn, address, method,
                                        _head(method, target, signed), _chunked(body),
-                                       moved, gone, end)
+                                       moved, gone, end, watch_s)
         except BaseException:  # cancelled too (the client went): the state is unknown
             conn[1].close()
             raise
@@ -103,11 +105,11 @@ class NodeClients:
 
     async def _exchange(self, conn: _Stream, address: str, method: str, head: bytes,
                         body: bytes, moved: Callable[[], bool], gone: Callable[[], bool],
-                        end: float) -> tuple[int, list[tuple[str, str]], bytes, bool] | None:
+                        end: float, watch_s: float) -> _Answer | None:
         reader, writer = conn
         writer.write(head)
         try:
-            interim = await _watched(reader.readuntil(b"\r\n\r\n"), moved, end)
+            interim = await _watched(reader.readuntil(b"\r\n\r\n"), moved, end, _POLL_S)
         except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             return None  # went, or closed an idle connection, before the body was sent
         except TimeoutError:
@@ -118,7 +120,7 @@ class NodeClients:
             # the expect handler answers before the body): nothing ran there.
             return None
         try:
-            got = await _watched(read_answer(conn, method, body), gone, end)
+            got = await _watched(read_answer(conn, method, body), gone, end, watch_s)
         except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError,
                 ValueError) as e:
             raise PeerLost(f"node {address} went before it answered ({type(e).__name__}): "
@@ -201,7 +203,7 @@ async def to_owner(request: web.Request, actor_id: str, body: bytes
             got = await request.app["nodes"].pass_on(
                 address, request.method, request.raw_path, headers, body,
                 _moved(placement, actor_id, lease), _gone(placement, actor_id, lease),
-                _answer_within_s(config))
+                _answer_within_s(config), config.lease_renew_s / 2)
             if got is not None and not _refused_unrun(got[1], got[0]):
                 return passed_answer(config, *got)
         if time.monotonic() > give_up:
@@ -228,13 +230,14 @@ def _gone(placement: ClusterPlacement, actor_id: str, lease: tuple[str, int]
     return gone
 
 
-async def _watched(step: Awaitable[T], stop: Callable[[], bool], end: float) -> T | None:
-    """`step`'s result; None if `stop()` became true first (looked at every _POLL_S);
-    TimeoutError past `end` (monotonic)."""
+async def _watched(step: Awaitable[T], stop: Callable[[], bool], end: float,
+                   every_s: float) -> T | None:
+    """`step`'s result; None if `stop()` became true first (looked at every `every_s`:
+    the view changes once a round); TimeoutError past `end` (monotonic)."""
     task = asyncio.ensure_future(step)
     try:
         while True:
-            done, _ = await asyncio.wait({task}, timeout=_POLL_S)
+            done, _ = await asyncio.wait({task}, timeout=every_s)
             if done:
                 return task.result()
             if stop():
