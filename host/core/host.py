@@ -30,7 +30,7 @@ from ..engine.components import EpochTicker, make_engine
 from ..engine.pool import pool_memory
 from ..errors import HostError, UnknownClass
 from ..interfaces.linker import make_linker
-from ..storage import paths
+from ..storage import images, paths
 from ..storage.actordb import StorageError
 from ..storage.files import wait_new_files
 from ..storage.index import Index, prepare_layout
@@ -177,6 +177,8 @@ class Host:
         if self.index.was_unclean:
             log.warning("the last stop was not clean: rebuilding the alarm index")
         if self.index.was_unclean or self.index.is_new:
+            # A stop that was not clean is what leaves a schema image's work files.
+            images.remove_leftovers(self.config.data_dir, self.config.partition.owns_shard)
             try:
                 self.index.rebuild(self.config.data_dir, self.config.partition.owns_shard)
             except StorageError as e:  # without it, no alarm would ever fire: do not serve

@@ -16,6 +16,9 @@ Points:
                                     actor is marked created
     delete:CLASS                    deleting an actor of CLASS (delete-self, a workflow's
                                     retention): its database closed, its files not yet gone
+    schema-image                    a class's schema image made (storage/images.py), in
+                                    its file beside the new actor's database, before that
+                                    file is read and removed
 
 The guest cannot read the host's environment and the WIT world has no test-only import:
 the runner's tags are plain SQL comments, meaningful only to this module.
