@@ -497,11 +497,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rss-cap-mb", type=float, default=2048)
     p.add_argument("--out", type=Path, default=None, help="default: bench/results/soak.json")
     p.add_argument("--smoke", action="store_true",
-                   help=SMOKE_HELP + " (--workflows 8 --minutes 0.15, the restart too)")
+                   help=SMOKE_HELP + " (--workflows 8 --minutes 0.1, the restart too)")
     args = p.parse_args(argv)
     if args.smoke:
         smoke_results()
-        args.workflows, args.minutes = 8, 0.15
+        args.workflows, args.minutes = 8, 0.1
     args.out = args.out or results_dir() / "soak.json"
     r = run_soak(args.workflows, args.minutes, args.restart, args.seed, workers=args.workers)
     args.out.parent.mkdir(parents=True, exist_ok=True)
