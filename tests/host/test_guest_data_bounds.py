@@ -90,6 +90,22 @@ def test_a_trim_over_astral_characters_is_cut_at_its_deadline_and_holds_no_neigh
         return as_text(v)
 
     monkeypatch.setattr(functions, "_as_text", spy)
+    # However fast this machine walks the value, the walk is held at a chunk's edge until
+    # the watch interrupts its statement: what is tested is that the walk stops there,
+    # with the budget's error, and that its run slot is lent meanwhile (a fast machine
+    # finished the walk inside the budget, and the test read a result).
+    real_check = functions._check
+    held = threading.Event()  # once: the statement after it runs as it is
+
+    def held_until_interrupted(conn: Any) -> None:
+        if started.is_set() and not held.is_set():
+            held.set()
+            give_up = time.monotonic() + 60  # bounded: the test fails, it does not hang
+            while not conn.is_interrupted and time.monotonic() < give_up:
+                time.sleep(0.005)
+        real_check(conn)
+
+    monkeypatch.setattr(functions, "_check", held_until_interrupted)
     sql = ("WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 99999), "
            "s(c) AS (SELECT group_concat(char(65536 + i), '') FROM n) "
            "SELECT length(trim(replace(hex(zeroblob(40)), '0', c), c)) FROM s")
