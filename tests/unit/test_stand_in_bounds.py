@@ -29,12 +29,12 @@ def db(tmp_path: Path) -> Iterator[ActorDb]:
 def test_trim_of_astral_characters_repeated_completes_right_within_its_budget(
         db: ActorDb) -> None:
     """Ten trims of 80,000 astral characters by the same 80,000: once a 14 s statement
-    against a 10 s budget (cut with the budget error); now the right answer within a
-    budget of 3 s."""
+    against a 10 s budget (cut with the budget error); now the right answer within that
+    budget, with room for a busy machine (a fraction of a second when quiet)."""
     value = "ab" + ASTRAL + "cd" + ASTRAL
     sql = ("WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 10) "
            "SELECT trim(?1, ?2), ltrim(?1, ?2), rtrim(?1, ?2), count(*) FROM c")
-    _, rows = db.guest_exec(sql, [value, ASTRAL], False, deadline=time.monotonic() + 3)
+    _, rows = db.guest_exec(sql, [value, ASTRAL], False, deadline=time.monotonic() + 10)
     assert rows == [(value.strip(ASTRAL), value.lstrip(ASTRAL), value.rstrip(ASTRAL), 10)]
 
 
