@@ -98,6 +98,7 @@ class Wait:
     actor: str
     since: float
     until: float
+    failures: tuple[str, ...] = ()  # the answers of the attempts before, in short
 
     @property
     def seconds(self) -> float:
@@ -136,7 +137,7 @@ class Writers:
         return self
 
     def _write(self, i: int) -> None:
-        actor, since = random.choice(self.actors), None
+        actor, since, failures = random.choice(self.actors), None, []
         for _ in range(self.limit):
             if self._stop.is_set():
                 return
@@ -150,15 +151,17 @@ class Writers:
             answer = sql(self.cluster, actor, INSERT, [value], node=entry, timeout=15)
             now = time.monotonic()
             if self.cluster.faulted(entry, start):
-                since = now  # the client's own connection waited, not the actor
+                since, failures = now, []  # the client's own connection waited, not the actor
             if ok(answer):
                 with self._lock:
                     self.acked[actor].append(value)
                     if now - since > WAIT_KEPT_S:
-                        self.waits.append(Wait(actor, since, now))
+                        self.waits.append(Wait(actor, since, now, tuple(failures)))
                     self.longest_gap_s = max(self.longest_gap_s, now - since)
-                actor, since = random.choice(self.actors), None
+                actor, since, failures = random.choice(self.actors), None, []
             else:
+                failures.append(f"{now - start:.2f} s at {self.cluster.node(entry).name}: "
+                                f"{answer[0]} {str(answer[1])[:100]}")
                 with self._lock:
                     self.failed += 1
                 time.sleep(0.05)
