@@ -41,7 +41,7 @@ REPO = Path(__file__).resolve().parents[2]
 LINKED = (".venv", "examples", "tests", "guest_sdk", "wit")
 DEFAULT_PORT = 8080
 COMMAND_S = 180.0  # a cold build on a busy machine, a status --wait's default 60 s
-LOG_WAIT_S = 120.0  # a server's first start compiles every class
+LOG_WAIT_S = 300.0  # a first start compiles every class: a minute each on a busy machine
 PORT = re.compile(r"(?:(?<=127\.0\.0\.1:)|(?<=localhost:)|(?<=--port ))(\d{2,5})\b")
 BACKGROUND = re.compile(r"(?<![&|])&\s*(?:#.*)?$")
 SERVE = re.compile(r"\bwkhost serve\b")
