@@ -165,15 +165,24 @@ class EventRunner:
             failed = e
             raise
         finally:
-            if span is not None:  # before its db may close: a workflow's place in it
-                tracing.workflow_ended(span, workflow_place(slot.db))
-            self._let_go(slot, ev, sleeps, wakes_holds)
-            if not isinstance(failed, ActorGone):  # none ran: nothing to count
-                outcome = ev.outcome or (metrics.OK if failed is None else metrics.ERROR)
-                metrics.event_ended(ref.cls, kind, outcome, time.perf_counter() - started,
-                                    ev.fuel)
-                if span is not None:
-                    tracing.event_ended(span, outcome, ev.fuel)
+            # Each step of the end path runs whatever the one before it raised: the
+            # actor is let go (its lock released) even if reading its database failed.
+            try:
+                if span is not None:  # before its db may close: a workflow's place in it
+                    tracing.workflow_ended(span, workflow_place(slot.db))
+            finally:
+                try:
+                    self._let_go(slot, ev, sleeps, wakes_holds)
+                finally:
+                    if not isinstance(failed, ActorGone):  # none ran: nothing to count
+                        self._counted(ref, kind, ev, failed, started, span)
+
+    def _counted(self, ref: ActorRef, kind: str, ev: Event, failed: BaseException | None,
+                 started: float, span: Any) -> None:
+        outcome = ev.outcome or (metrics.OK if failed is None else metrics.ERROR)
+        metrics.event_ended(ref.cls, kind, outcome, time.perf_counter() - started, ev.fuel)
+        if span is not None:
+            tracing.event_ended(span, outcome, ev.fuel)
 
     def _lease_kept(self, slot: ActorSlot) -> None:
         """In cluster mode: raise LeaseLost, never the guest's answer, if a write of the
@@ -198,15 +207,18 @@ class EventRunner:
         return body(slot, ev)
 
     def _let_go(self, slot: ActorSlot, ev: Event, sleeps: bool, wakes_holds: bool) -> None:
-        self._admission.settle(slot, self._eviction.keeps_something)
-        if sleeps:
-            self._eviction.close_slot(slot)  # the instance and the db connection: nothing warm
-        # Before the lock goes: see core/holds.py for why no wake-up is lost.
-        if wakes_holds:
-            self._holds.wake(slot.ref)
-        if ev.hold_ms:
-            ev.hold = self._holds.add(slot.ref)
-        self._graph.release(ev.chain, slot)
+        """Release the actor's lock, whatever fails before."""
+        try:
+            self._admission.settle(slot, self._eviction.keeps_something)
+            if sleeps:
+                self._eviction.close_slot(slot)  # the instance and the db: nothing warm
+            # Before the lock goes: see core/holds.py for why no wake-up is lost.
+            if wakes_holds:
+                self._holds.wake(slot.ref)
+            if ev.hold_ms:
+                ev.hold = self._holds.add(slot.ref)
+        finally:
+            self._graph.release(ev.chain, slot)
 
     # -- the actor's database and instance ----------------------------------------------
     def _open_storage(self, slot: ActorSlot, create: bool) -> bool:
@@ -235,10 +247,12 @@ class EventRunner:
         config = self._config
         image = image_for(self._classes.get(slot.ref.cls), config.schema_images)
         try:
-            return ActorDb(slot.path, config.db_max_bytes // 4096, image,
-                           config.db_max_value_bytes, self._replica(slot))
+            db = ActorDb(slot.path, config.db_max_bytes // 4096, image,
+                         config.db_max_value_bytes, self._replica(slot))
         except (StorageError, OSError) as e:
             raise StorageFailed(f"{slot.ref}'s database cannot be opened: {e}") from None
+        db.max_result_bytes = config.memory_limit_bytes  # what the guest could receive
+        return db
 
     def _replica(self, slot: ActorSlot) -> Copy | None:
         return None if self._replication is None else self._replication.copy_of(slot.ref)

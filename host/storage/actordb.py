@@ -54,7 +54,7 @@ from .files import (
 )
 from .images import SCHEMA_OPS, SCHEMA_TABLES, SchemaImage
 from .replica import Replica
-from .statements import SqlValue, explain, run
+from .statements import DEFAULT_MAX_RESULT_BYTES, Rows, SqlValue, explain, run
 from .watch import WATCH, Loan, StatementWatch
 
 if TYPE_CHECKING:
@@ -72,6 +72,9 @@ class ActorDb:
     """An actor's database file. Used by one thread at a time (the actor's event)."""
 
     watch: StatementWatch = WATCH  # who cuts and lends its long statements
+    # What one statement's rows may hold (storage/statements.py); the host's is the cap
+    # on its instance's memory (core/lifecycle.py): the guest could not receive more.
+    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES
 
     def __init__(self, path: Path, max_pages: int, image: SchemaImage | None = None,
                  max_value_bytes: int = sql_policy.DEFAULT_MAX_VALUE_BYTES,
@@ -164,8 +167,11 @@ class ActorDb:
 
     # -- statements -------------------------------------------------------------------
     def host_exec(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """The host's own statements: not authorized as guest SQL."""
-        return list(self.conn.execute(sql, params))
+        """The host's own statements: not authorized as guest SQL. Through the one runner
+        of every read, whose every failure is an apsw.Error (storage/statements.py)."""
+        rows = Rows(self.max_result_bytes)
+        run(self.conn, sql, params, True, rows)
+        return rows.rows
 
     def first_host_write(self, sql: str, params: Sequence[Any] = ()) -> None:
         """The host's first write to a database it has just made, whose WAL file does not
@@ -194,13 +200,16 @@ class ActorDb:
     def guest_exec(self, sql: str, params: Sequence[SqlValue], durable: bool,
                    deadline: float = float("inf"),
                    io_wait: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
-                   loan: Loan | None = None,
-                   ) -> tuple[list[str], list[tuple[Any, ...]]]:
-        """Run one guest statement (or a ";"-separated script). `io_wait` wraps what
+                   loan: Loan | None = None, into: Rows | None = None,
+                   ) -> tuple[list[str], list[Any]]:
+        """Run one guest statement (or a ";"-separated script), its rows into `into` (by
+        default kept as they are, up to `max_result_bytes`). `io_wait` wraps what
         may run without the event's run slot: the fsync a durable write ends with. A
         statement that runs long is interrupted at `deadline`, and lends what `loan`
         lends (its run slot, its place among the working event threads) while it runs
         (storage/watch.py), so that hostile SQL holds no other event up."""
+        if into is None:
+            into = Rows(self.max_result_bytes, deadline)
         if crashpoints.ARMED:
             crashpoints.statement(sql, "before")
         self._guest_statements += 1
@@ -208,24 +217,24 @@ class ActorDb:
             if sql == self.speculative and not params:
                 # The database already is what this script makes of the template.
                 self.speculative = None
-                return self._after_statement(sql, durable, io_wait, [], [])
+                return self._after_statement(sql, durable, io_wait, [], into.rows)
             self._abandon_speculation()
         self._watching = self._watch and self._guest_statements == 1 and not params
         self._schema_only = True
         try:
             if self.pending_attrs is None:
-                columns, rows = self._run_guest(sql, params, deadline, loan)
+                columns = self._run_guest(sql, params, deadline, loan, into)
             else:
-                columns, rows = self._run_with_attrs(sql, params, deadline, loan)
+                columns = self._run_with_attrs(sql, params, deadline, loan, into)
         finally:
             watched, self._watching = self._watching, False
-        if watched and self._schema_only and not columns and not rows \
+        if watched and self._schema_only and not columns and not into.count \
                 and not self.conn.in_transaction:
             self._schema_first = sql
-        return self._after_statement(sql, durable, io_wait, columns, rows)
+        return self._after_statement(sql, durable, io_wait, columns, into.rows)
 
     def _run_guest(self, sql: str, params: Sequence[SqlValue], deadline: float,
-                   loan: Loan | None) -> tuple[list[str], list[tuple[Any, ...]]]:
+                   loan: Loan | None, into: Rows) -> list[str]:
         """The statement itself, under the guest's rules and its event's deadline."""
         self._guest = True
         self._names_host = sql_policy.names_host(sql)
@@ -235,7 +244,7 @@ class ActorDb:
             # Never from apsw's statement cache when it names the host's tables: the
             # host's own statement of the same text, prepared without the guest's rules,
             # may be there, and a cached statement is not authorized again.
-            return run(self.conn, sql, params, can_cache=not self._names_host)
+            return run(self.conn, sql, params, not self._names_host, into)
         except apsw.Error as e:
             raise SqlError(explain(e, self._max_value_bytes)) from None
         finally:
@@ -263,24 +272,24 @@ class ActorDb:
         return str(rows[0][0]) if rows else None
 
     def _run_with_attrs(self, sql: str, params: Sequence[SqlValue], deadline: float,
-                        loan: Loan | None) -> tuple[list[str], list[tuple[Any, ...]]]:
+                        loan: Loan | None, into: Rows) -> list[str]:
         """The guest's statement and the attributes it published before, in one
         transaction: both commit, or neither (they wait for the next statement)."""
         conn, encoded = self.conn, self.pending_attrs
         if conn.in_transaction:  # cannot be: publish writes into an open one
             self.publish(str(encoded))
-            return self._run_guest(sql, params, deadline, loan)
+            return self._run_guest(sql, params, deadline, loan, into)
         list(conn.execute("BEGIN"))
         try:
             self.host_exec(attributes.WRITE, (encoded,))
-            out = self._run_guest(sql, params, deadline, loan)
+            out = self._run_guest(sql, params, deadline, loan, into)
         except SqlError as e:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             if "within a transaction" not in str(e):
                 raise
             # A script that begins a transaction of its own: the attributes join it.
-            out = self._run_guest(sql, params, deadline, loan)
+            out = self._run_guest(sql, params, deadline, loan, into)
             if conn.in_transaction:
                 self.publish(str(encoded))
             return out
@@ -303,8 +312,8 @@ class ActorDb:
 
     def _after_statement(self, sql: str, durable: bool,
                          io_wait: Callable[[], AbstractContextManager[Any]],
-                         columns: list[str], rows: list[tuple[Any, ...]],
-                         ) -> tuple[list[str], list[tuple[Any, ...]]]:
+                         columns: list[str], rows: list[Any],
+                         ) -> tuple[list[str], list[Any]]:
         if durable:
             self.durable_pending = True
         if self._sync_due():

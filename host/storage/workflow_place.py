@@ -39,7 +39,7 @@ def workflow_place(db: ActorDb | None) -> WorkflowPlace | None:
         return None
     try:
         rows = db.host_exec(_READ)
-    except apsw.Error:  # no such table, a closed db, a view refused: no place
+    except apsw.Error:  # no such table, a closed db, a view refused, text not UTF-8: no place
         return None
     if not rows:
         return None
