@@ -3,12 +3,18 @@ document shows (the convention: tests/docs/__init__.py; how it runs: runner.py).
 
 Each document's ```console blocks run in order in one bash session on this machine:
 builds (from the suite's build cache), `wkhost serve` on a free port, workflows, curl.
-Not run, each marked `<!-- transcript: skip REASON -->` in its document:
-- the cluster's and the chaos run's commands (docs/cluster.md: they need PostgreSQL
-  and several nodes, and `make test` runs tests/cluster/ and the chaos test for them);
-  docs/cluster.md's blocks are command lists (```sh), not transcripts;
-- excerpts of output with no commands that lead to it in the document.
-`test_the_skipped_blocks_are_few` lists what is skipped, so that a new skip is seen.
+Today: README.md (the tour, the order workflow, the trip saga), docs/from-cloudflare.md
+(seed 003's example, with its real 10 s retry and 1 minute sleep), docs/operating.md
+(order-42's history, terminate, pause and resume, rescue refused, --held-by, the
+schedules on a fake clock).
+
+Not run:
+- the cluster's and the chaos run's commands: they need PostgreSQL and several nodes,
+  and tests/cluster/ and `make chaos` are their checks. docs/cluster.md's blocks are
+  command lists (```sh), not transcripts; a cluster or chaos transcript added as
+  ```console must be marked `<!-- transcript: skip REASON -->`;
+- excerpts, each marked so in its document: output whose earlier commands the page
+  does not show. `test_the_skipped_blocks_are_few` counts them, so a new one is seen.
 """
 
 from __future__ import annotations
