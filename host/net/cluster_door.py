@@ -81,9 +81,11 @@ class NodeClients:
         signed = [*headers, ("expect", "100-continue"), ("transfer-encoding", "chunked"),
                   (cluster_auth.HEADER, cluster_auth.sign(self._secret, method, target, body))]
         end = time.monotonic() + within_s
-        try:
-            conn = await self._connection(address)
-        except OSError:
+        try:  # a paused node's listen queue may be full: a connect that waits is watched
+            conn = await _watched(self._connection(address), moved, end, _POLL_S)
+        except (OSError, TimeoutError):
+            return None
+        if conn is None:
             return None
         try:
             got = await self._exchange(conn, address, method,

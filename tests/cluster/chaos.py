@@ -57,20 +57,23 @@ def bounds_s(ttl_s: float, renew_s: float, slack_s: float) -> dict[str, float]:
 
 def longest_by_kind(waits: Sequence[Wait], phases: Sequence[Phase],
                     bounds: dict[str, float]) -> dict[str, Wait]:
-    """The longest wait of each kind (`phases` in order of time). A wait counts under
-    the kind of the phases in force while it lasted whose bound is the largest: one
-    begun during a hand-back and caught by a pause that came next is the pause's. One
-    begun before the first phase is in the steady state, bound as a HAND_BACK."""
+    """The longest wait of each kind (`phases` in order of time), each as counted: from
+    its start under the phase in force then (before the first phase: the steady state,
+    bound as a HAND_BACK), or from the start of a kill -9 or pause that came while it
+    lasted, whichever is furthest within its bound (one begun during a hand-back and
+    caught by the next pause is the pause's, from the pause). A hand-back that comes
+    while a wait lasts is the tail of the fault in force, and counts from that fault."""
     starts = [at for at, _ in phases]
     longest: dict[str, Wait] = {}
     for wait in waits:
         first = bisect_right(starts, wait.since) - 1
         last = bisect_right(starts, wait.until) - 1
-        kinds = [HAND_BACK] if first < 0 else []
-        kinds += [kind for _, kind in phases[max(first, 0):last + 1]]
-        kind = max(kinds, key=lambda k: bounds[k])
-        if kind not in longest or wait.seconds > longest[kind].seconds:
-            longest[kind] = wait
+        ways = [(phases[first][1] if first >= 0 else HAND_BACK, wait)]
+        ways += [(kind, Wait(wait.actor, at, wait.until, wait.failures))
+                 for at, kind in phases[first + 1:last + 1] if kind != HAND_BACK]
+        kind, counted = min(ways, key=lambda way: way[1].seconds - bounds[way[0]])
+        if kind not in longest or counted.seconds > longest[kind].seconds:
+            longest[kind] = counted
     return longest
 
 
