@@ -108,9 +108,11 @@ class Shell:
         goes to."""
         log = log_dir / f"job-{len(self._jobs) + 1}.log"
         status, output = self.run(f"{{ {command}\n}} </dev/null >{log} 2>&1 &\necho $!", 10)
-        if status != 0 or not output.strip().isdigit():
+        pid = output.strip().splitlines()[-1] if output.strip() else ""
+        # (what comes before the pid: bash's notice of a job that ended meanwhile)
+        if status != 0 or not pid.isdigit():
             raise RuntimeError(f"starting {command!r}: {status} {output}")
-        self._jobs.append(int(output))
+        self._jobs.append(int(pid))
         return log
 
     def close(self) -> None:
