@@ -277,6 +277,8 @@ def _run(args: argparse.Namespace, only: set[str]) -> int:
             extra = ["--repeats", "3"]
         elif args.quick and module == "bench_frontdoor":
             extra = ["--requests", "300", "--repeats", "1"]
+        elif args.quick and module == "bench_listing":  # creating 10,000 takes minutes
+            extra = ["--instances", "2000", "--quick"]
         elif args.quick and module in ("bench_hostile", "bench_groups", "bench_observe",
                                         "bench_cluster"):
             extra = ["--quick"]

@@ -733,8 +733,9 @@ def run(parts: tuple[str, ...], repeats: int, quick: bool, sleepers: int,
         elif part == "step":
             figs[part] = bench_step(repeats)
         elif part == "throughput":
+            # At least 3 rounds: --quick's comparison judges a ratio by its spread.
             figs[part] = (bench_throughput(1, 10, warmup=10) if smoke else
-                          bench_throughput(max(1, repeats // 3), 60 if quick else 200))
+                          bench_throughput(max(3, repeats // 3), 60 if quick else 200))
         elif part == "big":
             figs[part] = bench_big(max(least, repeats // 2))
         elif part == "cold":
