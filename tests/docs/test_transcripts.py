@@ -6,8 +6,8 @@ builds (from the suite's build cache), `wkhost serve` on a free port, workflows,
 Today: README.md (the tour, the order workflow, the trip saga), docs/from-cloudflare.md
 (seed 003's example, with its real 10 s retry and 1 minute sleep), docs/operating.md
 (order-42's history, terminate, pause and resume, a rescue after a bad deploy and one
-refused, a saga that rescue refuses, restart from a step, --held-by, the schedules on a
-fake clock).
+refused, a saga that rescue refuses, restart from a step, bulk, --held-by, the schedules
+on a fake clock).
 
 Not run:
 - the cluster's and the chaos run's commands: they need PostgreSQL and several nodes,
@@ -35,7 +35,7 @@ RUN = [d for d in DOCUMENTS if read_document(d).transcripts]
 SKIPPED = {
     "cli.md": 2,        # excerpts: a parked instance, a continued poller
     "workflows.md": 1,  # an excerpt: two commands whose output is sketched in comments
-    "operating.md": 5,  # excerpts of a session whose earlier commands the page does not show
+    "operating.md": 4,  # excerpts of a session whose earlier commands the page does not show
 }
 
 
