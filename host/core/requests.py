@@ -10,7 +10,7 @@ from concurrent.futures import Future
 from contextlib import AbstractContextManager
 from typing import Any
 
-from ..errors import BudgetExceeded, DeadlineExceeded, TooLarge, call_kind
+from ..errors import BudgetExceeded, DeadlineExceeded, NotOwnerNow, TooLarge, call_kind
 from ..interfaces.records import request_record, response_from_record, sender_variant
 from ..testing import Switches
 from ..types import ActorRef, Request, Response, Sender
@@ -81,9 +81,13 @@ class Requests:
                        time.monotonic() + self._config.wall_budget_ms / 1000)
         try:
             if not self._owns(ref.id):
-                with self._long_wait():
-                    return self._remote.call(ref, record, sender, caller.chain.stack,
-                                             deadline)
+                try:
+                    with self._long_wait():
+                        return self._remote.call(ref, record, sender, caller.chain.stack,
+                                                 deadline)
+                except NotOwnerNow:
+                    if not self._owns(ref.id):  # nothing ran; nor is it served here
+                        raise
             return self.call_here(ref, record, sender, caller.chain, deadline)
         except (DeadlineExceeded, BudgetExceeded) as e:
             # The callee's event had the caller's narrowed deadline as its own, too.

@@ -20,4 +20,5 @@ def build_node_host(config: HostConfig, actors: list[tuple[str, Path]], clock: C
     epochs (core/cluster_node.py)."""
     discard_working_copies(config.data_dir, config.partition.host_dir(config.data_dir))
     node = ClusterNode(config, address, class_hashes(actors))
-    return Host(config, clock, ClusterCalls(node.placement, node.secret), cluster=node)
+    calls = ClusterCalls(node.placement, node.secret, config.lease_renew_s / 2)
+    return Host(config, clock, calls, cluster=node)
