@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
                                 capture_output=True, text=True, check=True).stdout
     print(f"  {load['wf_per_s']:.0f} wf/s while recorded, {int(load['failures'])} failures")
     print_profile(summarize(parse_perf_script(script), args.workflows, args.hz))
-    return 0
+    return 1 if load["failures"] else 0  # a profile of failed workflows is not theirs
 
 
 if __name__ == "__main__":
