@@ -16,7 +16,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 
 import apsw
@@ -41,6 +41,33 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if any(item.path.is_relative_to(folder) for folder in E2E_FOLDERS):
             item.add_marker(pytest.mark.e2e)
+
+
+# Hostile-input tests log and assert on text with lone surrogates ("\udc80"). pytest-xdist
+# sends each report from its worker as UTF-8, which cannot carry them: the worker crashed
+# and took the run down. So what a report carries shows them escaped (\udc80), whatever
+# test made them.
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+        item: pytest.Item, call: pytest.CallInfo[None],
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    report.sections = [(title, _sendable(text)) for title, text in report.sections]
+    if report.longrepr is not None and not _is_utf8(str(report.longrepr)):
+        report.longrepr = _sendable(str(report.longrepr))
+    return report
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _sendable(text: str) -> str:
+    return text if _is_utf8(text) else text.encode("utf-8", "backslashreplace").decode()
 
 
 def guest_source(name_or_path: str | Path) -> Path:
