@@ -27,6 +27,8 @@ What is traced:
 from __future__ import annotations
 
 import contextlib
+import logging
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
@@ -70,16 +72,32 @@ def export_to(endpoint: str, process: int,
         raise HostError(f"--otlp-endpoint needs OpenTelemetry's SDK and OTLP exporter, "
                         f"not installed here ({e}): pip install 'wkhost[otel]'") from None
     resource = Resource.create({"service.name": "wkhost", "wkhost.process": process})
-    provider = TracerProvider(resource=resource)
+    # Not at the interpreter's exit: shutdown() flushes, bounded; the SDK's own exit hook
+    # would flush again without a bound.
+    provider = TracerProvider(resource=resource, shutdown_on_exit=False)
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
     install(provider, propagates)
 
 
-def shutdown() -> None:
-    """Flush what is batched, and trace no more."""
+# How long a stop waits for the last spans to go out. The exporter tries each batch for
+# up to its own timeout, again and again while the collector is down or silent: a stop
+# would wait for every batch queued, a minute or more, for spans that are only a view.
+FLUSH_AT_STOP_S = 3.0
+
+
+def shutdown(within_s: float = FLUSH_AT_STOP_S) -> None:
+    """Flush what is batched, for at most `within_s` (what is not sent by then is
+    dropped, said in one line), and trace no more."""
     global tracer, _provider
     if _provider is not None:
-        _provider.shutdown()
+        flushing = threading.Thread(target=_provider.shutdown, name="wk-trace-flush",
+                                    daemon=True)
+        flushing.start()
+        flushing.join(within_s)
+        if flushing.is_alive():
+            logging.getLogger("wkhost").warning(
+                "traces: the OTLP endpoint did not take the last spans within %.0f s of the "
+                "stop: they are dropped", within_s)
     tracer = _provider = None
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import http.server
+import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -107,3 +108,17 @@ def test_a_clients_traceparent_is_one_parent_whichever_process_accepts(
         under = [s for s in collector.spans if s["parent"] == span]
         assert [(s["name"], s["wkhost.actor_id"], s["process"], s["trace"])
                 for s in under] == [("request probe", actor, owner, trace)], under
+
+
+def test_a_stop_does_not_wait_on_a_collector_that_never_answers(
+        make_server: MakeServer) -> None:
+    """A collector that takes connections and answers nothing: each export waits its
+    timeout, again for every batch, so a stop that waited for them all took a minute or
+    more. The stop flushes for a bounded time, says the rest is dropped, and exits 0."""
+    with socket.create_server(("127.0.0.1", 0), backlog=64) as silent:  # never accepts
+        endpoint = f"http://127.0.0.1:{silent.getsockname()[1]}/v1/traces"
+        server = make_server(extra=["--otlp-endpoint", endpoint])
+        for i in range(20):
+            assert server.actor("probe", f"t{i}", "GET", "/now")[0] == 200
+        assert server.stop() == 0, "\n".join(server.log[-20:])
+    assert any("did not take the last spans" in line for line in server.log), server.log[-20:]
