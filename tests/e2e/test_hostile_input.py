@@ -419,6 +419,16 @@ RUNAWAY_SQL = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) 
                "SELECT count(*) FROM c")
 
 
+def cut_at_the_wall_budget(status: int, body: Any) -> bool:
+    """The watch interrupts the statement at the event's deadline, and the guest gets its
+    SQL error; the epoch deadline is the same moment, so the guest may answer it (the
+    probe's 200 with the error) or be cut before it answers (the host's 503), as a busy
+    machine decides. Either is the statement cut at the wall budget."""
+    if status == 200 and isinstance(body, dict):
+        return "wall-clock budget" in body.get("error", "")
+    return status == 503 and "wall-clock budget" in str(body)
+
+
 def test_a_query_that_never_ends_is_interrupted_at_the_wall_budget(
         launch: Launch, shop_wasm: dict[str, Path]) -> None:
     """SQLite's own work burns no fuel: the event's deadline is what stops it. More such
@@ -427,17 +437,17 @@ def test_a_query_that_never_ends_is_interrupted_at_the_wall_budget(
                   extra=["--wall-budget-ms", "1500", "--workers", "2"])
     from concurrent.futures import ThreadPoolExecutor
 
-    def runaway(i: int) -> tuple[float, dict[str, Any]]:
+    def runaway(i: int) -> tuple[float, tuple[int, Any]]:
         t0 = time.monotonic()
-        body = host.json("probe", f"hog-{i}", "POST", "/sql", {"sql": RUNAWAY_SQL},
-                         operator=False)[1]
-        return time.monotonic() - t0, body
+        answer = host.json("probe", f"hog-{i}", "POST", "/sql", {"sql": RUNAWAY_SQL},
+                           operator=False)
+        return time.monotonic() - t0, answer
 
     with Neighbour(host) as healthy, ThreadPoolExecutor(4) as pool:
         results = list(pool.map(runaway, range(4)))
     healthy.check()
-    for took, body in results:
-        assert "wall-clock budget" in body.get("error", ""), body
+    for took, (status, body) in results:
+        assert cut_at_the_wall_budget(status, body), (status, body)
         assert took < 15, took  # two rounds of 1.5 s on two threads, and a loaded machine
     assert host.json("probe", "hog-0", "POST", "/query", {"sql": "SELECT 1"},
                      operator=False)[1] == {"rows": [[1]]}
@@ -453,9 +463,9 @@ def test_a_query_that_never_ends_does_not_hold_up_the_other_actors(
     with Neighbour(host, min_requests=20) as healthy, ThreadPoolExecutor(2) as pool:
         hogs = [pool.submit(host.json, "probe", f"hog-{i}", "POST", "/sql",
                             {"sql": RUNAWAY_SQL}, operator=False) for i in range(2)]
-        bodies = [h.result()[1] for h in hogs]
+        answers = [h.result() for h in hogs]
     healthy.check()
-    assert all("wall-clock budget" in b.get("error", "") for b in bodies), bodies
+    assert all(cut_at_the_wall_budget(*a) for a in answers), answers
     # Held up until the deadline, the neighbour would wait about 4 s.
     assert healthy.worst_s < 2.0, healthy.latencies
 

@@ -19,6 +19,7 @@ import pytest
 from wkhost.core import schema_learning
 from wkhost.core.config import HostConfig
 from wkhost.core.host import Host
+from wkhost.errors import BudgetExceeded
 from wkhost.storage import files, functions, images
 from wkhost.testing import FakeClock
 from wkhost.types import Request, Response, Sender
@@ -112,8 +113,14 @@ def test_a_trim_over_astral_characters_is_cut_at_its_deadline_and_holds_no_neigh
     body = json.dumps({"sql": sql}).encode()
     fut, served = served_while(host, started, lambda: send(host, "hostile", "/sql", body=body))
     assert served
-    answer = fut.result()
-    assert answer.status == 200 and b"wall-clock budget" in answer.body
+    # The guest's SQL error, or, if the epoch at the same deadline cut the guest before it
+    # answered, the host's budget error: a busy machine decides which.
+    try:
+        answer = fut.result()
+    except BudgetExceeded as e:
+        assert "wall-clock budget" in str(e)
+    else:
+        assert answer.status == 200 and b"wall-clock budget" in answer.body
     after = send(host, "hostile", "/sql", body=b'{"sql": "SELECT trim(\'xax\', \'x\')"}')
     assert json.loads(after.body) == {"rows": [["a"]]}
 
