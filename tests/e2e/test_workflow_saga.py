@@ -119,8 +119,11 @@ def test_a_kill_inside_the_compensations_of_a_failed_saga(
     data = tmp_path / "data"
     host = launch({CLS: saga_wasm}, data, crash_at=point, skip=skip, access={})
     since = host.clock(0)
-    code, st = host.wk(CLS, "s1", "start", {"input": {"entries": ENTRIES}})
-    assert code == 200, st
+    try:
+        code, st = host.wk(CLS, "s1", "start", {"input": {"entries": ENTRIES}})
+        assert code == 200, st
+    except HostDown:
+        pass  # the start's run (its alarm at now) reached the kill before the answer went out
     until_down(host, "s1")
     assert host.crashed_at(point), host.log[-20:]
     rows, at_kill = read_db(data)
