@@ -10,7 +10,9 @@ terminal, and why:
   fresh `./wkdata`, and the venv's bin first on PATH (`wkhost` resolves with or without
   the document's `source .venv/bin/activate`);
 - builds use the test suite's cache (WKHOST_CACHE_DIR=.cache/components), so a
-  component built once, by the suite or here, is not built again;
+  component built once, by the suite or here, is not built again; and `wkhost serve`
+  without `--cache-dir` uses the suite's compile cache (.cache/compiled), so a class the
+  suite's servers compiled is not compiled again (nor is the user's ~/.cache written);
 - each port the document names (8080 by default) becomes a free one, the same
   everywhere in the document: in commands, in the output shown, and for `wkhost serve`
   without `--port` and clients without `--server` ($WKHOST_SERVER);
@@ -40,6 +42,7 @@ from tests.docs.shell import Shell, ShellTimeout
 REPO = Path(__file__).resolve().parents[2]
 LINKED = (".venv", "examples", "tests", "guest_sdk", "wit")
 DEFAULT_PORT = 8080
+COMPILED = REPO / ".cache" / "compiled"  # the suite's compile cache: tests/e2e/server.py's
 COMMAND_S = 180.0  # a cold build on a busy machine, a status --wait's default 60 s
 LOG_WAIT_S = 300.0  # a first start compiles every class: a minute each on a busy machine
 PORT = re.compile(r"(?:(?<=127\.0\.0\.1:)|(?<=localhost:)|(?<=--port ))(\d{2,5})\b")
@@ -75,6 +78,8 @@ class _Run:
 
     def command_text(self, command: Command) -> str:
         text = self.text(command.text)
+        if SERVE.search(text) and "--cache-dir" not in text:
+            text = SERVE.sub(f"wkhost serve --cache-dir {COMPILED}", text, 1)
         if SERVE.search(text) and "--port" not in text:
             text = SERVE.sub(f"wkhost serve --port {self.ports[str(DEFAULT_PORT)]}", text, 1)
         return text
