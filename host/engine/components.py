@@ -35,6 +35,10 @@ ENGINE_FLAGS = "fuel1-epoch1"
 # Artifacts the compile cache keeps, those used last (each is large): a cache shared by
 # every server would otherwise keep every version of every class ever served.
 KEEP_COMPILED = 24
+# ... and, however many, every artifact used within this many seconds: the classes of the
+# servers running now, which a count alone would evict from one another (a server of more
+# classes than KEEP_COMPILED, or a test suite's many servers, compiled again and again).
+KEEP_USED_WITHIN_S = 3600
 EPOCH_TICK_MS = 10
 # Fuel per ms of CPU budget: the one calibration factor, what a guest Python busy loop
 # burns per ms of CPU here (bench/calibrate_fuel.py). Code dominated by C inside the guest
@@ -97,13 +101,13 @@ def component_protocols(wasm: Path) -> frozenset[str]:
 
 
 def load_served_component(engine: Engine, wasm: Path, cache_dir: Path,
-                          label: str | None = None) -> Component:
+                          label: str | None = None, *, prune: bool = True) -> Component:
     """`load_component` for a file named on the command line: a missing file or one that
     is not a component is a HostError that says so."""
     if not wasm.is_file():
         raise HostError(f"no component at {wasm}")
     try:
-        return load_component(engine, wasm, cache_dir, label)
+        return load_component(engine, wasm, cache_dir, label, prune=prune)
     except WasmtimeError as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else "unknown error"
         raise HostError(f"{wasm} is not a component this host can load ({first}); "
@@ -111,9 +115,11 @@ def load_served_component(engine: Engine, wasm: Path, cache_dir: Path,
 
 
 def load_component(engine: Engine, wasm_path: Path, cache_dir: Path,
-                   label: str | None = None) -> Component:
+                   label: str | None = None, *, prune: bool = True) -> Component:
     """Deserialize from the cache, or compile once and store the artifact atomically.
-    `label`: what the compile's log lines call it (default: the file's name)."""
+    `label`: what the compile's log lines call it (default: the file's name). A compile
+    prunes the cache after it, unless `prune` is False (the caller prunes once it has
+    loaded all it needs: `compile_classes`)."""
     key, memo = _known_key(wasm_path, cache_dir)
     if key is not None and key.endswith(f"wasmtime{version('wasmtime')}"):
         component = _cached(engine, cache_dir / f"{key}.cwasm")
@@ -127,6 +133,8 @@ def load_component(engine: Engine, wasm_path: Path, cache_dir: Path,
     if component is None:
         component = _compile(engine, data, label or wasm_path.name)
         _store(component, path)
+        if prune:
+            prune_cache(cache_dir)
     return component
 
 
@@ -139,7 +147,7 @@ def _cached(engine: Engine, path: Path) -> Component | None:
         log.warning("cached component %s unusable (%s); recompiling", path.name, e)
         return None
     with contextlib.suppress(OSError):  # a cache this user cannot write still serves
-        os.utime(path)  # its last use, which `_prune` keeps the latest of
+        os.utime(path)  # its last use, which `prune_cache` keeps the latest of
     return component
 
 
@@ -148,16 +156,17 @@ def _store(component: Component, path: Path) -> None:
     tmp = path.with_suffix(f".tmp{os.getpid()}.{threading.get_ident()}")
     tmp.write_bytes(component.serialize())
     os.replace(tmp, path)
-    _prune(path.parent)
 
 
-def _prune(cache_dir: Path) -> None:
-    """Drop all but the KEEP_COMPILED artifacts used last. A server that loaded
-    one that goes keeps its copy (an mmap outlives the file's name); one about to load it
-    finds it unusable, and compiles it again."""
+def prune_cache(cache_dir: Path) -> None:
+    """Drop the artifacts past the KEEP_COMPILED used last that no one used within
+    KEEP_USED_WITHIN_S. A server that loaded one that goes keeps its copy (an mmap
+    outlives the file's name); one about to load it finds it gone, and compiles it again."""
     artifacts = sorted(cache_dir.glob("*.cwasm"), key=_mtime, reverse=True)
+    used_since = time.time() - KEEP_USED_WITHIN_S
     for old in artifacts[KEEP_COMPILED:]:
-        old.unlink(missing_ok=True)
+        if _mtime(old) < used_since:
+            old.unlink(missing_ok=True)
 
 
 def _mtime(p: Path) -> float:
@@ -170,9 +179,13 @@ def _mtime(p: Path) -> float:
 def compile_classes(engine: Engine, classes: list[tuple[str, Path]], cache_dir: Path) -> None:
     """Compile each class's component that the cache does not hold yet, one after
     another, each logged as "compiling class NAME (SIZE MB)..." and "compiled class NAME
-    in SECONDS s". Raises HostError as `load_served_component`."""
+    in SECONDS s", then prunes the cache: once all are loaded (so used last), since a
+    prune after each compile could drop a class of this list not loaded yet. Raises
+    HostError as `load_served_component`."""
     for name, wasm in classes:
-        load_served_component(engine, wasm, cache_dir, f"class {name}")
+        load_served_component(engine, wasm, cache_dir, f"class {name}", prune=False)
+    with contextlib.suppress(OSError):  # a cache this user cannot write still serves
+        prune_cache(cache_dir)
 
 
 def _compile(engine: Engine, data: bytes, label: str) -> Component:
