@@ -200,7 +200,7 @@ def measure(host: Any, port: int, token: str, repeats: int, waiting: int,
 def unchanged_publish() -> dict[str, float]:
     """What the runner pays for a state write that leaves the state as it was (most
     writes): the Publisher's comparison, and no host call (natively, on FakeBackend)."""
-    from wkguest.workflow.publish import Publisher
+    from wkguest.workflow.core.publish import Publisher
     from wkguest.workflow.testing.fakes import FakeBackend
 
     backend = FakeBackend()

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from wkguest import workflow
-from wkguest.workflow.branches import Step
+from wkguest.workflow.groups.branches import Step
 
 
 def _result(i: int) -> Any:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from wkguest import actors, workflow
-from wkguest.workflow.branches import Sleep, Step, Wait
+from wkguest.workflow.groups.branches import Sleep, Step, Wait
 
 
 def _attempt(key: str) -> Callable[[], Any]:

@@ -5,9 +5,9 @@ Each side spells them itself, so this checks that the two spellings and limits a
 
 from __future__ import annotations
 
-from wkguest.workflow import cbor
 from wkguest.workflow import protocol as guest
-from wkguest.workflow.config import Config
+from wkguest.workflow.core import cbor
+from wkguest.workflow.core.config import Config
 from wkguest.workflow.runner import Runner
 from wkguest.workflow.status import PREFIX
 from wkguest.workflow.testing import FakeBackend

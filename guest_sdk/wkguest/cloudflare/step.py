@@ -22,10 +22,10 @@ from collections.abc import Callable
 from typing import Any
 
 from wkguest.durations import format_ms, to_ms
+from wkguest.workflow.core.kinds import WAIT_TIMED_OUT
 from wkguest.workflow.errors import CodeError
-from wkguest.workflow.kinds import WAIT_TIMED_OUT
 from wkguest.workflow.run import Run
-from wkguest.workflow.saga import Compensation
+from wkguest.workflow.saga.compensations import Compensation
 
 from .config import resolve, step_options
 from .context import StepContext, StepInfo, takes_context

@@ -54,12 +54,13 @@ recorded histories, and the replay benchmark; imported only on demand).
 
 from __future__ import annotations
 
-from .backend import Backend, RealBackend
-from .branches import Child, Sleep, Step, StepResult, Wait, Won
-from .child import ChildFailed, ChildHandle
+from .children.calls import ChildFailed, ChildHandle
 from .client import Client, Transport
-from .config import Config, Retry
-from .context import StepContext
+from .core.backend import Backend, RealBackend
+from .core.config import Config, Retry
+from .core.context import StepContext
+from .core.timeouts import StepTimedOut
+from .core.tx import Tables, TxDb, TxRefused
 from .errors import (
     CborError,
     CodeError,
@@ -76,14 +77,13 @@ from .errors import (
     WorkflowError,
     WorkflowSignal,
 )
+from .groups.branches import Child, Sleep, Step, StepResult, Wait, Won
 from .protocol import Protocol, Reply
 from .run import Run
 from .runner import Runner, Workflow
-from .saga import Compensation
+from .saga.compensations import Compensation
 from .serve import serve
 from .status import FINISHED_STATES, STATES, Event, Status
-from .timeouts import StepTimedOut
-from .tx import Tables, TxDb, TxRefused
 
 __all__ = [
     "FINISHED_STATES",

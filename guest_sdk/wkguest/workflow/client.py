@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import cbor
+from .core import cbor
 from .errors import NOT_DECLARED, CborError, WorkflowError
 from .status import CONTENT_TYPE, PREFIX, PROTOCOL, Event, Status, check_answer, events_of
 
@@ -48,7 +48,7 @@ class Client:
         self._send = transport or _actor_transport(cls)
 
     def start(self, id: str, input: Any = None) -> Status:
-        """Start instance `id` with `input` (see values.py for the types). An instance
+        """Start instance `id` with `input` (see core/values.py for the types). An instance
         that exists (running, or finished and still kept) is left as it is: its status
         comes back with `created` False, and `input_differs` True if `input` is not the
         instance's (it was ignored). Raises WorkflowError."""
@@ -75,7 +75,7 @@ class Client:
         return Status.from_map(self._call(id, "cancel", {"compensate": True} if compensate
                                           else {}))
 
-    # -- an operator's moves (ops.py) -------------------------------------------------
+    # -- an operator's moves (operator/moves.py) -------------------------------------------------
 
     def terminate(self, id: str, reason: str | None = None) -> Status:
         """Stop it at once, as terminated: no compensation runs; its children not

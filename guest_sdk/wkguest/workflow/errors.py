@@ -20,7 +20,7 @@
         ├── WorkflowError     the client's error: kind unknown | finished | call |
         │                     not-a-workflow | no-query | refused
         └── ValueError
-            ├── UnsupportedValue  a value outside the documented types (`values.py`)
+            ├── UnsupportedValue  a value outside the documented types (`core/values.py`)
             ├── ValueTooLarge     an encoded value over `Config.max_value_bytes`
             └── CborError         malformed or unsupported CBOR
 

@@ -13,15 +13,17 @@ Routes (`/wk-workflow/v1/<route>`, CBOR map bodies; docs/workflow-protocol.md):
                        instance too: cancelling it runs nothing)
     steps    GET|POST  the recorded positions, a page at a time (operators' `steps`)
     summary  GET|POST  the status map without the output (for listing many instances)
-    events   GET|POST  the emitted-event stream from an offset (reads.py)
-    query    GET|POST  a query handler's answer over a dry replay (reads.py, dry.py)
-    child-done  POST   a child's notice that it finished (actors only; family.py)
+    events   GET|POST  the emitted-event stream from an offset (events/routes.py)
+    query    GET|POST  a query handler's answer over a dry replay (events/routes.py,
+                       events/dry_replay.py)
+    child-done  POST   a child's notice that it finished (actors only; children/notices.py)
     terminate, pause, resume, rescue, restart
-             POST      an operator's moves (ops.py): each answers the status after it
+             POST      an operator's moves (operator/moves.py): each answers the status after it
 
-A start may carry `parent: {cls, id}` and `detached` (child.py): the new instance records
-its parent (kin.py), and the answer for an existing one says whose child it is (`parent`)
-and, if the input differs, the instance's (`input`), so the parent can name both.
+A start may carry `parent: {cls, id}` and `detached` (children/calls.py): the new
+instance records its parent (children/registry.py), and the answer for an existing one
+says whose child it is (`parent`) and, if the input differs, the instance's (`input`),
+so the parent can name both.
 
 The client routes only record and answer; runs happen in on_alarm, with one exception: an
 operator's start that waits (`wait_ms`) runs the new instance's first run in its own
@@ -37,16 +39,18 @@ import json
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from . import cbor, family, reads
-from .child import shown
+from .children import notices as family
+from .children.registry import Kin
+from .core import cbor
+from .core.kinds import shown
+from .core.store import FINISHED, HELD, PARKED, PAUSED, RESTING, StatusRow
+from .core.values import check_name, decode, encode
 from .errors import CborError, StoreFault, UnsupportedValue, ValueTooLarge
-from .kin import Kin
-from .ops import Ops
-from .reads import BadRequest, int_field
+from .events import routes as reads
+from .events.routes import BadRequest, int_field
+from .operator.moves import Ops
 from .runner import Runner
 from .status import CONTENT_TYPE
-from .store import FINISHED, HELD, PARKED, PAUSED, RESTING, StatusRow
-from .values import check_name, decode, encode
 
 # The host's held answers (wkhost's host/core/holds.py, which spells them too: no module
 # crosses the WIT boundary, so tests/unit/test_hold_constants.py checks that both agree).
@@ -146,7 +150,7 @@ class Protocol:
 
     def _moved(self, move: Callable[[dict[str, Any], StatusRow], None]
                ) -> Callable[[dict[str, Any], StatusRow], Reply]:
-        """An operator's move (ops.py), answered with the status after it."""
+        """An operator's move (operator/moves.py), answered with the status after it."""
         def route(msg: dict[str, Any], row: StatusRow) -> Reply:
             move(msg, row)
             return reply(self._status(self.store.status() or row))
@@ -310,8 +314,8 @@ class Protocol:
             "events_pending": row.events_pending, "runs": row.runs,
         }
         if m["waiting_for"] and row.waiting_for != m["waiting_for"][0]:
-            m["wake_at"] = None  # a child's wait: no time of its own (child.py)
-        if row.previous_run_id is not None:  # continued as new (chain.py)
+            m["wake_at"] = None  # a child's wait: no time of its own (children/calls.py)
+        if row.previous_run_id is not None:  # continued as new (core/continuation.py)
             m["previous_run_id"] = row.previous_run_id
         if row.state == PARKED:  # nothing writes its row until an operator moves it on
             m["parked_at"] = row.updated_at

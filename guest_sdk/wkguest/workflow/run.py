@@ -2,7 +2,7 @@
 
 The function runs from the top in every event that moves the instance. Each call to a
 primitive takes the next position. A recorded position is answered from the journal by
-one `_replay_<kind>` method per kind of entry (kinds.py), found in the table `_REPLAY`
+one `_replay_<kind>` method per kind of entry (core/kinds.py), found in the table `_REPLAY`
 (an unknown kind is a JournalError); the first position past the journal is new work,
 done by the Frontier.
 
@@ -16,24 +16,12 @@ from collections.abc import Callable
 from typing import Any, NoReturn, Unpack
 
 from ..durations import Duration
-from .branches import StepResult as StepResult
-from .child import Children
-from .config import Retry, StepOptions
-from .emit import Emits
-from .errors import (
-    CodeError,
-    ContinueAsNew,
-    Fail,
-    JournalError,
-    NonRetryable,
-    StepFailed,
-    WorkflowSignal,
-)
-from .frontier import Frontier, Outcome, reordered
-from .group import Groups
-from .helpers import Helpers
-from .journal import Journal
-from .kinds import (
+from .children.calls import Children
+from .core.config import Retry, StepOptions
+from .core.deterministic import Helpers
+from .core.frontier import Frontier, Outcome, reordered
+from .core.journal import Journal
+from .core.kinds import (
     EMITTED,
     GROUP_SETTLED,
     NOW_TAKEN,
@@ -52,17 +40,29 @@ from .kinds import (
     WAIT_TOOK_EVENT_TAGGED,
     call_of,
 )
-from .policy import override
-from .saga import Saga
-from .tx import tables_of
-from .values import check_ms, check_name, revive
-from .when import Moment, check_duration, check_time
+from .core.moments import Moment, check_duration, check_time
+from .core.policy import override
+from .core.tx import tables_of
+from .core.values import check_ms, check_name, revive
+from .errors import (
+    CodeError,
+    ContinueAsNew,
+    Fail,
+    JournalError,
+    NonRetryable,
+    StepFailed,
+    WorkflowSignal,
+)
+from .events.calls import Emits
+from .groups.branches import StepResult as StepResult
+from .groups.calls import Groups
+from .saga.compensations import Saga
 
 
 class Run(Helpers, Emits, Saga, Children, Groups):
     """The handle a workflow function gets: `def order(wf: Run, input): ...`.
 
-    Its deterministic helpers and `patched` come from `Helpers` (helpers.py)."""
+    Its deterministic helpers and `patched` come from `Helpers` (core/deterministic.py)."""
 
     __slots__ = ("_pos", "_kinds", "_keys", "_journal", "_results", "_front", "_retry",
                  "_busy", "_patches", "_saga", "run_id", "stopped")
@@ -77,7 +77,7 @@ class Run(Helpers, Emits, Saga, Children, Groups):
         self._retry = retry
         self._busy = False  # a step's function is running: primitives may not nest
         self._patches: dict[str, bool] | None = None  # patched()'s answers in this run
-        self._saga: list[Any] | None = None  # the compensations registered (saga.py)
+        self._saga: list[Any] | None = None  # the compensations registered (saga/compensations.py)
         self.run_id = run_id
         self.stopped: WorkflowSignal | None = None
 
@@ -100,14 +100,14 @@ class Run(Helpers, Emits, Saga, Children, Groups):
     def step(self, name: str, f: Callable[[], Any], **opts: Unpack[StepOptions]) -> Any:
         """Run `f` once and record its result; later runs get the recorded result.
 
-        An exception from `f` is retried with backoff (options, policy.py: attempts or
+        An exception from `f` is retried with backoff (options, core/policy.py: attempts or
         limit, backoff_ms or delay, backoff, factor, max_backoff_ms, timeout or
         timeout_ms); when the attempts run out (or `f` raised NonRetryable) this raises
         StepFailed, which fails the workflow unless it is caught. The value comes back as
-        it will on every replay (see values.py). `wf.step_context` tells `f` its name,
-        count and attempt (context.py). With `tx=True` (or `tx=Tables(...)`), `f(db)`
+        it will on every replay (see core/values.py). `wf.step_context` tells `f` its name,
+        count and attempt (core/context.py). With `tx=True` (or `tx=Tables(...)`), `f(db)`
         gets a `TxDb`, and what it writes commits in one transaction with the step's
-        result (tx.py).
+        result (core/tx.py).
         """
         # The replay fast path, inlined here and in step_keyed on purpose: it runs once
         # per recorded position in every event, and a shared helper would add a call.
@@ -214,7 +214,7 @@ class Run(Helpers, Emits, Saga, Children, Groups):
         """End this run and begin a fresh one of the same instance, with `input` and an
         empty journal (a new run id), from the next alarm. Pending events, the emitted
         stream and the instance's own tables are kept; the old run's journal is deleted
-        in the same transaction as the new run begins (chain.py)."""
+        in the same transaction as the new run begins (core/continuation.py)."""
         self._enter()
         self.stopped = ContinueAsNew(input)
         raise self.stopped
@@ -307,7 +307,7 @@ class Run(Helpers, Emits, Saga, Children, Groups):
         self._expect(pos, call, name, WAIT)
 
     def _replay_recorded(self, pos: int, call: str, name: str) -> Any:
-        # A helper's value (helpers.py). A patch marker raises here: patched() reads
+        # A helper's value (core/deterministic.py). A patch marker raises here: patched() reads
         # markers itself, so only another primitive replays one, which is a reorder.
         self._expect(pos, call, name, call_of(self._kinds[pos]))
         return self._results[pos]
@@ -328,5 +328,5 @@ _REPLAY: dict[str, Callable[[Run, int, str, str], Any]] = {
     UUID_TAKEN: Run._replay_recorded,
     PATCH_MARKER: Run._replay_recorded,
     EMITTED: Run._replay_recorded,
-    GROUP_SETTLED: Run._replay_recorded,  # a group's record: group.py reads it
+    GROUP_SETTLED: Run._replay_recorded,  # a group's record: groups/calls.py reads it
 }

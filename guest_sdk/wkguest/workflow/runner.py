@@ -29,7 +29,8 @@ run), and too many bad runs in a row. Parked is not finished: its state says why
 journal stays as recorded, nothing runs, it holds no alarm and retention never deletes
 it. It waits for an operator. Only the workflow's own failures (a step out of attempts,
 `wf.fail`, an output that cannot be recorded) fail it; the first two, and a cancel that
-asks for it, run the compensations of its completed steps first (saga.py), compensating.
+asks for it, run the compensations of its completed steps first
+(saga/compensations.py), compensating.
 """
 
 from __future__ import annotations
@@ -39,9 +40,15 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from .backend import Backend
-from .cancelling import CancellingFrontier, Marks, cancelled_run
-from .config import Config
+from .children.notices import Family
+from .core.backend import Backend
+from .core.config import Config
+from .core.frontier import Frontier, describe
+from .core.journal import Journal
+from .core.kinds import STEP_RETRYING
+from .core.readonly import ReadOnly
+from .core.store import FINISHED, HELD, PARKED, RESTING, Loaded, Store
+from .core.values import encode
 from .errors import (
     CodeError,
     ContinueAsNew,
@@ -55,15 +62,9 @@ from .errors import (
     ValueTooLarge,
     WorkflowSignal,
 )
-from .family import Family
-from .frontier import Frontier, describe
-from .journal import Journal
-from .kinds import STEP_RETRYING
-from .readonly import ReadOnly
 from .run import Run
-from .saga import COMPENSATING, compensating, outcome
-from .store import FINISHED, HELD, PARKED, RESTING, Loaded, Store
-from .values import encode
+from .saga.cancelling import CancellingFrontier, Marks, cancelled_run
+from .saga.compensations import COMPENSATING, compensating, outcome
 
 Workflow = Callable[[Run, Any], Any]
 STORE_RETRY_MS = 1000
@@ -76,8 +77,8 @@ class Runner:
         self.db = backend
         self.store = Store(backend)
         self.retry = config.retry
-        self.family = Family(self.store, backend)  # parent and children (family.py)
-        self.marks = Marks(backend)  # a cancel with compensation under way (saga.py)
+        self.family = Family(self.store, backend)  # parent and children (children/notices.py)
+        self.marks = Marks(backend)  # a cancel with compensation under way (saga/compensations.py)
         self.journal: Journal | None = None  # the warm cache: this instance's journal
         self.store_fault: str | None = None  # why the last run could not use its database
         self._began = False
@@ -158,7 +159,7 @@ class Runner:
         now = self.db.now()
         if loaded.state not in RESTING:
             self._note_trap(loaded)
-        if loaded.state in HELD:  # parked, or paused (ops.py)
+        if loaded.state in HELD:  # parked, or paused (operator/moves.py)
             self.db.alarm_clear()  # a stray alarm (say, the host's retry): it holds none
         elif loaded.state in FINISHED:
             self._retain(loaded, now)
@@ -240,7 +241,7 @@ class Runner:
         front.alarm_at = watchdog
         return front
 
-    # -- compensation (saga.py) ------------------------------------------------------
+    # -- compensation (saga/compensations.py) ------------------------------------------------------
 
     def _failed(self, run: Run, loaded: Loaded, front: Frontier, bad: int,
                 error: str | None, state: str = "failed") -> None:
@@ -261,7 +262,8 @@ class Runner:
 
     def journal_for(self, loaded: Loaded) -> tuple[Journal, Any]:
         """The journal of `loaded`'s run readied for one run (the warm cache, or a new
-        one), and the run's input: what a dry replay (dry.py) replays. Raises JournalError."""
+        one), and the run's input: what a dry replay (events/dry_replay.py) replays.
+        Raises JournalError."""
         journal = self._journal(loaded)
         return journal, journal.begin_run(loaded)
 
@@ -371,7 +373,7 @@ class Runner:
         """An operator's or a client's cancel (the protocol's cancel route) of an
         unfinished instance: it finishes as cancelled at once, and its retention begins.
         `compensate`: its next run, from now, replays the function to its first new
-        position, runs its compensations and then finishes it as cancelled (saga.py).
+        position, runs its compensations and then finishes it as cancelled (saga/compensations.py).
         A parked instance never compensates: it is cancelled at once; one already
         compensating (its own failure, or a cancel before) goes on as it is."""
         if compensate:
@@ -388,9 +390,9 @@ class Runner:
         self._finish("cancelled", None, False, None)
 
     def terminate(self, reason: str) -> None:
-        """An operator's terminate of an unfinished instance (ops.py): it finishes as
+        """An operator's terminate of an unfinished instance (operator/moves.py): it finishes as
         terminated at once, with `reason` as its error, compensating nothing, and its
-        retention begins. Its children not detached are terminated in turn (family.py),
+        retention begins. Its children not detached are terminated in turn (children/notices.py),
         as a cancelled parent's are cancelled. The alarm first, as for a cancel."""
         self.forget()
         self.db.alarm_set(self.db.now() + self.config.retention_ms)

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .backend import RealBackend
-from .config import Config
+from .core.backend import RealBackend
+from .core.config import Config
 from .protocol import HOLD_STATE, Protocol
 from .runner import Runner, Workflow
 from .status import PROTOCOL as PROTOCOL  # what the class declares (status.py)

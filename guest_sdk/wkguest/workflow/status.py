@@ -13,13 +13,13 @@ from .errors import WorkflowError
 
 STATES = ("running", "waiting", "completed", "failed", "cancelled", "parked", "compensating",
           "paused", "terminated")
-# Terminated: an operator stopped it at once, running no compensation (ops.py).
+# Terminated: an operator stopped it at once, running no compensation (operator/moves.py).
 FINISHED_STATES = frozenset({"completed", "failed", "cancelled", "terminated"})
 # Where an instance rests: nothing of its own moves it on. A finished one, or a parked one:
 # stopped by a failure that is not the workflow's own (a reordered deploy, a value that no
 # longer decodes, runs that keep ending without returning, a mistake in the code), kept
 # unfinished until an operator moves it. Or a paused one: an operator's pause holds it
-# (ops.py) until a resume. A wait for the end (`wait_ms`) ends at any of them.
+# (operator/moves.py) until a resume. A wait for the end (`wait_ms`) ends at any of them.
 RESTING_STATES = FINISHED_STATES | {"parked", "paused"}
 PREFIX = "/wk-workflow/v1/"
 CONTENT_TYPE = "application/cbor"

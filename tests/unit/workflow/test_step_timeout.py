@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import wkguest
 from wkguest.workflow import NonRetryable, Run, Step, StepContext, Tables, TxDb
+from wkguest.workflow.core.timeouts import NARROWED_REASON
 from wkguest.workflow.testing import FakeHost, Trap
-from wkguest.workflow.timeouts import NARROWED_REASON
 
 from .conftest import Raw
 
@@ -326,7 +326,7 @@ def test_an_error_naming_the_deadline_without_a_timeout_is_an_ordinary_failure(
 
 
 def test_the_host_words_its_cut_calls_with_the_mark_the_runner_looks_for() -> None:
-    from wkguest.workflow.timeouts import CUT_MARK
+    from wkguest.workflow.core.timeouts import CUT_MARK
     from wkhost.core import instance
     from wkhost.interfaces import sqlite
 

@@ -220,7 +220,7 @@ def test_continue_as_new_forgets_the_old_runs_attempts(any_host: FakeHost,
 
 
 def test_history_keeps_a_positions_latest_attempts(host: FakeHost, raw: Any) -> None:
-    from wkguest.workflow import attempts
+    from wkguest.workflow.core import attempt_history as attempts
     n = attempts.MAX_HISTORY + 3
 
     def wf(run: Run, _: Any) -> Any:

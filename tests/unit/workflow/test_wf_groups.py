@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from wkguest.workflow import Config, Run, StepFailed
-from wkguest.workflow.branches import Child, Sleep, Step, Wait, Won
+from wkguest.workflow.groups.branches import Child, Sleep, Step, Wait, Won
 from wkguest.workflow.testing import FakeHost, Trap
 
 DAY = 86_400_000

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 from wkguest.workflow import Config, Run
-from wkguest.workflow.branches import Child, Sleep, Wait
-from wkguest.workflow.child import ChildFailed
+from wkguest.workflow.children.calls import ChildFailed
+from wkguest.workflow.groups.branches import Child, Sleep, Wait
 from wkguest.workflow.testing import FakeHost
 
 DAY = 86_400_000

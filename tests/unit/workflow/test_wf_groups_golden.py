@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from wkguest.workflow import Config, Run, branchstore
-from wkguest.workflow.branches import Sleep, Step, Wait
+from wkguest.workflow import Config, Run
+from wkguest.workflow.groups import rows as branchstore
+from wkguest.workflow.groups.branches import Sleep, Step, Wait
 from wkguest.workflow.runner import Runner
 from wkguest.workflow.testing import (
     FakeBackend,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from wkguest.workflow import kinds
+from wkguest.workflow.core import kinds
 from wkguest.workflow.run import _REPLAY
 
 

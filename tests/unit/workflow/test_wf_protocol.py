@@ -6,12 +6,13 @@ from typing import Any
 
 import cbor2
 import pytest
-from wkguest.workflow import Client, Config, Run, Status, WorkflowError, cbor
+from wkguest.workflow import Client, Config, Run, Status, WorkflowError
+from wkguest.workflow.core import cbor
+from wkguest.workflow.core.store import Store
+from wkguest.workflow.core.values import encode
 from wkguest.workflow.status import PREFIX
-from wkguest.workflow.store import Store
 from wkguest.workflow.testing import FakeHost, Trap
 from wkguest.workflow.testing.fakes import FakeBackend
-from wkguest.workflow.values import encode
 
 STATUS_KEYS = {"state", "run_id", "wake_at", "waiting_for", "error", "positions", "created_at",
                "updated_at", "finished_at", "events_pending", "runs"}

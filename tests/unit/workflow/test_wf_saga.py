@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from wkguest.workflow import Compensation, Config, Run, StepFailed
-from wkguest.workflow.branches import Step
+from wkguest.workflow.groups.branches import Step
 from wkguest.workflow.testing import FakeBackend, FakeHost, Trap
 
 from .test_wf_tx import LEDGER, booking, ledger

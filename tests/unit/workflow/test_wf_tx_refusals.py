@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from wkguest.workflow import Run, Tables, TxDb, TxRefused
-from wkguest.workflow.sqlscan import refusal, statements
+from wkguest.workflow.core.sqlscan import refusal, statements
 from wkguest.workflow.testing import FakeHost
 
 from .test_wf_tx import LEDGER, ledger, start

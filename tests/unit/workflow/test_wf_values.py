@@ -8,8 +8,8 @@ import math
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from wkguest.workflow.core.values import check_name, decode, encode, roundtrip
 from wkguest.workflow.errors import UnsupportedValue, ValueTooLarge
-from wkguest.workflow.values import check_name, decode, encode, roundtrip
 
 LIMIT = 1 << 20
 
@@ -33,7 +33,7 @@ def test_roundtrip_is_identity_for_supported_values(v: object) -> None:
 @given(values)
 def test_the_stored_text_is_what_json_dumps_writes(v: object) -> None:
     # values.py calls the C encoder directly; the stored form must not change with it.
-    from wkguest.workflow.values import _tag
+    from wkguest.workflow.core.values import _tag
 
     text, tagged = encode(v, LIMIT)
     plain = _tag(v) if tagged else v

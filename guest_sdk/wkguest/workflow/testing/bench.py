@@ -25,12 +25,12 @@ import gc
 import time
 from typing import Any, NamedTuple
 
-from ..config import Config
-from ..kinds import SLEEPING, STEP_RETURNED
+from ..core.config import Config
+from ..core.kinds import SLEEPING, STEP_RETURNED
+from ..core.store import Store
+from ..core.values import encode
 from ..run import Run
 from ..runner import Runner
-from ..store import Store
-from ..values import encode
 from .fakes import FakeBackend
 
 FAR = 10**15

@@ -17,12 +17,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .. import cbor
-from ..config import Config
+from ..core import cbor
+from ..core.config import Config
+from ..core.store import Store
 from ..protocol import Protocol
 from ..runner import Runner, Workflow
 from ..status import PREFIX, Status
-from ..store import Store
 from .fakes import FakeBackend, FakeClock
 
 FORMAT = "wk-workflow-history/1"

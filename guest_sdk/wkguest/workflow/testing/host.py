@@ -27,9 +27,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..backend import CallFailed
 from ..client import Client
-from ..config import Config
+from ..core.backend import CallFailed
+from ..core.config import Config
 from ..errors import WorkflowSignal
 from ..protocol import Protocol, Reply
 from ..runner import Runner, Workflow

@@ -1,0 +1,266 @@
+"""Each attempt's history: `_wk_wf_attempt`, one row per attempt of a step, of a step
+branch of a group, or of a child's start in a group.
+
+    pos, idx       the position, and the branch's index in its group (-1: the step itself)
+    attempt        1, 2, ...: as the step's (or branch's) row counts its attempts
+    started_at     host clock, ms: when the attempt was counted, before its function ran
+    ended_at       when it ended; NULL for an attempt that was cut (a trap, a kill, the
+                   event's budget), whose end the guest never saw
+    outcome        'returned', 'failed' (it raised, or its value could not be recorded),
+                   'timed-out' (it passed its step's timeout: it ended late, or it was
+                   cut at the deadline the timeout narrowed; timeouts.py), or 'cut'
+    error          the attempt's error as the step records one, or the cut's reason
+    fuel           the fuel the attempt burnt (lifecycle's fuel-used, before and after);
+                   NULL where the backend cannot tell
+    memory_grown   how many bytes the guest's linear memory grew during the attempt; NULL
+                   where the backend cannot tell (the host today)
+
+A row is written when its attempt ends, with one plain write that the run's last durable
+write syncs, as it syncs the step's result: no fsync of its own, and no write before the
+function runs (the step's row already counts the attempt, with its start time, before
+it). An attempt that was cut has no end: the step's row still holds it (its attempts,
+its updated_at, and the cut's reason that the runner's note_trap puts on its error), and
+its row is copied from there when the next attempt begins or the step gives up; until
+then the steps route shows it from the step's row (events/routes.py).
+
+The table is made when an instance first needs it, not by the schema: an instance made
+by an older SDK has none. Its trigger forgets a position's attempts with its journal
+entry (continue-as-new, a restart from a step), so the table never outgrows the journal.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any, NamedTuple
+
+from .backend import Backend
+from .kinds import STEP_RETRYING
+from .store import Store
+from .timeouts import NARROWED_REASON
+
+TABLE = "_wk_wf_attempt"
+STEP = -1  # the idx of a step's own attempts (a branch's is its index in the group)
+
+RETURNED, FAILED, CUT = "returned", "failed", "cut"
+TIMED_OUT = "timed-out"  # an attempt that passed its step's timeout (timeouts.py)
+# The error an attempt is counted with (frontier.py): what it leaves if it never ends.
+COUNTED = "attempt {n} ended without a result (the instance trapped, or the event was cut)"
+
+# One script, no parameters: the host and FakeBackend both run it as one call.
+_SCHEMA = (
+    f"/*wk:attempt-table*/ CREATE TABLE IF NOT EXISTS {TABLE} ("
+    " pos INTEGER NOT NULL, idx INTEGER NOT NULL, attempt INTEGER NOT NULL,"
+    " started_at INTEGER NOT NULL, ended_at INTEGER, outcome TEXT NOT NULL, error TEXT,"
+    " fuel INTEGER, memory_grown INTEGER,"
+    " PRIMARY KEY (pos, idx, attempt)) WITHOUT ROWID;"
+    f" CREATE TRIGGER IF NOT EXISTS {TABLE}_forget AFTER DELETE ON _wk_wf_step"
+    f" BEGIN DELETE FROM {TABLE} WHERE pos = OLD.pos; END"
+)
+_END = (f"/*wk:attempt-end*/ INSERT OR REPLACE INTO {TABLE} (pos, idx, attempt, started_at,"
+        " ended_at, outcome, error, fuel, memory_grown) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
+# The cut's reason without the step row's "attempt n was cut: " (store.note_trap's).
+_REASON = ("CASE WHEN error LIKE 'attempt % was cut: %'"
+           " THEN substr(error, instr(error, ' was cut: ') + 10) ELSE error END")
+_CUT_STEP = (f"/*wk:attempt-cut*/ INSERT OR IGNORE INTO {TABLE} (pos, idx, attempt,"
+             f" started_at, outcome, error) SELECT pos, {STEP}, attempts, updated_at, '{CUT}',"
+             f" {_REASON} FROM _wk_wf_step WHERE pos = ? AND kind = '{STEP_RETRYING}'"
+             " AND attempts > 0")
+_CUT_BRANCH = (f"/*wk:attempt-cut*/ INSERT OR IGNORE INTO {TABLE} (pos, idx, attempt,"
+               f" started_at, outcome, error) SELECT pos, idx, attempts, updated_at, '{CUT}',"
+               f" {_REASON} FROM _wk_wf_branch WHERE pos = ? AND idx = ?"
+               f" AND kind = '{STEP_RETRYING}' AND attempts > 0")
+
+# The latest cut row of a position's step (or branch) as timed out.
+_TIMED_OUT = (f"/*wk:attempt-timed-out*/ UPDATE {TABLE} SET outcome = '{TIMED_OUT}',"
+              f" error = ?1 WHERE pos = ?2 AND idx = ?3 AND outcome = '{CUT}' AND attempt ="
+              f" (SELECT max(attempt) FROM {TABLE} WHERE pos = ?2 AND idx = ?3)")
+
+# The Stores (one per Runner, so per actor object) whose database is known to hold the
+# table: made once per warm cache, not once per attempt.
+_KNOWN: weakref.WeakSet[Store] = weakref.WeakSet()
+
+
+def was_cut(error: str | None, attempt: int) -> bool:
+    """Whether a retrying row's `error` says its attempt `attempt` never ended: the
+    error it was counted with, or the cut's reason note_trap put over it."""
+    return error is not None and (error == COUNTED.format(n=attempt)
+                                  or error.startswith(_cut_prefix(attempt)))
+
+
+def _cut_prefix(attempt: int) -> str:
+    return f"attempt {attempt} was cut: "
+
+
+class Meter(NamedTuple):
+    """An attempt under way: when it began, and the fuel and memory then."""
+
+    pos: int
+    idx: int
+    attempt: int
+    started_at: int
+    fuel: int | None
+    memory: int | None
+
+
+class Attempts:
+    """The attempt rows of one run, over its Store."""
+
+    __slots__ = ("store", "db", "_fuel")
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.db: Backend = store.db
+        # The fuel read when this run's last attempt ended: the next attempt's start, so
+        # that a run of steps reads the meter once per attempt, not twice (what the run
+        # does between two attempts, a journal append, counts to the second).
+        self._fuel: int | None = None
+
+    def _ready(self) -> None:
+        if self.store not in _KNOWN:
+            self.db.exec(_SCHEMA)
+            _KNOWN.add(self.store)
+
+    def begin(self, pos: int, idx: int, attempt: int, now: int) -> Meter:
+        """Attempt `attempt` begins (its row counted it at `now`): read the meters."""
+        self._ready()
+        fuel = self.db.fuel_used() if self._fuel is None else self._fuel
+        return Meter(pos, idx, attempt, now, fuel, self.db.memory_bytes())
+
+    def end(self, m: Meter, outcome: str, error: str | None, now: int | None = None) -> None:
+        """The attempt `m` ended (returned or failed) at `now` (default: the clock): its
+        row."""
+        fuel, memory = self.db.fuel_used(), self.db.memory_bytes()
+        self._fuel = fuel
+        self.db.exec(_END, (m.pos, m.idx, m.attempt, m.started_at,
+                            self.db.now() if now is None else now, outcome, error,
+                            _grown(m.fuel, fuel), _grown(m.memory, memory)))
+
+    def cut(self, pos: int, idx: int = STEP, *, timed_out: str | None = None) -> None:
+        """The step's (or branch `idx`'s) last counted attempt was cut: copy it from its
+        row, before the next attempt's count or the final error writes over it.
+        `timed_out`: it was cut at its narrowed deadline (timeouts.py), and this is its
+        error: the row says timed-out."""
+        self._ready()
+        if idx == STEP:
+            self.db.exec(_CUT_STEP, (pos,))
+        else:
+            self.db.exec(_CUT_BRANCH, (pos, idx))
+        if timed_out is not None:  # rare: one more write rather than a second copy query
+            self.db.exec(_TIMED_OUT, (timed_out, pos, idx))
+
+
+def _grown(before: int | None, after: int | None) -> int | None:
+    return None if before is None or after is None else max(after - before, 0)
+
+
+# -- reading (the steps route) -----------------------------------------------------------
+
+MAX_HISTORY = 100  # attempts shown per position: its latest
+MAX_HISTORY_ERROR = 500  # characters of an attempt's error shown in a history
+
+_EXISTS = "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN (?, ?)"
+# The latest MAX_HISTORY attempts of each position in [?1, ?2], with how many it has.
+_HISTORY = (
+    "SELECT pos, idx, attempt, started_at, ended_at, outcome, substr(error, 1, ?3), fuel,"
+    " memory_grown, total FROM (SELECT *, row_number() OVER"
+    " (PARTITION BY pos ORDER BY idx DESC, attempt DESC) AS rn,"
+    f" count(*) OVER (PARTITION BY pos) AS total FROM {TABLE} WHERE pos BETWEEN ?1 AND ?2)"
+    " WHERE rn <= ?4 ORDER BY pos, idx, attempt"
+)
+_BRANCHES = ("SELECT pos, idx, kind, name, attempts, substr(error, 1, ?3), updated_at"
+             " FROM _wk_wf_branch WHERE pos BETWEEN ?1 AND ?2 ORDER BY pos, idx")
+_VALUES = "SELECT pos, substr(result, 1, ?3) FROM _wk_wf_step WHERE pos BETWEEN ?1 AND ?2"
+
+
+def tables(store: Store) -> set[str]:
+    """Which of the attempt and branch tables this instance has."""
+    return {str(r[0]) for r in store.rows(_EXISTS, (TABLE, "_wk_wf_branch"))}
+
+
+def history(store: Store, first: int, last: int) -> list[list[Any]]:
+    """The attempt rows of positions `first` to `last`, each position's latest
+    MAX_HISTORY: [pos, idx, attempt, started_at, ended_at, outcome, error, fuel,
+    memory_grown, total]."""
+    return store.rows(_HISTORY, (first, last, MAX_HISTORY_ERROR, MAX_HISTORY))
+
+
+def branches(store: Store, first: int, last: int) -> list[list[Any]]:
+    """The branch rows of positions `first` to `last`: [pos, idx, kind, name,
+    attempts, error, updated_at]."""
+    return store.rows(_BRANCHES, (first, last, MAX_HISTORY_ERROR))
+
+
+def values(store: Store, first: int, last: int, chars: int) -> dict[int, str | None]:
+    """The recorded results' JSON texts of positions `first` to `last`, each cut at
+    `chars` characters (the caller cuts at bytes)."""
+    return {int(r[0]): r[1] for r in store.rows(_VALUES, (first, last, chars))}
+
+
+# -- the steps route's additions (events/routes.py) ------------------------------
+
+MAX_HISTORY_PAGE = 100  # positions per page with their histories
+DEFAULT_VALUE_BYTES = 200
+MAX_VALUE_BYTES = 4096
+
+
+def add_history(store: Store, page: list[dict[str, Any]], rows: list[list[Any]]) -> None:
+    """Each position's `history` (its attempts, oldest first) and `history_more` (how
+    many older ones are left out), for the steps route's page (`rows`: store.steps's).
+    An attempt cut and not yet followed by another is shown from its row."""
+    first, last = rows[0][0], rows[-1][0]
+    have = tables(store)
+    found = history(store, first, last) if TABLE in have else []
+    brows = branches(store, first, last) if "_wk_wf_branch" in have else []
+    names = {(b[0], b[1]): b[3] for b in brows}
+    by_pos: dict[int, list[dict[str, Any]]] = {}
+    shown: dict[int, int] = {}
+    more: dict[int, int] = {}
+    seen = set()
+    for r in found:
+        by_pos.setdefault(r[0], []).append(_attempt_map(r, names.get((r[0], r[1]))))
+        seen.add((r[0], r[1], r[2]))
+        shown[r[0]] = shown.get(r[0], 0) + 1
+        more[r[0]] = r[9] - shown[r[0]]
+    open_rows = [(r[0], STEP, None, r[1], r[3], r[4], r[9]) for r in rows]
+    open_rows += [(b[0], b[1], b[3], b[2], b[4], b[5], b[6]) for b in brows]
+    for pos, idx, name, kind, n, error, at in open_rows:
+        if kind == STEP_RETRYING and (pos, idx, n) not in seen and was_cut(error, n):
+            by_pos.setdefault(pos, []).append(_attempt_map(
+                [pos, idx, n, at, None, _cut_outcome(error, n), _reason(error, n), None,
+                 None], name))
+    for m in page:
+        h = by_pos.get(m["pos"], [])
+        h.sort(key=lambda a: (-1 if a["branch"] is None else a["branch"], a["attempt"]))
+        m["history"], m["history_more"] = h, max(more.get(m["pos"], 0), 0)
+
+
+def _cut_outcome(error: str, attempt: int) -> str:
+    """A cut attempt is timed out if the host cut it at its narrowed deadline."""
+    return TIMED_OUT if _reason(error, attempt).startswith(NARROWED_REASON) else CUT
+
+
+def _reason(error: str, attempt: int) -> str:
+    return error.removeprefix(_cut_prefix(attempt))
+
+
+def _attempt_map(r: list[Any], name: str | None) -> dict[str, Any]:
+    pos, idx, n, started, ended, outcome, error, fuel, grown = r[:9]
+    return {"attempt": n, "branch": None if idx == STEP else idx, "name": name,
+            "started_at": started, "ended_at": ended,
+            "duration_ms": None if ended is None else ended - started,
+            "outcome": outcome, "error": error, "fuel": fuel, "memory_grown": grown}
+
+
+def add_values(store: Store, page: list[dict[str, Any]], cap: int) -> None:
+    """Each position's recorded value, as its JSON text cut at `cap` bytes (at a
+    character's boundary): `value` (None: none recorded) and `value_truncated`."""
+    texts = values(store, page[0]["pos"], page[-1]["pos"], cap)
+    for m in page:
+        text = texts.get(m["pos"])
+        if text is None:
+            m["value"], m["value_truncated"] = None, False
+            continue
+        data = text.encode("utf-8")
+        shown = data[:cap].decode("utf-8", "ignore") if len(data) > cap else text
+        m["value"] = shown
+        m["value_truncated"] = len(shown) < (m.get("result_bytes") or 0)

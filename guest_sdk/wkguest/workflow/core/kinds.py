@@ -1,0 +1,135 @@
+"""The kinds of journal entry: the one-letter `kind` of a `_wk_wf_step` row.
+
+The letters are stored, and tools read them (docs/workflow-protocol.md, its appendix), so
+they never change. A final entry ends its position and is never rewritten; a pending one
+is only ever at the last position, until a final one replaces it.
+
+    final                                                     result
+    STEP_RETURNED          S  a step returned                 its value (plain JSON)
+    STEP_RETURNED_TAGGED   T  a step returned                 its value (tagged JSON)
+    STEP_FAILED            X  a step failed for good          [error, attempts]
+    SLEEP_PASSED           Z  a sleep passed                  null
+    WAIT_TOOK_EVENT        E  a wait took an event            its payload (plain)
+    WAIT_TOOK_EVENT_TAGGED F  a wait took an event            its payload (tagged)
+    WAIT_TIMED_OUT         O  a wait timed out                null
+    NOW_TAKEN              N  wf.now() took the time          the time (int ms)
+    RANDOM_TAKEN           R  wf.random() took a number       the float, in [0, 1)
+    UUID_TAKEN             U  wf.uuid() took an id            the UUID's text
+    PATCH_MARKER           V  wf.patched(id) answered True    true (the name is the id)
+    EMITTED                M  wf.emit(name, payload)          null (the stream holds it)
+    GROUP_SETTLED          G  a group (wf.all, all_settled,   [winner or null, each branch's
+                              any) settled                    [kind, result] or null]
+
+    pending
+    STEP_RETRYING          p  a step, with its attempts so far (and maybe a backoff)
+    SLEEPING               w  a sleep until wake_at
+    WAITING                q  a wait until wake_at
+    GROUP_OPEN             g  a group whose branches go on (their rows: _wk_wf_branch)
+
+The helpers' entries (N, R, U) are named after their call ("now", "random", "uuid"); a
+marker's name is its change id. Plain and tagged JSON: see values.py.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+STEP_RETURNED = "S"
+STEP_RETURNED_TAGGED = "T"
+STEP_FAILED = "X"
+SLEEP_PASSED = "Z"
+WAIT_TOOK_EVENT = "E"
+WAIT_TOOK_EVENT_TAGGED = "F"
+WAIT_TIMED_OUT = "O"
+NOW_TAKEN = "N"
+RANDOM_TAKEN = "R"
+UUID_TAKEN = "U"
+PATCH_MARKER = "V"
+EMITTED = "M"  # wf.emit(name, payload): the payload is in the stream (stream.py)
+GROUP_SETTLED = "G"  # a group of branches settled (groups/calls.py)
+STEP_RETRYING = "p"
+SLEEPING = "w"
+WAITING = "q"
+GROUP_OPEN = "g"
+
+# The primitives that record entries, as the steps route and the errors name them.
+STEP = "step"
+SLEEP = "sleep"
+WAIT = "wait"
+NOW = "now"
+RANDOM = "random"
+UUID = "uuid"
+PATCHED = "patched"
+GROUP = "group"
+
+
+# A child's two positions are named NOTICE_PREFIX + "CLS/ID" (children/calls.py).
+# Reserved: user names hold no control character (values.check_name), so no user event,
+# step or wait can have a name that starts with U+0002.
+NOTICE_PREFIX = "\x02child "
+
+class Kind(NamedTuple):
+    call: str  # the primitive that records it: STEP, SLEEP, WAIT, NOW, ... PATCHED
+    final: bool  # it ends its position
+    state: str  # the position's state in the steps route
+
+
+KINDS: dict[str, Kind] = {
+    STEP_RETURNED: Kind(STEP, True, "done"),
+    STEP_RETURNED_TAGGED: Kind(STEP, True, "done"),
+    STEP_FAILED: Kind(STEP, True, "failed"),
+    SLEEP_PASSED: Kind(SLEEP, True, "done"),
+    WAIT_TOOK_EVENT: Kind(WAIT, True, "done"),
+    WAIT_TOOK_EVENT_TAGGED: Kind(WAIT, True, "done"),
+    WAIT_TIMED_OUT: Kind(WAIT, True, "timed-out"),
+    NOW_TAKEN: Kind(NOW, True, "done"),
+    RANDOM_TAKEN: Kind(RANDOM, True, "done"),
+    UUID_TAKEN: Kind(UUID, True, "done"),
+    PATCH_MARKER: Kind(PATCHED, True, "done"),
+    EMITTED: Kind("emit", True, "done"),
+    GROUP_SETTLED: Kind(GROUP, True, "done"),
+    STEP_RETRYING: Kind(STEP, False, "retrying"),
+    SLEEPING: Kind(SLEEP, False, "sleeping"),
+    WAITING: Kind(WAIT, False, "waiting"),
+    GROUP_OPEN: Kind(GROUP, False, "open"),
+}
+
+FINAL_KINDS = "".join(k for k, v in KINDS.items() if v.final)  # "STXZEFONRUVMG"
+PENDING_KINDS = "".join(k for k, v in KINDS.items() if not v.final)  # "pwqg"
+
+
+def call_of(kind: str) -> str:
+    """The primitive that records `kind`; an unknown kind as itself (it is only shown)."""
+    known = KINDS.get(kind)
+    return kind if known is None else known.call
+
+
+def state_of(kind: str) -> str:
+    """The steps route's state of a position of `kind`; an unknown kind as itself."""
+    known = KINDS.get(kind)
+    return kind if known is None else known.state
+
+
+class Pending(NamedTuple):
+    """The pending entry at the last position, as `Store.load` reads it (its row's
+    columns, in this order)."""
+
+    pos: int
+    kind: str  # one of PENDING_KINDS
+    name: str
+    attempts: int  # a step's attempts counted so far (0 for a sleep or a wait)
+    next_attempt_at: int | None  # a step in backoff: the earliest next attempt
+    wake_at: int | None  # a sleep's wake time, a wait's deadline
+    error: str | None  # a step's last attempt's error
+
+
+def sql_list(kinds: str) -> str:
+    """`kinds` as the body of an SQL `IN (...)`: "pwq" -> "'p', 'w', 'q'"."""
+    return ", ".join(f"'{k}'" for k in kinds)
+
+
+def shown(name: str | None) -> str | None:
+    """A recorded name as the routes show it: `child orders/o-1` for a child's."""
+    if name is not None and name.startswith(NOTICE_PREFIX):
+        return name[1:]
+    return name

@@ -1,0 +1,399 @@
+"""The instance's and the journal's SQL, over a Backend: the core's tables of `_wk_wf*`
+(the SDK's, created by schema.py's statements). The features keep their own tables'
+SQL (groups/rows.py, children/registry.py, saga/cancelling.py, operator/rewind.py), as
+do continue-as-new (continuation.py), the attempts' history
+(attempt_history.py) and the emitted stream (stream.py):
+
+    _wk_wf        one row: the instance (state, run_id, input, output, error, times)
+    _wk_wf_step   one row per position: the journal (its kinds: kinds.py)
+    _wk_wf_event  events received that no wait has taken yet (taken ones move into the
+                  journal entry of the wait that took them, in one transaction)
+
+Durability: what the instance promises the moment it answers (its creation, a sleep's
+wake time, a wait's deadline, an event received, a timeout, a change of state) goes
+through exec_durable. What a run records for itself (a step's result or final error, an
+event taken, a helper's value) is a plain write that the run's last write syncs with
+itself: nothing reports it before then, and a crash before it loses the run's work
+together, which the next run does again. Bookkeeping that a crash may lose without
+breaking a promise (an attempt counted before `f` runs, a sleep seen as passed) uses exec.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import StoreFault
+from .backend import Backend, Param
+from .continuation import Chain
+from .kinds import (
+    GROUP_SETTLED,
+    PENDING_KINDS,
+    SLEEP_PASSED,
+    SLEEPING,
+    STEP_FAILED,
+    STEP_RETRYING,
+    STEP_RETURNED,
+    STEP_RETURNED_TAGGED,
+    WAIT_TIMED_OUT,
+    WAIT_TOOK_EVENT,
+    WAIT_TOOK_EVENT_TAGGED,
+    WAITING,
+    Pending,
+    sql_list,
+)
+from .publish import Publisher
+from .schema import SCHEMA
+from .stream import Stream
+
+FINISHED = frozenset({"completed", "failed", "cancelled", "terminated"})
+# As SQL's `IN (...)` list: a statement that must not touch a finished instance.
+FINISHED_SQL = "'completed', 'failed', 'cancelled', 'terminated'"
+# Not finished, but nothing of its own moves it on (status.py's RESTING_STATES): its row
+# is written only by an operator's move (cancel, rescue, ...: operator/moves.py), so its updated_at
+# is when it parked, or was paused. Neither holds an alarm.
+PARKED = "parked"
+PAUSED = "paused"
+HELD = frozenset({PARKED, PAUSED})
+RESTING = FINISHED | HELD
+
+# The journal since position ?1, as one row, in the split form of replay-floor.md: kinds
+# concatenated, keys joined by U+001E, results as one JSON array. A key is the name of a
+# step that returned a plain value (STEP_RETURNED, the hot path of replay), and U+0001 +
+# the name for any other kind: names hold no control character, so one compare of key and
+# name checks both the name and the kind. The ORDER BY sits in a subquery, not in the
+# aggregate: `group_concat(x ORDER BY pos)` needs SQLite 3.44 and
+# costs the host a temp b-tree, while SQLite does not flatten an ordered subquery into an
+# aggregate, so rows reach group_concat in pos order (tests check it on both SQLites).
+# The pending entry, if any, is always the last position; it comes apart as JSON.
+#
+# Three columns, read typed (`query_row`), not through query-packed: the keys and the
+# results are big texts full of characters JSON escapes (a U+001E per key, the quotes of
+# every result), and unescaping them again in the guest was a large part of a fresh long
+# journal's load. The small rest travels as one JSON array, because each typed column
+# adds to the crossing's cost (docs/performance.md).
+_LOAD = f"""
+SELECT json_array(w.state, w.run_id, w.bad_runs, w.retry_at, w.wake_at, w.waiting_for,
+                  w.finished_at, w.error, CASE WHEN w.run_id = ?2 THEN NULL ELSE w.input END,
+                  w.input_tagged, j.c, j.k,
+                  json((SELECT json_array(pos, kind, name, attempts, next_attempt_at,
+                                          wake_at, error)
+                          FROM _wk_wf_step WHERE pos = (SELECT max(pos) FROM _wk_wf_step)
+                           AND kind IN ({sql_list(PENDING_KINDS)})))),
+       j.n, j.r
+FROM _wk_wf AS w,
+     (SELECT count(*) AS c, group_concat(kind, '') AS k,
+             group_concat(CASE kind WHEN '{STEP_RETURNED}' THEN name ELSE char(1) || name END,
+                          char(30)) AS n,
+             '[' || group_concat(result, ',') || ']' AS r
+        FROM (SELECT kind, name, result FROM _wk_wf_step
+               WHERE pos >= (CASE WHEN (SELECT run_id FROM _wk_wf) = ?2 THEN ?1 ELSE 0 END)
+                 AND kind NOT IN ({sql_list(PENDING_KINDS)})
+               ORDER BY pos)) AS j
+"""
+
+_STATUS = """
+SELECT state, run_id, wake_at, waiting_for, output, output_tagged, error, created_at,
+       updated_at, finished_at,
+       (SELECT coalesce(max(pos) + 1, 0) FROM _wk_wf_step),
+       (SELECT count(*) FROM _wk_wf_event)"""
+_STATUS_FROM = " FROM _wk_wf"
+
+
+@dataclass
+class Loaded:
+    """What one event reads first, in one query."""
+
+    state: str
+    run_id: str
+    bad_runs: int
+    retry_at: int | None
+    wake_at: int | None
+    waiting_for: str | None
+    finished_at: int | None
+    error: str | None
+    input: str | None  # None: the caller's cached input is still this run's
+    input_tagged: bool
+    since: int  # the position the journal delta starts at
+    count: int
+    kinds: str
+    keys: str
+    results: str
+    pending: Pending | None
+
+
+@dataclass
+class StatusRow:
+    state: str
+    run_id: str
+    wake_at: int | None
+    waiting_for: str | None
+    output: str | None
+    output_tagged: bool
+    error: str | None
+    created_at: int
+    updated_at: int
+    finished_at: int | None
+    positions: int
+    events_pending: int
+    runs: int = 1  # runs begun under this id (continue-as-new): 1 for the first
+    previous_run_id: str | None = None
+
+
+class Store:
+    def __init__(self, backend: Backend) -> None:
+        self.db = backend
+        self.syncs = 0  # durable writes made: whether an event has synced what it wrote
+        self.stream = Stream(backend)  # the emitted events (stream.py)
+        self.chain = Chain(backend)  # continue-as-new (continuation.py)
+        self.publish = Publisher(backend)  # the state, for the host's index (publish.py)
+
+    def _durable(self, sql: str, params: tuple[Param, ...] = ()) -> int:
+        changes = self.db.exec_durable(sql, params)
+        self.syncs += 1
+        return changes
+
+    def sync(self) -> None:
+        """Make every write before it durable (one fsync), changing nothing."""
+        self._durable("/*wk:sync*/ SELECT 1")
+
+    def rows(self, sql: str, params: tuple[Param, ...] = ()) -> list[list[Any]]:
+        packed = self.db.query_packed(sql, params)
+        try:
+            doc = json.loads(packed)
+        except ValueError:
+            raise StoreFault("query-packed returned malformed JSON") from None
+        return list(doc[1:])
+
+    def init_schema(self) -> None:
+        # One script in one transaction: one crossing and one commit, not six of each.
+        self.db.exec("/*wk:schema*/ BEGIN; " + "; ".join(SCHEMA) + "; COMMIT")
+        self.stream.ready = self.chain.known = True
+
+    # -- reading -------------------------------------------------------------------
+
+    def load(self, since: int, run_id: str) -> Loaded | None:
+        row = self.db.query_row(_LOAD, (since, run_id))
+        if row is None:
+            return None
+        meta, keys, results = row
+        try:
+            r = json.loads(meta)
+        except ValueError:
+            raise StoreFault("the journal's load returned malformed JSON") from None
+        start = since if r[1] == run_id else 0
+        return Loaded(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], bool(r[9]),
+                      start, r[10], r[11] or "", keys or "", results or "[]",
+                      None if r[12] is None else Pending(*r[12]))
+
+    @staticmethod
+    def just_created(run_id: str, text: str, tagged: bool) -> Loaded:
+        """What `load(0, "")` reads right after `create` made the instance (a new actor:
+        no steps, no events): for the first run in the creating event, without the query."""
+        return Loaded("running", run_id, 0, None, None, None, None, None, text, tagged, 0, 0,
+                      "", "", "[]", None)
+
+    def status(self) -> StatusRow | None:
+        got = self.chain.status_rows(self.rows, _STATUS, _STATUS_FROM)
+        if not got:
+            return None
+        r = got[0]
+        return StatusRow(r[0], r[1], r[2], r[3], r[4], bool(r[5]), r[6], r[7], r[8], r[9],
+                         r[10], r[11], r[12] or 1, r[13])
+
+    def continue_as_new(self, run_id: str, text: str, tagged: bool, now: int) -> None:
+        """Begin run `run_id` with input `text`, in one durable transaction (continuation.py)."""
+        self.chain.switch(run_id, text, tagged, now, self._durable)
+
+    def input(self) -> tuple[str, bool] | None:
+        """The instance's input as stored: (JSON text, tagged)."""
+        got = self.rows("SELECT input, input_tagged FROM _wk_wf")
+        if not got:
+            return None
+        text, tagged = got[0]
+        return ("null" if text is None else str(text)), bool(tagged)
+
+    def steps(self, start: int, limit: int) -> list[list[Any]]:
+        return self.rows(
+            "SELECT pos, kind, name, attempts, error, next_attempt_at, wake_at, "
+            "length(result), event_seq, updated_at FROM _wk_wf_step "
+            "WHERE pos >= ? ORDER BY pos LIMIT ?",
+            (start, limit),
+        )
+
+    def events_pending(self) -> int:
+        return int(self.rows("SELECT count(*) FROM _wk_wf_event")[0][0])
+
+    def oldest_event(self, name: str, until: int) -> tuple[int, str, bool] | None:
+        """The oldest event `name` received at or before `until` (a wait's deadline)."""
+        got = self.rows(
+            "SELECT seq, payload, tagged FROM _wk_wf_event WHERE name = ? AND received_at <= ?"
+            " ORDER BY seq LIMIT 1",
+            (name, until),
+        )
+        return (got[0][0], got[0][1], bool(got[0][2])) if got else None
+
+    # -- the instance --------------------------------------------------------------
+
+    def create(self, run_id: str, text: str, tagged: bool, now: int,
+               watchdog: int | None = None) -> bool:
+        """Insert the instance, durably. `watchdog`: with its first run begun, as
+        begin_run(1, watchdog, now) would leave it, and not synced by itself: that run's
+        own durable write syncs it (Runner.create_and_run)."""
+        write = self._durable if watchdog is None else self.db.exec
+        self.publish.state("running", now)
+        return write(
+            "/*wk:create*/ INSERT OR IGNORE INTO _wk_wf (id, state, run_id, input, input_tagged,"
+            " bad_runs, retry_at, wake_at, created_at, updated_at)"
+            " VALUES (1, 'running', ?, ?, ?, ?, ?, ?, ?, ?)",
+            (run_id, text, int(tagged), 0 if watchdog is None else 1, watchdog, watchdog,
+             now, now),
+        ) > 0
+
+    def begin_run(self, bad_runs: int, retry_at: int, now: int) -> None:
+        # wake_at follows the watchdog alarm: a run cut before end_run (a trap, a kill)
+        # leaves the status saying when the instance runs next, not a stale time.
+        self.db.exec(
+            "/*wk:begin-run*/ UPDATE _wk_wf SET bad_runs = ?, retry_at = ?, wake_at = ?,"
+            " updated_at = ?",
+            (bad_runs, retry_at, retry_at, now),
+        )
+
+    def note_trap(self, reason: str) -> str:
+        """A cut's reason on the instance, and on the step attempt it cut, if one is
+        pending (the last position, a step retrying). Returns the instance's error."""
+        error = f"its last event was cut: {reason}"
+        self.db.exec("UPDATE _wk_wf SET error = ?", (error,))
+        self.db.exec("UPDATE _wk_wf_step SET error = 'attempt ' || attempts || ' was cut: ' "
+                     f"|| ? WHERE kind = '{STEP_RETRYING}'"
+                     " AND pos = (SELECT max(pos) FROM _wk_wf_step)",
+                     (reason,))
+        return error
+
+    def clear_bad_runs(self) -> None:
+        self.db.exec("UPDATE _wk_wf SET bad_runs = 0, retry_at = NULL")
+
+    def undo_bad_run(self) -> None:
+        self.db.exec("UPDATE _wk_wf SET bad_runs = max(bad_runs - 1, 0), retry_at = NULL")
+
+    def note_bad_run(self, error: str, now: int, durable: bool = False) -> None:
+        # Never over a parked instance's reason (a storage fault in the event that found
+        # it parked is noted here too).
+        write = self._durable if durable else self.db.exec
+        write(f"UPDATE _wk_wf SET error = ?, updated_at = ? WHERE state != '{PARKED}'",
+              (error, now))
+
+    def end_run(self, state: str, wake_at: int | None, waiting_for: str | None, now: int,
+                durable: bool) -> None:
+        write = self._durable if durable else self.db.exec
+        self.publish.state(state, now)
+        write(
+            "/*wk:end-run*/ UPDATE _wk_wf SET state = ?, wake_at = ?, waiting_for = ?,"
+            " bad_runs = 0,"
+            " retry_at = NULL, error = NULL, updated_at = ?",
+            (state, wake_at, waiting_for, now),
+        )
+
+    def finish(self, state: str, output: str | None, tagged: bool, error: str | None,
+               now: int) -> bool:
+        self.publish.state(state, now)
+        return self._durable(
+            "/*wk:finish*/ UPDATE _wk_wf SET state = ?, output = ?, output_tagged = ?,"
+            " error = ?,"
+            " wake_at = NULL, waiting_for = NULL, bad_runs = 0, retry_at = NULL,"
+            " updated_at = ?, finished_at = ?"
+            f" WHERE state NOT IN ({FINISHED_SQL})",
+            (state, output, int(tagged), error, now, now),
+        ) > 0
+
+    def park(self, reason: str, now: int) -> bool:
+        """Park the unfinished instance, durably, with `reason` as its error: no wake time,
+        no bad-run count. Its journal stays as recorded. False if it had finished."""
+        self.publish.state(PARKED, now)
+        return self._durable(
+            f"/*wk:park*/ UPDATE _wk_wf SET state = '{PARKED}', error = ?, wake_at = NULL,"
+            " waiting_for = NULL, bad_runs = 0, retry_at = NULL, updated_at = ?"
+            f" WHERE state NOT IN ({FINISHED_SQL})",
+            (reason, now),
+        ) > 0
+
+    def add_event(self, name: str, text: str, tagged: bool, now: int) -> None:
+        self._durable(
+            "/*wk:event*/ INSERT INTO _wk_wf_event (name, payload, tagged, received_at)"
+            " VALUES (?, ?, ?, ?)",
+            (name, text, int(tagged), now),
+        )
+
+    # -- the journal ---------------------------------------------------------------
+
+    def count_attempt(self, pos: int, name: str, attempts: int, error: str,
+                      next_attempt_at: int, now: int) -> None:
+        self.db.exec(
+            "/*wk:attempt*/ INSERT INTO _wk_wf_step (pos, kind, name, attempts, error,"
+            " next_attempt_at,"
+            f" updated_at) VALUES (?, '{STEP_RETRYING}', ?, ?, ?, ?, ?)"
+            " ON CONFLICT (pos) DO UPDATE SET"
+            " attempts = excluded.attempts, error = excluded.error,"
+            " next_attempt_at = excluded.next_attempt_at, updated_at = excluded.updated_at",
+            (pos, name, attempts, error, next_attempt_at, now),
+        )  # the trigger _wk_wf_attempt_wake copies next_attempt_at to the status
+
+    def retry_later(self, pos: int, error: str, next_attempt_at: int, now: int) -> None:
+        self.db.exec(
+            "UPDATE _wk_wf_step SET error = ?, next_attempt_at = ?, updated_at = ? WHERE pos = ?",
+            (error, next_attempt_at, now, pos),
+        )
+
+    def put_pending(self, pos: int, kind: str, name: str, wake_at: int, now: int) -> None:
+        self._durable(
+            _PENDING_TAGS[kind] + " INSERT INTO _wk_wf_step (pos, kind, name, wake_at,"
+            " updated_at) VALUES (?, ?, ?, ?, ?)",
+            (pos, kind, name, wake_at, now),
+        )
+
+    def put_final(self, pos: int, kind: str, name: str, result: str, now: int, *,
+                  error: str | None = None, wake_at: int | None = None,
+                  durable: bool = True) -> None:
+        write = self._durable if durable else self.db.exec
+        write(_FINAL_TAGS[kind] + _PUT_FINAL, (pos, kind, name, result, error, wake_at, None,
+                                               now))
+
+    def take_event(self, pos: int, name: str, wake_at: int, seq: int, payload: str,
+                   tagged: bool, now: int) -> None:
+        """Move event `seq` into the journal at `pos`, atomically. Not synced by itself:
+        the event was durable when it came, and the run's last write syncs the take with
+        the rest of the run (`Frontier.unsynced`); a crash before it leaves the event
+        untaken, and the next run takes it again."""
+        kind = WAIT_TOOK_EVENT_TAGGED if tagged else WAIT_TOOK_EVENT
+        self.db.exec("BEGIN IMMEDIATE")
+        try:
+            self.db.exec("/*wk:take-event*/" + _PUT_FINAL,
+                         (pos, kind, name, payload, None, wake_at, seq, now))
+            if self.db.exec("DELETE FROM _wk_wf_event WHERE seq = ?", (seq,)) != 1:
+                raise StoreFault(f"event {seq} vanished while being taken")
+            self.db.exec("/*wk:take-commit*/ COMMIT")
+        except BaseException:
+            # If even ROLLBACK fails, the host rolls back what an event leaves open.
+            with contextlib.suppress(StoreFault):
+                self.db.exec("ROLLBACK")
+            raise
+
+
+# Each statement that changes what the instance reports starts with a tag comment, so a
+# test host can kill itself at a named moment (wkhost's crash points); SQLite ignores it.
+_FINAL_TAGS = {STEP_RETURNED: "/*wk:result*/", STEP_RETURNED_TAGGED: "/*wk:result*/",
+               STEP_FAILED: "/*wk:step-error*/", SLEEP_PASSED: "/*wk:sleep-done*/",
+               WAIT_TIMED_OUT: "/*wk:timeout*/", WAIT_TOOK_EVENT: "/*wk:take-event*/",
+               WAIT_TOOK_EVENT_TAGGED: "/*wk:take-event*/", GROUP_SETTLED: "/*wk:group*/"}
+_PENDING_TAGS = {SLEEPING: "/*wk:sleep*/", WAITING: "/*wk:wait*/",
+                 STEP_RETRYING: "/*wk:attempt*/"}
+_PUT_FINAL = (
+    "INSERT INTO _wk_wf_step (pos, kind, name, result, error, wake_at, event_seq, updated_at)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (pos) DO UPDATE SET kind = excluded.kind,"
+    " result = excluded.result, error = excluded.error,"
+    " wake_at = coalesce(excluded.wake_at, wake_at), event_seq = excluded.event_seq,"
+    " next_attempt_at = NULL,"
+    " updated_at = excluded.updated_at"
+)

@@ -1,0 +1,147 @@
+"""The dry replay: the workflow function over its recorded journal, running nothing new.
+
+It stops at the first position that is not recorded (a step to run, a pending one, a
+sleep or a wait to go on with, a helper's value to draw, an emit), and advances nothing:
+no attempt is counted, no alarm set, no event taken, nothing written. A finished instance
+replays its whole journal. Queries answer from the state it reaches (`answer`); the
+compatibility report to come will replay a history the same way.
+
+Two guards make "writes nothing" hold whatever the primitive: the frontier gets the
+database only through `ReadOnly`, whose first write, alarm or deletion stops the replay
+(`DryStop`) before it is made; and every primitive's new work writes before it runs user
+code (a step's attempt is counted before its function runs), so no step function runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from wkguest.readonly import read_only
+
+from ..core.frontier import Frontier, describe
+from ..core.readonly import DryStop as DryStop
+from ..core.readonly import ReadOnly
+from ..core.store import Store
+from ..core.values import encode
+from ..errors import (
+    CodeError,
+    ContinueAsNew,
+    Fail,
+    JournalError,
+    Reordered,
+    StepFailed,
+    Suspend,
+    UnsupportedValue,
+    ValueTooLarge,
+    WorkflowSignal,
+)
+from ..run import Run
+from .calls import Handler
+
+if TYPE_CHECKING:
+    from ..runner import Runner
+
+
+class NotReplayable(Exception):
+    """The recorded journal does not replay with this code (reordered, unreadable, a
+    mistake in the code): there is no state to answer from."""
+
+
+class NoQuery(LookupError):
+    """The replayed workflow registered no query of that name."""
+
+
+class QueryFailed(Exception):
+    """The query's handler raised, called a primitive, or answered an unrecordable value."""
+
+
+class DryFrontier(Frontier):
+    """A frontier over a ReadOnly database that keeps the queries registered."""
+
+    queries: dict[str, Handler]
+
+
+@dataclass
+class Replayed:
+    """Where a dry replay got to: the Run (its `position` is where it stopped), whether
+    the function ended (returned, or failed as recorded), and the queries registered."""
+
+    run: Run
+    ended: bool
+    queries: dict[str, Handler]
+
+
+def replay(runner: Runner) -> Replayed | None:
+    """Replay the instance dry (see the module's doc). None: there is no instance.
+
+    Raises NotReplayable, and StoreFault (its database failed)."""
+    ro = ReadOnly(runner.db)
+    store = Store(ro)
+    j = runner.journal
+    loaded = store.load(len(j) if j else 0, j.run_id if j else "")
+    if loaded is None:
+        return None
+    try:
+        journal, input_value = runner.journal_for(loaded)
+    except JournalError as e:
+        runner.forget()  # the next run reads it all again
+        raise NotReplayable(str(e)) from None
+    front = DryFrontier(store, ro, journal, loaded.pending, runner.config.max_value_bytes,
+                        runner.config.run_budget_ms, ro.now())
+    front.queries = {}
+    run = Run(journal, front, runner.retry, loaded.run_id)
+    ended = _run(runner, run, input_value)
+    return Replayed(run, ended, front.queries)
+
+
+def _run(runner: Runner, run: Run, input_value: Any) -> bool:
+    """Whether the function ended over the recorded journal (rather than stopping)."""
+    try:
+        runner.fn(run, input_value)
+    except WorkflowSignal as s:
+        run.stopped = run.stopped or s
+    except (StepFailed, Fail):
+        pass  # the workflow's own failure, as recorded
+    except Exception as e:
+        if run.stopped is None:
+            raise NotReplayable(f"the workflow function raised {describe(e)}") from None
+    stop = run.stopped
+    if stop is None:
+        return True
+    if isinstance(stop, DryStop | Suspend):
+        return False
+    if isinstance(stop, ContinueAsNew):
+        return True  # the run's end: what it recorded is all of it
+    if isinstance(stop, CodeError | Reordered | JournalError):
+        raise NotReplayable(str(stop))
+    raise stop  # StoreFault, or a signal this replay does not know
+
+
+def answer(runner: Runner, name: str, arg: Any) -> tuple[Any, int] | None:
+    """Query `name` with `arg`: the handler's answer over the replayed state, and the
+    position the replay stopped at. None: there is no instance.
+
+    Raises NoQuery, QueryFailed, NotReplayable, StoreFault."""
+    got = replay(runner)
+    if got is None:
+        return None
+    handler = got.queries.get(name)
+    if handler is None:
+        known = ", ".join(sorted(got.queries)) or "none"
+        raise NoQuery(f"the workflow registers no query {name!r} (it registers: {known})")
+    run = got.run
+    # A primitive called by the handler raises this at once: a query advances nothing.
+    run.stopped = CodeError(f"query {name!r}: a query handler may not call workflow "
+                            "primitives (it only reads the workflow's state)")
+    try:
+        # Nor may it change anything through the SDK's modules (its SQL, the alarm, a
+        # fetch, a call): the handler only reads (docs/workflows.md, Queries).
+        with read_only(f"query {name!r}"):
+            value = handler(arg)
+        encode(value, runner.config.max_value_bytes, f"the answer of query {name!r}")
+    except (UnsupportedValue, ValueTooLarge) as e:
+        raise QueryFailed(str(e)) from None
+    except (Exception, WorkflowSignal) as e:
+        raise QueryFailed(f"query {name!r} raised {describe(e)}") from None
+    return value, run.position

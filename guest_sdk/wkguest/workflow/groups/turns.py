@@ -1,0 +1,334 @@
+"""An open group's new work: its branches, moved on in one run.
+
+An event runs guest code on one thread, so the branches take their turns, in the order
+the code gives them, within each run that reaches the group: a step branch whose attempt
+is due runs it (counted first, as a step's is, so a trap inside it counts), a sleep or a
+wait whose time has come ends, a wait takes its event, a child's start is made and its
+notice taken. A branch that cannot move yet (a step in backoff, a sleep, a wait, a
+running child) gives the group a wake time, and the group waits for the earliest of
+them: so the branches that wait do wait together, and a failing step backs off on its
+own while the others go on. The event's budget cuts the turns as it cuts steps.
+
+The group settles when its call says (calls.py): `all` once every branch has or one
+branch has failed, `all_settled` once every branch has, `any` at the first branch that
+has. Then its entry records every settled branch's outcome and, for `any` and for a
+failed `all`, the branch that decided; the children of the branches left unsettled are
+cancelled, unless the call says to leave them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from ..children import calls as _child
+from ..core import policy, timeouts
+from ..core.attempt_history import FAILED, RETURNED, TIMED_OUT, was_cut
+from ..core.config import Retry
+from ..core.context import StepContext
+from ..core.frontier import CUT, Frontier, describe
+from ..core.kinds import (
+    FINAL_KINDS,
+    GROUP,
+    GROUP_OPEN,
+    GROUP_SETTLED,
+    SLEEP_PASSED,
+    SLEEPING,
+    STEP_FAILED,
+    STEP_RETRYING,
+    STEP_RETURNED,
+    STEP_RETURNED_TAGGED,
+    WAIT_TIMED_OUT,
+    WAIT_TOOK_EVENT,
+    WAIT_TOOK_EVENT_TAGGED,
+    WAITING,
+    Pending,
+)
+from ..core.moments import check_duration
+from ..core.values import decode, encode
+from ..errors import NonRetryable, Reordered, Suspend, UnsupportedValue, ValueTooLarge
+from .branches import ALL, ANY, CANCEL, Checked, Child, Sleep, Step, Wait
+from .rows import Branches, Row
+
+# A group that waits only for children has no time to wake at: their notices set its
+# alarm. It still looks again this often, in case an alarm was lost with a crash.
+IDLE_WAKE_MS = 86_400_000
+
+Outcome = list[Any]  # [kind, result]: a settled branch, as the group's entry records it
+
+
+class GroupFront:
+    def __init__(self, front: Frontier, pos: int, sig: str, checked: list[Checked],
+                 call: str, losers: str, key: Callable[[int], str],
+                 guard: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+        self.front = front
+        self.db = front.db
+        self.pos = pos
+        self.sig = sig
+        self.checked = checked
+        self.call = call
+        self.losers = losers
+        self.key = key  # a branch's idempotency key, by index
+        self.guard = guard  # Run._no_nesting
+        self.rows = Branches(front.store, pos)
+        self.wakes: list[int] = []
+        self.running = False  # a step branch is due or in backoff: the state is running
+        self.waiting_for: str | None = None
+        self.budget_spent = False
+        self.started: set[int] = set()  # child branches whose start was made
+
+    def run(self) -> list[Any]:
+        """Move the group on. Returns its entry's record, [decider, outcomes], once it
+        settles; raises Suspend until then."""
+        front = self.front
+        p = front._pending(self.pos, GROUP_OPEN, GROUP, self.sig)
+        rows: dict[int, Row] = {}
+        if p is None:
+            self.rows.open(self.sig, self.db.now())
+            front.pending = Pending(self.pos, GROUP_OPEN, self.sig, 0, None, None, None)
+            front.unsynced = True
+        else:
+            rows = self.rows.load()
+            self._check(rows)
+        outcomes: list[Outcome | None] = [None] * len(self.checked)
+        decider = None
+        for i, c in enumerate(self.checked):
+            row = rows.get(i)
+            out = _recorded(row) if row and row.kind in FINAL_KINDS else self._advance(i, c, row)
+            outcomes[i] = out
+            if out is not None and (self.call == ANY or (out[0] == STEP_FAILED
+                                                          and self.call == ALL)):
+                decider = i
+                break
+        if decider is None and (self.call == ANY or None in outcomes):
+            self._suspend()
+        return self._settle(decider, outcomes)
+
+    def _check(self, rows: dict[int, Row]) -> None:
+        for i, row in rows.items():
+            name = self.checked[i].name if i < len(self.checked) else None
+            if row.name != name:
+                now = "no branch" if name is None else f"branch {name!r}"
+                raise Reordered(
+                    f"the code changed a group under a running instance: at position "
+                    f"{self.pos}, {self.sig!r}, branch {i} was recorded as {row.name!r}, and "
+                    f"the code now has {now} there. Running instances need the recorded "
+                    "branches; serve changed code as a new class.")
+            if row.kind == WAITING and isinstance(self.checked[i].branch, Child):
+                self.started.add(i)
+
+    def _suspend(self) -> None:
+        now = self.db.now()
+        wake = min(self.wakes) if self.wakes else now + IDLE_WAKE_MS
+        self.rows.wake(wake, now)
+        raise Suspend("running" if self.running else "waiting", wake, self.waiting_for)
+
+    def _later(self, at: int | None, *, running: bool = False, waiting: str | None = None
+               ) -> None:
+        if at is not None:
+            self.wakes.append(at)
+        self.running = self.running or running
+        if waiting is not None and self.waiting_for is None:
+            self.waiting_for = waiting
+
+    def _settle(self, decider: int | None, outcomes: list[Outcome | None]) -> list[Any]:
+        record = [decider, outcomes]
+        text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+        front = self.front
+        front.store.put_final(self.pos, GROUP_SETTLED, self.sig, text, self.db.now(),
+                              durable=False)
+        front.unsynced = True
+        front.journal.append(GROUP_SETTLED, self.sig, text, record)
+        front.pending = None
+        if self.losers == CANCEL:
+            for i in self.started:
+                b = self.checked[i].branch
+                if outcomes[i] is None and isinstance(b, Child) and not b.detach:
+                    _child.cancel_child(self.db, b.cls, b.id)
+        return record
+
+    # -- each kind of branch -------------------------------------------------------
+
+    def _advance(self, i: int, c: Checked, row: Row | None) -> Outcome | None:
+        b = c.branch
+        if isinstance(b, Step):
+            f = b.f
+            fn = (lambda: f(self.key(i))) if b.keyed else f
+            return self._attempt(i, c, row, self.guard(fn), self._returned)
+        if isinstance(b, Sleep):
+            return self._sleep(i, b, row)
+        if isinstance(b, Wait):
+            return self._wait(i, b, row)
+        assert isinstance(b, Child)
+        if row is not None and row.kind == WAITING:
+            return self._child_notice(i, b)
+        cb = b
+        return self._attempt(
+            i, c, row, lambda: _child.start_child(self.db, cb.cls, cb.id, cb.input, cb.detach),
+            lambda i, name, _v, _n: self._child_started(i, name))
+
+    def _attempt(self, i: int, c: Checked, row: Row | None, fn: Callable[[], Any],
+                 done: Callable[[int, str, Any, int], Outcome | None]) -> Outcome | None:
+        """One attempt of a step branch (or of a child's start), as Frontier.step makes
+        a step's: with its retries, its backoff, its timeout, the watchdog and the
+        event's budget."""
+        front, retry = self.front, c.retry
+        assert retry is not None
+        attempts = row.attempts if row else 0
+        cut = row is not None and attempts > 0 and was_cut(row.error, attempts)
+        late = timeouts.cut_message(row.error, attempts, retry.timeout_ms) if row else None
+        if attempts >= retry.attempts:  # the last attempt was cut
+            if cut:
+                front.attempts.cut(self.pos, i, timed_out=late)
+            return self._failed(i, c.name, late or (row.error if row else None)
+                                or CUT.format(n=attempts), attempts)
+        now = self.db.now()
+        if row is not None and row.next_attempt_at is not None and now < row.next_attempt_at:
+            self._later(row.next_attempt_at, running=True)
+            return None
+        if self.budget_spent or (front.new_steps and now - front.started_at >= front.budget_ms):
+            self.budget_spent = True
+            self._later(now, running=True)
+            return None
+        attempt = attempts + 1
+        self._count(i, c, retry, attempt, now, late if cut else None, cut)
+        ctx = StepContext(c.name, attempt, self.pos, self.key(i),
+                          timeouts.deadline(retry.timeout_ms, now), front.journal)
+        return self._run(i, c, ctx, fn, done, now)
+
+    def _count(self, i: int, c: Checked, retry: Retry, attempt: int, now: int,
+               late: str | None, cut: bool) -> None:
+        front = self.front
+        retry_at = now + retry.backoff(attempt)
+        front.watch(retry_at, now)
+        if cut:  # its history row, from the branch's row before the count writes over it
+            front.attempts.cut(self.pos, i, timed_out=late)
+        self.rows.count_attempt(i, c.name, attempt, CUT.format(n=attempt), retry_at, now)
+        if front.bad_runs_open:
+            front.store.clear_bad_runs()
+            front.bad_runs_open = False
+        front.new_steps += 1
+        front.unsynced = True
+        front.meter = front.attempts.begin(self.pos, i, attempt, now)
+
+    def _run(self, i: int, c: Checked, ctx: StepContext, fn: Callable[[], Any],
+             done: Callable[[int, str, Any, int], Outcome | None], now: int
+             ) -> Outcome | None:
+        limit = None if c.retry is None else c.retry.timeout_ms
+        self.front.context = ctx
+        try:
+            value = timeouts.call(self.db, fn, limit)
+        except NonRetryable as e:
+            late = timeouts.overran(self.db, limit, now, e)
+            error = timeouts.message(ctx.attempt, limit, describe(e)) if late else describe(e)
+            return self._failed(i, c.name, error, ctx.attempt, TIMED_OUT if late else FAILED)
+        except Exception as e:
+            if not timeouts.overran(self.db, limit, now, e):
+                return self._retry_later(i, c, ctx, describe(e), e)
+            error = timeouts.message(ctx.attempt, limit, describe(e))
+            return self._retry_later(i, c, ctx, error, timeouts.exception(error, e), TIMED_OUT)
+        finally:
+            self.front.context = None
+        if timeouts.overran(self.db, limit, now):
+            error = timeouts.message(ctx.attempt, limit)
+            return self._retry_later(i, c, ctx, error, timeouts.exception(error, None), TIMED_OUT)
+        return done(i, c.name, value, ctx.attempt)
+
+    def _retry_later(self, i: int, c: Checked, ctx: StepContext, error: str, exc: Exception,
+                     outcome: str = FAILED) -> Outcome | None:
+        self.front._end(outcome, error)
+        retry, attempt = c.retry, ctx.attempt
+        assert retry is not None
+        if attempt >= retry.attempts:
+            return self._failed(i, c.name, error, attempt)
+        try:
+            wait = policy.wait_after(retry, attempt, ctx, exc)
+        except policy.DelayFailed as e:
+            return self._failed(i, c.name, policy.delay_failed(e, attempt, error), attempt)
+        now = self.db.now()
+        at = now + wait
+        self.rows.put(i, STEP_RETRYING, c.name, now, attempts=attempt, error=error,
+                      next_attempt_at=at)
+        self._later(at, running=True)
+        return None
+
+    def _returned(self, i: int, name: str, value: Any, attempt: int) -> Outcome:
+        try:
+            text, tagged = encode(value, self.front.limit, f"the result of step {name!r}")
+        except (UnsupportedValue, ValueTooLarge) as e:
+            return self._failed(i, name, str(e), attempt)
+        kind = STEP_RETURNED_TAGGED if tagged else STEP_RETURNED
+        self.front._end(RETURNED, None)
+        self.rows.put(i, kind, name, self.db.now(), result=text, attempts=attempt)
+        return [kind, json.loads(text)]
+
+    def _failed(self, i: int, name: str, error: str, attempts: int,
+                outcome: str = FAILED) -> Outcome:
+        self.front._end(outcome, error)
+        text = json.dumps([error, attempts], ensure_ascii=False, separators=(",", ":"))
+        self.rows.put(i, STEP_FAILED, name, self.db.now(), result=text, attempts=attempts,
+                      error=error)
+        return [STEP_FAILED, [error, attempts]]
+
+    def _sleep(self, i: int, b: Sleep, row: Row | None) -> Outcome | None:
+        now = self.db.now()
+        if row is None or row.wake_at is None:
+            wake = now + check_duration(b.ms, f"sleep {b.name!r}")
+            self.rows.put(i, SLEEPING, b.name, now, wake_at=wake)
+        else:
+            wake = row.wake_at
+        if now < wake:
+            self._later(wake)
+            return None
+        self.rows.put(i, SLEEP_PASSED, b.name, now, result="null")
+        return [SLEEP_PASSED, None]
+
+    def _wait(self, i: int, b: Wait, row: Row | None) -> Outcome | None:
+        now = self.db.now()
+        if row is None or row.wake_at is None:
+            deadline = now + check_duration(b.timeout, f"the wait for {b.name!r}: its timeout")
+            self.rows.put(i, WAITING, b.name, now, wake_at=deadline)
+        else:
+            deadline = row.wake_at
+        got = self.rows.oldest_event(b.name, deadline)
+        if got is not None:
+            seq, text, tagged = got
+            kind = WAIT_TOOK_EVENT_TAGGED if tagged else WAIT_TOOK_EVENT
+            self.rows.take_event(i, kind, b.name, seq, text, deadline, now)
+            return [kind, json.loads(text)]
+        if now >= deadline:
+            self.rows.put(i, WAIT_TIMED_OUT, b.name, now, result="null")
+            return [WAIT_TIMED_OUT, None]
+        self._later(deadline, waiting=b.name)
+        return None
+
+    def _child_started(self, i: int, name: str) -> None:
+        self.front._end(RETURNED, None)  # the start's attempt
+        self.rows.put(i, WAITING, name, self.db.now())
+        self.started.add(i)
+        self._later(None, waiting=name)
+
+    def _child_notice(self, i: int, b: Child) -> Outcome | None:
+        self.started.add(i)
+        got = self.rows.oldest_event(_child.notice_event(b.cls, b.id), None)
+        if got is None:
+            self._later(None, waiting=b.name)
+            return None
+        seq, text, tagged = got
+        ok, value, error = _child.child_outcome(decode(text, tagged))
+        if ok:
+            try:
+                vtext, vtagged = encode(value, self.front.limit, f"the output of {b.name}")
+            except (UnsupportedValue, ValueTooLarge) as e:
+                ok, error = False, str(e)
+        if ok:
+            kind = STEP_RETURNED_TAGGED if vtagged else STEP_RETURNED
+        else:
+            kind, vtext = STEP_FAILED, json.dumps([error or "failed", 1], ensure_ascii=False)
+        self.rows.take_event(i, kind, b.name, seq, vtext, None, self.db.now())
+        return [kind, json.loads(vtext)]
+
+
+def _recorded(row: Row) -> Outcome:
+    return [row.kind, None if row.result is None else json.loads(row.result)]
