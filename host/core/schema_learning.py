@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 
 from ..storage.actordb import ActorDb, StorageError
-from ..storage.images import IMAGE_MAX_BYTES, SchemaImage, build_schema_image
+from ..storage.images import SchemaImage, build_schema_image, why_not_built
 from . import event
 from .registry import ActorClass
 
@@ -40,13 +40,6 @@ def learn_schema(cls: ActorClass, db: ActorDb, enabled: bool) -> None:
             cls.schema_image = build_schema_image(script, db.path.parent, ev.deadline,
                                                   ev.loan())
         except (StorageError, OSError) as e:  # then it is simply not kept
-            log.warning("class %s: no schema image (%s)", cls.name, _why(e))
+            log.warning("class %s: no schema image (%s)", cls.name, why_not_built(e))
             cls.schema_learning = False
 
-
-def _why(e: BaseException) -> str:
-    if isinstance(e, StorageError) and "interrupted" in str(e):
-        return "making it ran past the event's deadline"
-    if isinstance(e, StorageError) and "full" in str(e):
-        return f"it would be over {IMAGE_MAX_BYTES} bytes"
-    return str(e)

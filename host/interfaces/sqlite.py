@@ -188,8 +188,8 @@ def register(root: Any, guard: Any, host: Events[E]) -> None:
                                            ev.bound, io_wait=ev.gate.waiting,
                                            loan=ev.loan(), into=into)
         except SqlError as e:
-            if str(e).startswith("interrupted:") and ev.cut_by_limit():
-                raise SqlError(NARROWED) from None
+            if e.interrupted and ev.cut_by_limit():
+                raise SqlError(NARROWED, interrupted=True) from None
             raise
         return db, columns, into
 

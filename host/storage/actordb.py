@@ -54,7 +54,8 @@ from .files import (
 )
 from .images import SCHEMA_OPS, SCHEMA_TABLES, SchemaImage
 from .replica import Replica
-from .statements import DEFAULT_MAX_RESULT_BYTES, Rows, SqlValue, explain, run
+from .statements import DEFAULT_MAX_RESULT_BYTES, Rows, SqlValue, run, sql_error
+from .statements import SqlError as SqlError  # what its callers catch, as before
 from .watch import WATCH, Loan, StatementWatch
 
 if TYPE_CHECKING:
@@ -62,10 +63,6 @@ if TYPE_CHECKING:
 
 # What core catches of SQLite's failures, without naming apsw (storage's alone).
 StorageError = apsw.Error
-
-
-class SqlError(Exception):
-    """An expected failure of guest SQL; its text goes back to the guest as the err."""
 
 
 class ActorDb:
@@ -246,7 +243,7 @@ class ActorDb:
             # may be there, and a cached statement is not authorized again.
             return run(self.conn, sql, params, not self._names_host, into)
         except apsw.Error as e:
-            raise SqlError(explain(e, self._max_value_bytes)) from None
+            raise sql_error(e, self._max_value_bytes) from None
         finally:
             self.watch.end(running)  # takes back what a long statement lent
             # Rows written, even if later rolled back: kept as "this actor keeps
@@ -299,7 +296,7 @@ class ActorDb:
             except apsw.Error as e:
                 if conn.in_transaction:  # a COMMIT that meets a full disk rolls back itself
                     conn.execute("ROLLBACK")
-                raise SqlError(explain(e, self._max_value_bytes)) from None
+                raise sql_error(e, self._max_value_bytes) from None
             self.pending_attrs = None
         return out
 

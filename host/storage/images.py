@@ -74,6 +74,16 @@ class SchemaImage:
     data: bytes
 
 
+def why_not_built(e: BaseException) -> str:
+    """Why `build_schema_image` failed, for the log: its deadline, its size cap, or the
+    failure's own text."""
+    if isinstance(e, apsw.InterruptError):
+        return "making it ran past the event's deadline"
+    if isinstance(e, apsw.FullError):
+        return f"it would be over {IMAGE_MAX_BYTES} bytes"
+    return str(e)
+
+
 def build_schema_image(script: str, directory: Path, deadline: float = math.inf,
                        loan: Loan | None = None, watch: StatementWatch = WATCH
                        ) -> SchemaImage:

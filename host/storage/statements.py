@@ -37,9 +37,25 @@ INTERRUPTED = ("interrupted: the statement ran past the event's wall-clock budge
                "(--wall-budget-ms)")
 
 
+class SqlError(Exception):
+    """An expected failure of guest SQL; its text goes back to the guest as the err.
+    `interrupted`: the statement was cut at its deadline (its text says so to people)."""
+
+    def __init__(self, message: str, interrupted: bool = False) -> None:
+        super().__init__(message)
+        self.interrupted = interrupted
+
+
 class ResultError(apsw.Error):
     """The host could not make a result of what the statement returned: told to whoever
     ran it as the statement's failure, as SQLite's own are."""
+
+
+class Interrupted(ResultError):
+    """The host's own work on a result ran past the statement's deadline, where SQLite's
+    interrupt could not cut it: told as SQLite's interrupt is."""
+
+
 
 
 class Rows:
@@ -83,7 +99,7 @@ class Rows:
         """Between pieces of the host's own work on one row: SQLite's interrupt at the
         deadline (storage/watch.py) stops only the fetch of the next."""
         if time.monotonic() > self.deadline:
-            raise ResultError(INTERRUPTED)
+            raise Interrupted(INTERRUPTED)
 
 
 class Dropped(Rows):
@@ -134,6 +150,13 @@ def _run(conn: apsw.Connection, sql: str, params: Sequence[Any], can_cache: bool
 def one_line(e: BaseException) -> str:
     text = str(e).strip().splitlines()
     return f"{type(e).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+def sql_error(e: apsw.Error, max_value_bytes: int) -> SqlError:
+    """What a guest's statement that failed with `e` raises: `explain`'s text, and
+    whether it was cut at its deadline (by SQLite, or between its rows)."""
+    cut = isinstance(e, (apsw.InterruptError, Interrupted))
+    return SqlError(explain(e, max_value_bytes), interrupted=cut)
 
 
 def explain(e: apsw.Error, max_value_bytes: int) -> str:
