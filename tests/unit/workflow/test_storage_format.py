@@ -30,7 +30,10 @@ GOLDEN = Path(__file__).parent / "golden"
 
 # The golden files' keys for the tables beyond a history's three (the page's Examples).
 EXTRA = {"emitted": "_wk_wf_emit", "branches": "_wk_wf_branch", "runs": "_wk_wf_run",
-         "children": "_wk_wf_child", "parent": "_wk_wf_parent"}
+         "children": "_wk_wf_child", "parent": "_wk_wf_parent",
+         # not in any golden file: the databases of tests/e2e/data/wf_9401b45 have them
+         "attempts": "_wk_wf_attempt", "saga": "_wk_wf_saga", "pause": "_wk_wf_pause"}
+OUTCOMES = {"returned", "failed", "timed-out", "cut"}
 CORE = {"instance": "_wk_wf", "steps": "_wk_wf_step", "events": "_wk_wf_event"}
 STATES = {"running", "waiting", "compensating", "paused", "parked", "completed", "failed",
           "cancelled", "terminated"}
@@ -236,9 +239,29 @@ class Checker:
                 self.fail(f"_wk_wf_child.started_at {c['started_at']!r}")
             if c["cancel"] not in (0, 1, 2) or c["detached"] not in (0, 1):
                 self.fail(f"_wk_wf_child row {c}")
+        self.attempts(doc.get("attempts", []), doc["steps"], doc.get("branches", []))
+        for r in doc.get("saga", []):
+            if r["id"] != 1 or not (r["stop_at"] is None or r["stop_at"] >= 0):
+                self.fail(f"_wk_wf_saga row {r}")
+        for r in doc.get("pause", []):
+            if r["id"] != 1 or r["paused_from"] not in STATES or inst["state"] != "paused":
+                self.fail(f"_wk_wf_pause row {r} in state {inst['state']}")
         for p in doc.get("parent", []):
             if p["id"] != 1 or p["notice"] not in (0, 1, 2) or p["detached"] not in (0, 1):
                 self.fail(f"_wk_wf_parent row {p}")
+
+    def attempts(self, rows: list[dict[str, Any]], steps: list[dict[str, Any]],
+                 branches: list[dict[str, Any]]) -> None:
+        there = {(s["pos"], -1) for s in steps} | {(b["pos"], b["idx"]) for b in branches}
+        for a in rows:
+            what = f"attempt {a['attempt']} of ({a['pos']}, {a['idx']})"
+            if (a["pos"], a["idx"]) not in there or a["attempt"] < 1:
+                self.fail(f"{what}: no such step or branch")
+            # A cut attempt has no end, nor has one the host cut at its timeout.
+            ended = a["ended_at"] is not None
+            if a["outcome"] not in OUTCOMES or (ended and a["outcome"] == "cut") or (
+                    not ended and a["outcome"] not in ("cut", "timed-out")):
+                self.fail(f"{what}: outcome {a['outcome']!r}, ended_at {a['ended_at']}")
 
     def instance(self, w: dict[str, Any]) -> None:
         if w["id"] != 1 or w["state"] not in STATES or not RUN_ID.fullmatch(w["run_id"]):
