@@ -16,6 +16,9 @@ What happens to exceptions (the contract of `handler` in wit/world.wit):
   it and the caller gets 500. Catch what you expect and answer with a `Response`.
 - A `BaseException` that is not an `Exception` (SystemExit, KeyboardInterrupt, your own)
   is never caught, in any hook: it traps.
+- Before any of these traps, the exception is reported to the host
+  (`lifecycle.report_exception`), which keeps it with the trap: the actor's next events
+  read it in `lifecycle.last_trap_info()`, and operators see the Python exception.
 """
 
 from __future__ import annotations
@@ -141,6 +144,9 @@ def _run_hook(hook: Callable[[], None], name: str) -> None:
     except Exception as e:
         traceback.print_exc()  # stderr goes to the host's log: keep the whole story there
         raise _b.Err(f"{name} failed: {type(e).__name__}: {e}") from None
+    except BaseException as e:  # it traps: reported first, kept with the trap
+        lifecycle.report_exception(e)
+        raise
 
 
 def export(actor_cls: type[Actor]) -> type[Any]:
@@ -178,8 +184,13 @@ def _handler_class(actor_cls: type[Actor]) -> type[Any]:
             _run_hook(lambda: actor().on_alarm(), "on_alarm")
 
         def handle(self, req: Any, sender: Any) -> Any:
-            # No try/except on purpose: an uncaught exception must trap (see module doc).
-            return _response(actor().handle(_request(req, sender)), name)
+            # An uncaught exception must trap (see module doc): it is only reported first.
+            # A try costs nothing until something raises.
+            try:
+                return _response(actor().handle(_request(req, sender)), name)
+            except BaseException as e:
+                lifecycle.report_exception(e)
+                raise
 
     Handler.__qualname__ = Handler.__name__ = f"Handler_{name}"
     return Handler

@@ -1,19 +1,58 @@
 """This actor's identity, the host's clock, its own end, the fuel it has burnt, who runs
-it, and a deadline it sets itself (WIT interface `lifecycle`)."""
+it, a deadline it sets itself, and why its last event trapped (WIT interface
+`lifecycle`)."""
 
 from __future__ import annotations
+
+import enum
+import traceback
+from dataclasses import dataclass
 
 from wkguest import _bindings as _b
 from wkguest import readonly
 from wkguest.types import ActorRef
 
-__all__ = ["NARROWED_REASON", "delete_self", "fuel_used", "holder", "last_trap",
-           "narrow_deadline", "now", "self_ref"]
+__all__ = ["NARROWED_REASON", "ReportedException", "TrapInfo", "TrapKind", "delete_self",
+           "fuel_used", "holder", "last_trap", "last_trap_info", "narrow_deadline", "now",
+           "report_exception", "self_ref"]
 
 # What `last_trap()` says of an event whose guest code was still running at the deadline
 # it set itself (`narrow_deadline`). The host spells it too (wkhost.core.instance.NARROWED):
-# tests/unit/test_sdk_bindings.py checks that the two agree.
+# tests/unit/test_sdk_bindings.py checks that the two agree. Text for people: code tells
+# that cut by `last_trap_info().kind is TrapKind.NARROWED_DEADLINE`.
 NARROWED_REASON = "the event passed the deadline it set itself (lifecycle.narrow-deadline)"
+
+
+class TrapKind(enum.Enum):
+    """What cut or trapped a call into the actor (WIT `lifecycle.trap-kind`)."""
+
+    CPU = "cpu"                              # its CPU budget (--cpu-budget-ms)
+    WALL = "wall"                            # its wall-clock budget (--wall-budget-ms)
+    NARROWED_DEADLINE = "narrowed-deadline"  # the deadline it set itself (narrow_deadline)
+    MEMORY = "memory"                        # out of memory at the host's cap
+    OUTPUT_FLOOD = "output-flood"            # it wrote past the output cap, then trapped
+    GUEST = "guest"                          # its own: an uncaught exception, exit, abort
+    HOST = "host"                            # a host function failed under it
+    UNKNOWN = "unknown"                      # kept by a wkhost that kept only the text
+
+
+@dataclass(frozen=True)
+class ReportedException:
+    """The exception the actor reported as it trapped (`report_exception`)."""
+
+    type_name: str
+    message: str
+    traceback: str
+
+
+@dataclass(frozen=True)
+class TrapInfo:
+    """Why the actor's last event that trapped or was cut ended: `message` is
+    `last_trap()`'s text, `exception` what it reported before it trapped, if anything."""
+
+    kind: TrapKind
+    message: str
+    exception: ReportedException | None
 
 
 def self_ref() -> ActorRef:
@@ -44,6 +83,45 @@ def last_trap() -> str | None:
     restarts too, until an event that asked for it ends without a trap. Never raises."""
     reason: str | None = _b.lifecycle.last_trap()
     return reason
+
+
+def last_trap_info() -> TrapInfo | None:
+    """`last_trap()`'s reason as a value: its kind, its message, and the exception the
+    actor reported before it trapped. Kept and forgotten with `last_trap()`'s. Never
+    raises."""
+    info = _b.lifecycle.last_trap_info()
+    if info is None:
+        return None
+    e = info.exception
+    reported = None if e is None else ReportedException(e.type_name, e.message, e.traceback)
+    return TrapInfo(TrapKind[info.kind.name], info.message, reported)
+
+
+# What is sent of a reported exception, in characters: the host keeps no more
+# (host/traps.py), and a smaller string crosses the boundary faster.
+_MAX_TYPE_NAME, _MAX_MESSAGE, _MAX_TRACEBACK = 256, 4096, 16384
+
+
+def report_exception(exc: BaseException) -> None:
+    """Tell the host the exception this call is about to trap on, to keep with the trap
+    (`last_trap_info().exception`). `wkguest.export` reports an uncaught one itself.
+    Never raises: a failure to report (out of memory) leaves the trap as it was."""
+    try:
+        cls = type(exc)
+        name = cls.__qualname__ if cls.__module__ == "builtins" \
+            else f"{cls.__module__}.{cls.__qualname__}"
+        text = "".join(traceback.format_exception(exc))
+        _b.lifecycle.report_exception(name[:_MAX_TYPE_NAME], _message(exc),
+                                      text[-_MAX_TRACEBACK:])
+    except Exception:  # the trap that follows must stay the guest's own
+        pass
+
+
+def _message(exc: BaseException) -> str:
+    try:
+        return str(exc)[:_MAX_MESSAGE]
+    except Exception:  # a __str__ that raises
+        return f"<{type(exc).__name__}: its str() failed>"
 
 
 def fuel_used() -> int:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import CallRefused, DeadlineExceeded, HostError
 from ..storage.watch import Loan
+from ..traps import GuestException, TrapReason
 from ..types import ActorRef
 
 if TYPE_CHECKING:
@@ -62,7 +63,10 @@ class Event:
     _loan_made: bool = field(default=False, repr=False)
     delete_requested: bool = False
     alarm_touched: bool = False   # the guest set or cleared its alarm in this event
-    trapped: str | None = None    # why the guest's call trapped or was cut, if it was
+    trapped: TrapReason | None = None  # why the guest's call trapped or was cut, if it was
+    # What the guest reported it was about to trap on (lifecycle.report-exception), in the
+    # current call into it.
+    exception: GuestException | None = None
     trap_read: bool = False       # the guest asked for its last trap (lifecycle.last-trap)
     published: bool = False       # the guest published its attributes (WIT attributes)
     read_only: bool = False       # the guest made the rest of it read-only (lifecycle.read-only)

@@ -29,6 +29,7 @@ from ..engine.components import ticks_for
 from ..engine.guest_output import OutputPipe
 from ..engine.pool import pool_exhausted, pool_memory
 from ..errors import BudgetExceeded, GuestFailed
+from ..traps import TrapKind, TrapReason, take_host_failure
 
 log = logging.getLogger("wkhost.instance")
 
@@ -83,6 +84,7 @@ class Instance:
         self.store = store
         self.actors_served = 0  # how many actors it has served (reuse is bounded)
         self.fuel_at_trap = 0  # the fuel left when a call trapped (for the metrics)
+        self.trap: TrapReason | None = None  # why a call trapped, as wasmtime says
         pool = pool_memory(engine)
         if pool is not None:
             # Counted before it takes a pooled slot, until this object is gone: while it
@@ -129,7 +131,8 @@ class Instance:
         return bool(self.funcs)
 
     def call(self, name: str, args: tuple[Any, ...], fuel: int, wall_ms: float) -> Any:
-        """Call an export within the budgets; a trap raises GuestFailed / BudgetExceeded."""
+        """Call an export within the budgets; a trap raises GuestFailed / BudgetExceeded,
+        and leaves its reason in `trap`."""
         store = self.store
         store.set_fuel(fuel)
         store.set_epoch_deadline(ticks_for(wall_ms))
@@ -141,7 +144,8 @@ class Instance:
             # (a test runner's, a log's) must not keep the Store and its WASI threads.
             self.funcs = {}
             del self.store
-            raise classify_trap(e) from None
+            self.trap = classify_trap(e, take_host_failure())
+            raise failure(self.trap) from None
         finally:
             self._drain_output()
 
@@ -161,7 +165,6 @@ class Instance:
         return budget - self.store.get_fuel()
 
 
-CPU_BUDGET = "the event used its CPU budget (--cpu-budget-ms)"
 def _fuel_left(store: Store) -> int:
     try:
         return store.get_fuel()
@@ -169,19 +172,40 @@ def _fuel_left(store: Store) -> int:
         return 0
 
 
+# The messages of the budgets' cuts: what the log, the caller and `lifecycle.last-trap`
+# say. Code tells the cuts apart by their TrapKind (host/traps.py), never by these.
+CPU_BUDGET = "the event used its CPU budget (--cpu-budget-ms)"
 WALL_CLOCK = "the event used its wall-clock budget (--wall-budget-ms)"
 # A wall-clock trap while the deadline the guest set itself was the one its Store had
-# (core/lifecycle.py's call_export). The guest SDK spells it too, as
-# wkguest.lifecycle.NARROWED_REASON, to tell a step's timed-out attempt by it.
+# (core/trapped.py). The guest SDK spells it too, as wkguest.lifecycle.NARROWED_REASON,
+# for guests that read `last-trap`'s text rather than `last-trap-info`'s kind.
 NARROWED = "the event passed the deadline it set itself (lifecycle.narrow-deadline)"
 
+# wasmtime's trap codes, as the text of its error: wasmtime-py's component calls give
+# no trap code (Func.__call__ raises a WasmtimeError from a wasmtime_error_t, and
+# `Trap.trap_code` reads only a wasm_trap_t), so this table is the one place where the
+# host reads a third party's words to tell traps apart.
+_WASMTIME_CODES = (("all fuel consumed", TrapKind.CPU, CPU_BUDGET),
+                   ("wasm trap: interrupt", TrapKind.WALL, WALL_CLOCK))
+_BUDGETS = frozenset((TrapKind.CPU, TrapKind.WALL, TrapKind.NARROWED_DEADLINE))
 
-def classify_trap(e: WasmtimeError) -> GuestFailed:
+
+def classify_trap(e: WasmtimeError, host_failed: bool = False) -> TrapReason:
+    """Why a call trapped, from wasmtime's error and whether a host function under it
+    failed (host/traps.py's take_host_failure)."""
     text = str(e)
-    if "all fuel consumed" in text:
-        return BudgetExceeded(CPU_BUDGET)
-    if "wasm trap: interrupt" in text:
-        return BudgetExceeded(WALL_CLOCK)
+    if not host_failed:
+        for code, kind, message in _WASMTIME_CODES:
+            if code in text:
+                return TrapReason(kind, message)
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     last = lines[-1] if lines else "unknown trap"
-    return GuestFailed(f"guest trapped: {last}")
+    return TrapReason(TrapKind.HOST if host_failed else TrapKind.GUEST,
+                      f"guest trapped: {last}")
+
+
+def failure(trap: TrapReason) -> GuestFailed:
+    """What a trap raises: a budget's cut is BudgetExceeded (503), any other GuestFailed."""
+    if trap.kind in _BUDGETS:
+        return BudgetExceeded(trap.message)
+    return GuestFailed(trap.message)

@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import metrics, tracing
-from ..errors import BudgetExceeded, GuestFailed, StorageFailed
+from ..errors import GuestFailed, StorageFailed
 from ..logs import actor, one_line
 from ..storage.actordb import ActorDb, StorageError
 from ..storage.files import delete_db_files, is_storage_failure
@@ -24,6 +24,7 @@ from ..storage.index import Index
 from ..storage.watch import Loan
 from ..storage.workflow_place import workflow_place
 from ..testing import Switches
+from ..traps import TrapKind, TrapReason
 from ..types import ActorRef
 from . import event
 from .admission import Admission
@@ -32,13 +33,14 @@ from .config import HostConfig
 from .event import ActorGone, CallGraph, Chain, Event, RunGate
 from .eviction import Eviction
 from .holds import Holds
-from .instance import CPU_BUDGET, NARROWED, WALL_CLOCK
+from .instance import failure
 from .instances import InstanceSource
 from .registry import ActorClass
 from .schema_learning import image_for, learn_schema
 from .settle import Settle
 from .slot import ActorSlot
 from .slots import SlotTable
+from .trapped import ended
 
 if TYPE_CHECKING:
     from .replication import Copy, Replication
@@ -52,41 +54,26 @@ CallExport = Callable[[ActorSlot, Event, str, tuple[Any, ...]], Any]
 def call_export(slot: ActorSlot, ev: Event, export: str, args: tuple[Any, ...],
                 config: HostConfig) -> Any:
     """Call the guest's `export` within the event's budgets. A trap drops the instance,
-    marks the event as trapped, and raises GuestFailed."""
+    marks the event as trapped (why, as a value: core/trapped.py), and raises
+    GuestFailed."""
     inst = slot.instance
     assert inst is not None
     wall_ms = max(0.0, ev.remaining_s() * 1000)
     ev.unnarrow()  # lifecycle.narrow-deadline's, should an earlier call have set it
+    ev.exception = None  # lifecycle.report-exception's, of an earlier call
     fuel = config.fuel_per_event()
     try:
         out = inst.call(export, args, fuel, wall_ms)
     except GuestFailed as e:
         slot.instance = None  # a trap poisons the instance and its Store
-        if ev.limit_traps and str(e) == WALL_CLOCK:
-            e = BudgetExceeded(NARROWED)
-        ev.outcome = trap_outcome(str(e), slot)
+        trap, ev.outcome = ended(inst.trap or TrapReason(TrapKind.GUEST, str(e)),
+                                 ev.limit_traps, ev.exception, slot.output,
+                                 config.max_guest_output_bytes)
         ev.fuel += fuel - inst.fuel_at_trap
-        if slot.output.flooded:  # what the trap itself says is only its last step
-            e = GuestFailed(f"the guest's output flooded: it wrote past the "
-                            f"{config.max_guest_output_bytes}-byte cap, where "
-                            f"writes fail, and then trapped ({e})")
-        ev.trapped = str(e)
-        raise e from None
+        ev.trapped = trap
+        raise failure(trap) from None
     ev.fuel += inst.fuel_used(fuel)
     return out
-
-
-def trap_outcome(reason: str, slot: ActorSlot) -> str:
-    """How a trapped call ended, for the metrics' `outcome`. wasmtime refuses a memory
-    past the cap by failing the guest's memory.grow, not by a trap: the host hears of it
-    only as the guest runtime's MemoryError in what it wrote just before it trapped."""
-    if reason == CPU_BUDGET:
-        return metrics.CPU_CUT
-    if reason in (WALL_CLOCK, NARROWED):
-        return metrics.WALL_CUT
-    if any(b"MemoryError" in chunk for chunk in slot.output.chunks):
-        return metrics.MEMORY_CAP
-    return metrics.TRAP
 
 
 class EventRunner:
@@ -277,7 +264,8 @@ class EventRunner:
         meta = {} if db.created else dict(db.host_exec("SELECT k, v FROM main._wk_host_meta"))
         slot.initialized = meta.get("initialized") == 1
         trap = meta.get("trap")
-        slot.last_trap = None if trap is None else str(trap)
+        slot.last_trap = (None if trap is None
+                          else TrapReason.decoded(str(trap), meta.get("trap_detail")))
         if not slot.initialized and (meta or not db.created):
             # An earlier on-init never finished (the host died in it), or the host
             # died before it began, in a database made from a schema image that the

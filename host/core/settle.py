@@ -102,20 +102,24 @@ class Settle:
 
 def keep_trap(slot: ActorSlot, ev: Event, db: ActorDb) -> None:
     """Keep why a trapped event ended, in the actor's database, for the guest's next
-    events (`lifecycle.last-trap`); forget it once an event that asked for it ends
-    cleanly. Committed like an exec: the reason is for the guest's bookkeeping, so a
-    write that fails (a full disk, which may be why the event trapped) keeps it in
-    memory only, and the event's own failure is what its caller hears."""
+    events (`lifecycle.last-trap` and `last-trap-info`); forget it once an event that
+    asked for it ends cleanly. Committed like an exec: the reason is for the guest's
+    bookkeeping, so a write that fails (a full disk, which may be why the event trapped)
+    keeps it in memory only, and the event's own failure is what its caller hears.
+
+    Two rows, written and removed together: `trap`, the message, as a wkhost before the
+    kinds kept it, and `trap_detail`, the kind and the guest's reported exception."""
+    trapped = ev.trapped
     try:
-        if ev.trapped is not None:
-            log.warning("%s: its %s event trapped: %s", slot.ref, ev.kind, ev.trapped,
-                        extra=actor(slot.ref, event=ev.kind, reason=ev.trapped))
-            slot.last_trap = ev.trapped
-            db.host_exec("INSERT OR REPLACE INTO main._wk_host_meta VALUES ('trap', ?)",
-                         (ev.trapped,))
+        if trapped is not None:
+            log.warning("%s: its %s event trapped: %s", slot.ref, ev.kind, trapped.message,
+                        extra=actor(slot.ref, event=ev.kind, reason=trapped.message))
+            slot.last_trap = trapped
+            db.host_exec("INSERT OR REPLACE INTO main._wk_host_meta VALUES ('trap', ?), "
+                         "('trap_detail', ?)", (trapped.message, trapped.encoded_detail()))
         elif ev.trap_read and slot.last_trap is not None:
             slot.last_trap = None
-            db.host_exec("DELETE FROM main._wk_host_meta WHERE k = 'trap'")
+            db.host_exec("DELETE FROM main._wk_host_meta WHERE k IN ('trap', 'trap_detail')")
     except StorageError as e:
         log.warning("%s: why its last event trapped was not kept: %s", slot.ref, e,
                     extra=actor(slot.ref, event=ev.kind, reason=str(e)))

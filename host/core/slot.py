@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..storage.actordb import ActorDb
 from ..storage.alarm_store import AlarmRow
+from ..traps import TrapReason
 from ..types import ActorRef
 from .instance import Instance
 
@@ -86,7 +87,7 @@ class ActorSlot:
     sleepy: bool = False
     output: GuestOutput = field(default_factory=lambda: GuestOutput())
     # Why its last trapped event ended, as kept in its database (core/settle.py's keep_trap).
-    last_trap: str | None = None
+    last_trap: TrapReason | None = None
     place: int = 0  # its place in --max-actors: core/admission.py's NO_PLACE, HELD or KEPT
 
     def require_db(self) -> ActorDb:

@@ -1,6 +1,7 @@
-"""The `lifecycle` interface: who am I, what time is it, why my last event trapped, how
-much fuel I have burnt, who runs me, delete me, a deadline of my own, and read only from
-now on."""
+"""The `lifecycle` interface: who am I, what time is it, why my last event trapped (as
+text, or as a kind, a message and the exception the guest reported), how much fuel I
+have burnt, who runs me, delete me, a deadline of my own, read only from now on, and the
+exception I am about to trap on."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 from wasmtime import Store
 
+from ..traps import GuestException, TrapReason
 from .ports import E, Lifecycle
 from .records import record
 
@@ -27,11 +29,6 @@ def register(root: Any, guard: Any, host: Lifecycle[E]) -> None:
     def delete_self(_store: Any) -> None:
         current().delete_requested = True
 
-    def last_trap(_store: Any) -> str | None:
-        ev = current()
-        ev.trap_read = True  # kept until this event ends without a trap (core/settle.py)
-        return ev.slot.last_trap
-
     def fuel_used(store: Any) -> int:
         # Every call into the guest starts with the whole budget (core/instance.py's
         # Instance.call). `store` is the calling Store's context, which has no get_fuel of
@@ -47,11 +44,41 @@ def register(root: Any, guard: Any, host: Lifecycle[E]) -> None:
         current().narrow(within_ms)
 
     funcs = {"self-ref": self_ref, "now": now, "delete-self": delete_self,
-             "last-trap": last_trap, "fuel-used": fuel_used, "holder": holder,
-             "narrow-deadline": narrow_deadline, "read-only": _read_only(current)}
+             "fuel-used": fuel_used, "holder": holder, "narrow-deadline": narrow_deadline,
+             "read-only": _read_only(current), **_trap_funcs(current)}
     with root.add_instance("wk:host/lifecycle@0.1.0") as iface:
         for name, fn in funcs.items():
             iface.add_func(name, guard(fn))
+
+
+def _trap_funcs(current: Callable[[], E]) -> dict[str, Callable[..., Any]]:
+    """last-trap, last-trap-info and report-exception."""
+    def last_trap(_store: Any) -> str | None:
+        ev = current()
+        ev.trap_read = True  # kept until this event ends without a trap (core/settle.py)
+        trap = ev.slot.last_trap
+        return None if trap is None else trap.message
+
+    def last_trap_info(_store: Any) -> Any:
+        ev = current()
+        ev.trap_read = True  # as last-trap: the same reason, whole
+        trap = ev.slot.last_trap
+        return None if trap is None else trap_info(trap)
+
+    def report_exception(_store: Any, type_name: str, message: str, traceback: str) -> None:
+        # Bounded here: the guest controls each string. Kept with the trap that follows.
+        current().exception = GuestException.bounded(type_name, message, traceback)
+
+    return {"last-trap": last_trap, "last-trap-info": last_trap_info,
+            "report-exception": report_exception}
+
+
+def trap_info(trap: TrapReason) -> Any:
+    """The WIT record `trap-info` of a kept reason."""
+    e = trap.exception
+    exception = None if e is None else record(**{
+        "type-name": e.type_name, "message": e.message, "traceback": e.traceback})
+    return record(kind=trap.kind.value, message=trap.message, exception=exception)
 
 
 def _read_only(current: Callable[[], E]) -> Callable[[Any], None]:

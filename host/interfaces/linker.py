@@ -13,6 +13,7 @@ from wasmtime.component import Linker
 from .. import metrics, tracing
 from ..engine import fastconv
 from ..errors import LeaseLost
+from ..traps import host_function_failed
 from . import actors, attributes, http, lifecycle, sqlite
 from . import alarm as alarms
 from .ports import E, HostPort
@@ -84,6 +85,7 @@ def _failed(name: str, e: Exception) -> WasmtimeError:
         log.warning("host function %s: %s", name, e)
     else:
         log.exception("host function %s failed", name)
+    host_function_failed()  # the trap it causes is the host's (TrapKind.HOST)
     return WasmtimeError(f"host function failed: {type(e).__name__}: {e}")
 
 

@@ -19,6 +19,7 @@ from typing import Any, Protocol, TypeVar
 from ..fetch import FetchPolicy
 from ..storage.actordb import ActorDb
 from ..storage.watch import Loan
+from ..traps import GuestException, TrapReason
 from ..types import ActorRef, Sender
 
 
@@ -29,7 +30,7 @@ class EventActor(Protocol):
     def ref(self) -> ActorRef: ...
 
     @property
-    def last_trap(self) -> str | None: ...
+    def last_trap(self) -> TrapReason | None: ...
 
     def require_db(self) -> ActorDb: ...
 
@@ -56,6 +57,7 @@ class RunningEvent(Protocol):
     trap_read: bool
     published: bool
     read_only: bool  # lifecycle.read-only: until the event ends (storage/readonly.py)
+    exception: GuestException | None  # lifecycle.report-exception's, in this call
 
     @property
     def slot(self) -> EventActor: ...

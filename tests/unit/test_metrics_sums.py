@@ -10,11 +10,11 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from wkhost import metrics
-from wkhost.core.instance import CPU_BUDGET, NARROWED, WALL_CLOCK
-from wkhost.core.lifecycle import trap_outcome
 from wkhost.core.slot import ActorSlot
+from wkhost.core.trapped import kind_of, trap_outcome
 from wkhost.net.metrics_route import summed
 from wkhost.tally import Tally, buckets
+from wkhost.traps import TrapKind
 from wkhost.types import ActorRef
 
 
@@ -25,16 +25,20 @@ def slot_that_wrote(*chunks: bytes) -> ActorSlot:
     return slot
 
 
+def outcome_of(kind: TrapKind, slot: ActorSlot) -> str:
+    return trap_outcome(kind_of(kind, False, None, slot.output))
+
+
 def test_each_kind_of_trap_has_its_outcome() -> None:
     quiet = slot_that_wrote()
-    assert trap_outcome(CPU_BUDGET, quiet) == metrics.CPU_CUT
-    assert trap_outcome(WALL_CLOCK, quiet) == metrics.WALL_CUT
-    assert trap_outcome(NARROWED, quiet) == metrics.WALL_CUT
-    assert trap_outcome("guest trapped: wasm `unreachable`", quiet) == metrics.TRAP
+    assert outcome_of(TrapKind.CPU, quiet) == metrics.CPU_CUT
+    assert outcome_of(TrapKind.WALL, quiet) == metrics.WALL_CUT
+    assert outcome_of(TrapKind.NARROWED_DEADLINE, quiet) == metrics.WALL_CUT
+    assert outcome_of(TrapKind.GUEST, quiet) == metrics.TRAP
     oom = slot_that_wrote(b"Traceback (most recent call last):\n", b"MemoryError\n")
-    assert trap_outcome("guest trapped: wasm `unreachable`", oom) == metrics.MEMORY_CAP
+    assert outcome_of(TrapKind.GUEST, oom) == metrics.MEMORY_CAP
     # A budget's cut stays a cut, whatever the guest wrote before it.
-    assert trap_outcome(CPU_BUDGET, oom) == metrics.CPU_CUT
+    assert outcome_of(TrapKind.CPU, oom) == metrics.CPU_CUT
 
 
 def exposition(events: dict[str, int], depth: int, took: list[float]) -> str:

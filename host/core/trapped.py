@@ -1,0 +1,59 @@
+"""How a trapped call into the guest ended: the kind its instance read from wasmtime
+(core/instance.py's classify_trap), made precise by what the host knows of the event, and
+the outcome the metrics count it under.
+
+- An epoch trap while the deadline the guest set itself was its Store's is that
+  deadline's (lifecycle.narrow-deadline), not the wall budget's.
+- wasmtime refuses a memory past the cap by failing the guest's memory.grow, not by a
+  trap: the host hears of it as the guest's MemoryError, which the guest reports
+  (lifecycle.report-exception) or, in a guest built before it could, writes to its
+  output just before it traps.
+- A guest whose output flooded (its writes failed past the cap) trapped for that: what
+  the trap itself says is only its last step. Its outcome stays the trap's own.
+"""
+
+from __future__ import annotations
+
+from .. import metrics
+from ..traps import GuestException, TrapKind, TrapReason
+from .instance import NARROWED
+from .slot import GuestOutput
+
+_OUTCOMES = {TrapKind.CPU: metrics.CPU_CUT, TrapKind.WALL: metrics.WALL_CUT,
+             TrapKind.NARROWED_DEADLINE: metrics.WALL_CUT, TrapKind.MEMORY: metrics.MEMORY_CAP}
+_OUT_OF_MEMORY = "MemoryError"
+
+
+def kind_of(trap: TrapKind, narrowed: bool, reported: GuestException | None,
+            output: GuestOutput) -> TrapKind:
+    """The trap's kind, before any flood: `narrowed`, whether the deadline the guest set
+    itself was its Store's; `reported`, the exception the guest reported, if any."""
+    if trap is TrapKind.WALL and narrowed:
+        return TrapKind.NARROWED_DEADLINE
+    if trap in (TrapKind.GUEST, TrapKind.HOST) and _out_of_memory(reported, output):
+        return TrapKind.MEMORY
+    return trap
+
+
+def _out_of_memory(reported: GuestException | None, output: GuestOutput) -> bool:
+    if reported is not None and reported.type_name == _OUT_OF_MEMORY:
+        return True
+    return any(_OUT_OF_MEMORY.encode() in chunk for chunk in output.chunks)
+
+
+def trap_outcome(kind: TrapKind) -> str:
+    """How a trapped call ended, for the metrics' `outcome`."""
+    return _OUTCOMES.get(kind, metrics.TRAP)
+
+
+def ended(trap: TrapReason, narrowed: bool, reported: GuestException | None,
+          output: GuestOutput, output_cap: int) -> tuple[TrapReason, str]:
+    """Why the call ended, as the event keeps it, and its outcome for the metrics."""
+    kind = kind_of(trap.kind, narrowed, reported, output)
+    message = NARROWED if kind is TrapKind.NARROWED_DEADLINE else trap.message
+    outcome = trap_outcome(kind)
+    if output.flooded:
+        kind = TrapKind.OUTPUT_FLOOD
+        message = (f"the guest's output flooded: it wrote past the {output_cap}-byte cap, "
+                   f"where writes fail, and then trapped ({message})")
+    return TrapReason(kind, message, reported), outcome
