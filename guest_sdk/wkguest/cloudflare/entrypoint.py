@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from wkguest.workflow.core.config import Config
+from wkguest.workflow import Config
 from wkguest.workflow.errors import Fail, StepFailed
 from wkguest.workflow.run import Run
 from wkguest.workflow.runner import Workflow

@@ -44,7 +44,7 @@ class WorkflowEvent:
     def timestamp_ms(self) -> int:
         """When the instance was created (host clock, ms since the Unix epoch)."""
         if self._created is None:
-            row = self._wf._front.db.query_row(_CREATED)
+            row = self._wf.frontier.db.query_row(_CREATED)
             self._created = int(row[0]) if row else 0
         return self._created
 

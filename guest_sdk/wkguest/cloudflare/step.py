@@ -22,10 +22,9 @@ from collections.abc import Callable
 from typing import Any
 
 from wkguest.durations import format_ms, to_ms
-from wkguest.workflow.core.kinds import WAIT_TIMED_OUT
+from wkguest.workflow import Compensation
 from wkguest.workflow.errors import CodeError
 from wkguest.workflow.run import Run
-from wkguest.workflow.saga.compensations import Compensation
 
 from .config import resolve, step_options
 from .context import StepContext, StepInfo, takes_context
@@ -113,7 +112,7 @@ class WorkflowStep:
         pos = self._wf.position
         payload = self._wf.wait_for_event(type, ms)
         # None is also a payload: the journal's entry tells a timeout from an event.
-        if payload is None and self._wf._kinds[pos] == WAIT_TIMED_OUT:
+        if payload is None and self._wf.state_at(pos) == "timed-out":
             raise WorkflowTimeoutError(f"{what}: no event of type {type!r} came within "
                                        f"{format_ms(ms)}")
         return ReceivedEvent(payload, type)
@@ -144,7 +143,7 @@ class WorkflowStep:
             StepInfo("compensate:" + info.name, 1), rb, lambda: sc.attempt)))
 
     def _attempts_at(self, pos: int) -> int | None:
-        row = self._wf._front.db.query_row(_ATTEMPTS, (pos,))
+        row = self._wf.frontier.db.query_row(_ATTEMPTS, (pos,))
         return int(row[0]) if row and row[0] else None
 
 

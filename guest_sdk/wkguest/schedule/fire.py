@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from ..workflow.backend import Backend, CallFailed
 from ..workflow.client import Client, Transport
-from ..workflow.core.backend import Backend, CallFailed
 from ..workflow.errors import NOT_DECLARED, WorkflowError
 from .cron import Cron
 from .spec import Spec

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from typing import Any, NamedTuple
 
-from ..workflow.core.backend import Backend
+from ..workflow.backend import Backend
 from ..workflow.errors import StoreFault
 from . import fire, target
 from .spec import Spec, SpecError

@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..workflow.core.backend import Backend
+from ..workflow.backend import Backend
 from .spec import Spec
 
 __all__ = ["HISTORY", "Fire", "Row", "Store"]

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..workflow.core import cbor
-from ..workflow.core.backend import Backend, CallFailed
+from ..workflow import cbor
+from ..workflow.backend import Backend, CallFailed
 from ..workflow.errors import NOT_DECLARED
 from ..workflow.status import PREFIX
 

@@ -31,32 +31,21 @@ run newest first when the workflow fails (a saga). Steps take `limit`, `delay` (
 duration, or a function of the error), `backoff` and `timeout`; durations are ints of
 milliseconds or strings such as "10 seconds" (`wf.sleep("cool-off", "1 minute")`).
 
-Modules: `run` (the Run API and the replay core), `helpers` (wf.now, random, uuid and
-patched), `recorded` (what they record), `frontier` (new positions), `journal`
-(the cached journal), `runner` (on_alarm), `protocol` (the routes), `client`, `status`,
-`store` (all SQL), `tx` (a step's own SQL, committed with its result) and `sqlscan`
-(its checks of that SQL), `values` (value types and encoding), `cbor`, `config`, `backend`,
-`errors` (the exception tree), `serve`, `emit` (wf.emit and wf.query), `stream` (the
-emitted events' SQL), `dry` (the dry replay that answers queries), `reads` (the events and
-query routes), `group`, `groupfront`, `branches` and `branchstore` (wf.all and its
-kin: the calls, the turns of the branches, the branch descriptors, their SQL), `child`,
-`kin` and `family` (child workflows: the calls, the tables, the notices and cancels
-owed), `saga` and `cancelling` (compensation, and a cancel with it), `ops` and `rewind`
-(an operator's moves: terminate, pause, resume, rescue, restart, and their SQL),
-`attempts` (each attempt's history), `retry` (the retry policy and its arithmetic),
-`policy` (step options into a retry policy, and
-the wait after a failed attempt), `timeouts` (a step's timeout per attempt), `context`
-(StepContext, `wf.step_context`), `when` (the durations and times sleeps and waits
-take; wkguest.durations parses the strings), `publish` (the state, for the host's listing),
-`readonly` (the database a dry replay reads), and `testing` (fakes, a test host, replaying
-recorded histories, and the replay benchmark; imported only on demand).
+The package's layout (a core, and one subpackage per feature) is in
+docs/architecture.md. What it exports is what workflows are written with; the runner's
+machinery is public where it lives, for libraries over it and for tests:
+`wkguest.workflow.runner.Runner`, `wkguest.workflow.protocol.Protocol`,
+`wkguest.workflow.core.backend.RealBackend`, and the runner's own signals,
+`wkguest.workflow.errors.Suspend` and `StoreFault`. `wkguest.workflow.testing` holds the
+fakes, a test host and recorded histories (imported only on demand).
 """
 
 from __future__ import annotations
 
+from .backend import Backend
 from .children.calls import ChildFailed, ChildHandle
 from .client import Client, Transport
-from .core.backend import Backend, RealBackend
+from .core.attempt import StepResult
 from .core.config import Config, Retry
 from .core.context import StepContext
 from .core.timeouts import StepTimedOut
@@ -70,17 +59,14 @@ from .errors import (
     NonRetryable,
     Reordered,
     StepFailed,
-    StoreFault,
-    Suspend,
     UnsupportedValue,
     ValueTooLarge,
     WorkflowError,
     WorkflowSignal,
 )
-from .groups.branches import Child, Sleep, Step, StepResult, Wait, Won
-from .protocol import Protocol, Reply
+from .groups.branches import Child, Sleep, Step, Wait, Won
 from .run import Run
-from .runner import Runner, Workflow
+from .runner import Workflow
 from .saga.compensations import Compensation
 from .serve import serve
 from .status import FINISHED_STATES, STATES, Event, Status
@@ -94,30 +80,24 @@ __all__ = [
     "ChildFailed",
     "ChildHandle",
     "Client",
-    "Config",
-    "Fail",
     "CodeError",
     "Compensation",
+    "Config",
     "ContinueAsNew",
     "Event",
+    "Fail",
     "JournalError",
     "NonRetryable",
-    "Protocol",
-    "RealBackend",
     "Reordered",
-    "Reply",
     "Retry",
     "Run",
-    "Runner",
     "Sleep",
     "Status",
     "Step",
-    "StepFailed",
     "StepContext",
+    "StepFailed",
     "StepResult",
     "StepTimedOut",
-    "StoreFault",
-    "Suspend",
     "Tables",
     "Transport",
     "TxDb",

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .core import cbor
+from . import cbor
 from .errors import NOT_DECLARED, CborError, WorkflowError
 from .status import CONTENT_TYPE, PREFIX, PROTOCOL, Event, Status, check_answer, events_of
 

@@ -20,6 +20,9 @@ Routes (`/wk-workflow/v1/<route>`, CBOR map bodies; docs/workflow-protocol.md):
     terminate, pause, resume, rescue, restart
              POST      an operator's moves (operator/moves.py): each answers the status after it
 
+The start is answered here; the other routes by routes.py (and the features' own: the
+emitted events, the steps route, the operator's moves).
+
 A start may carry `parent: {cls, id}` and `detached` (children/calls.py): the new
 instance records its parent (children/registry.py), and the answer for an existing one
 says whose child it is (`parent`) and, if the input differs, the instance's (`input`),
@@ -37,20 +40,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
-from .children import notices as family
-from .children.registry import Kin
-from .core import cbor
-from .core.kinds import shown
-from .core.store import FINISHED, HELD, PARKED, PAUSED, RESTING, StatusRow
-from .core.values import check_name, decode, encode
-from .errors import CborError, StoreFault, UnsupportedValue, ValueTooLarge
+from . import routes
+from .children.registry import Registry
+from .core.instance import RESTING, StatusRow
+from .core.listing import steps
+from .core.requests import BadRequest, int_field
+from .core.values import decode, encode
+from .errors import StoreFault, UnsupportedValue, ValueTooLarge
 from .events import routes as reads
-from .events.routes import BadRequest, int_field
 from .operator.moves import Ops
+from .routes import Reply as Reply  # what `handle` answers
+from .routes import encode_field, message, refuse, reply, status_map
 from .runner import Runner
-from .status import CONTENT_TYPE
 
 # The host's held answers (wkhost's host/core/holds.py, which spells them too: no module
 # crosses the WIT boundary, so tests/unit/test_hold_constants.py checks that both agree).
@@ -63,20 +66,6 @@ _ROUTES = {"start": "POST", "event": "POST", "cancel": "POST",
            "events": "GET POST", "query": "GET POST", "child-done": "POST",
            "terminate": "POST", "pause": "POST", "resume": "POST", "rescue": "POST",
            "restart": "POST"}
-
-
-class Reply(NamedTuple):
-    status: int
-    body: bytes
-    headers: list[tuple[str, str]]
-
-
-def reply(msg: dict[str, Any], status: int = 200) -> Reply:
-    return Reply(status, cbor.dumps(msg), [("content-type", CONTENT_TYPE)])
-
-
-def refuse(status: int, kind: str, message: str) -> Reply:
-    return reply({"error": kind, "message": message}, status)
 
 
 class Protocol:
@@ -123,7 +112,7 @@ class Protocol:
         if route == "child-done" and sender != "actor":
             return refuse(403, "forbidden", "child-done is a child workflow's, an actor's")
         try:
-            msg = _message(body)
+            msg = message(body)
             if route == "start":
                 return self._start(msg, row, sender, hold_state)
             if row is None:
@@ -134,33 +123,29 @@ class Protocol:
             return refuse(e.status, e.kind, str(e))
 
     def _routes(self) -> dict[str, Callable[[dict[str, Any], StatusRow], Reply]]:
-        return {"status": lambda m, row: self._held(m, row, self._status(
-                    row, held_by=m.get("held_by") is True, input=m.get("input") is True)),
-                "event": self._event,
-                "cancel": self._cancel, "steps": lambda m, row: reply(reads.steps(self.r, m)),
-                "summary": lambda m, row: reply(self._status(row, output=False)),
+        return {"status": lambda m, row: self._held(m, row, status_map(
+                    self.r, row, held_by=m.get("held_by") is True, input=m.get("input") is True)),
+                "event": lambda m, row: routes.event(self.r, m, row),
+                "cancel": lambda m, row: routes.cancel(self.r, m, row),
+                "steps": lambda m, row: reply(steps(self.store, m)),
+                "summary": lambda m, row: reply(status_map(self.r, row, output=False)),
                 "events": lambda m, row: reply(reads.events(self.r, m)),
-                "query": self._query, "child-done": self._child_done,
+                "query": lambda m, row: routes.query(self.r, m, row),
+                "child-done": lambda m, row: routes.child_done(self.r, m, row),
                 "terminate": self._moved(lambda m, row: self.ops.terminate(row, m)),
                 "pause": self._moved(lambda m, row: self.ops.pause(row)),
                 "resume": self._moved(lambda m, row: self.ops.resume(row)),
                 "rescue": self._moved(lambda m, row: self.ops.rescue(row)),
                 "restart": self._moved(lambda m, row: self.ops.restart(
-                    row, m, lambda v, what: _encode(v, self.r.config.max_value_bytes, what)))}
+                    row, m, lambda v, what: encode_field(v, self.r.config.max_value_bytes, what)))}
 
     def _moved(self, move: Callable[[dict[str, Any], StatusRow], None]
                ) -> Callable[[dict[str, Any], StatusRow], Reply]:
         """An operator's move (operator/moves.py), answered with the status after it."""
         def route(msg: dict[str, Any], row: StatusRow) -> Reply:
             move(msg, row)
-            return reply(self._status(self.store.status() or row))
+            return reply(status_map(self.r, self.store.status() or row))
         return route
-
-    def _query(self, msg: dict[str, Any], row: StatusRow) -> Reply:
-        answer = reads.query(self.r, msg)
-        if answer is None:  # its row went between the status read and the replay
-            raise StoreFault("the instance is not there for its query")
-        return reply(answer)
 
     def _start(self, msg: dict[str, Any], row: StatusRow | None, sender: str,
                hold_state: str | None) -> Reply:
@@ -168,17 +153,17 @@ class Protocol:
         if row is not None:
             # Delivered again after a hold: the first delivery's answer said created.
             created_here = hold_state == _CREATED
-            answer = {**self._status(row), "created": created_here}
+            answer = {**status_map(self.r, row), "created": created_here}
             if not created_here and "input" in msg:
                 # The instance stays as it is; the caller learns its input was ignored.
                 answer["input_differs"] = self._input_differs(msg["input"])
             if parent is not None:  # a parent's start: whose child this one is
                 self._kin_answer(answer)
             return self._held(msg, row, answer, _CREATED if created_here else None)
-        wait_ms = _int_field(msg, "wait_ms", 0)  # refused before anything is recorded
-        text, tagged = _encode(msg.get("input"), self.r.config.max_value_bytes, "the input")
+        wait_ms = int_field(msg, "wait_ms", 0)  # refused before anything is recorded
+        text, tagged = encode_field(msg.get("input"), self.r.config.max_value_bytes, "the input")
         if parent is not None:  # before the create: its durable insert syncs it too
-            Kin(self.db).set_parent(*parent, msg.get("detached") is True)
+            Registry(self.db).set_parent(*parent, msg.get("detached") is True)
         now = self.db.now()
         run_id = self.r.new_run_id()
         if wait_ms > 0 and sender == "operator":
@@ -187,24 +172,14 @@ class Protocol:
             created = self._create(run_id, text, tagged, now)
         if created is None:
             raise StoreFault("the new instance is not there after its insert")
-        return self._held(msg, created, {**self._status(created), "created": True}, _CREATED)
+        return self._held(msg, created, {**status_map(self.r, created), "created": True}, _CREATED)
 
     def _kin_answer(self, answer: dict[str, Any]) -> None:
-        got = Kin(self.db).parent()
+        got = Registry(self.db).parent()
         answer["parent"] = None if got is None else {"cls": got[0], "id": got[1]}
         if answer.get("input_differs"):
             stored = self.store.input()
             answer["input"] = None if stored is None else decode(*stored)
-
-    def _child_done(self, msg: dict[str, Any], row: StatusRow) -> Reply:
-        if row.state in FINISHED:  # the child counts this as delivered: a no-op
-            return refuse(409, "finished", f"the instance is {row.state}: it waits for "
-                          "no child")
-        try:
-            recorded = family.record_notice(self.store, msg, row.state in HELD)
-        except ValueError as e:
-            raise BadRequest(400, "bad-request", f"child-done: {e}") from None
-        return reply({"recorded": recorded})
 
     def _input_differs(self, given: Any) -> bool:
         """Whether `given` is another value than the instance's input: compared as JSON
@@ -253,7 +228,7 @@ class Protocol:
         known without the query: the finish's values; every position that run took is
         final, in its journal; and no event can have come (its actor is busy in this
         event). None if the run did not finish it, or its storage failed."""
-        fin, journal = self.r.finished_as, self.r.journal
+        fin, journal = self.r.settle.finished_as, self.r.journal
         if fin is None or journal is None or self.r.store_fault is not None:
             return None
         state, output, tagged, error, at = fin
@@ -270,86 +245,13 @@ class Protocol:
         or the time is up (wkhost's host/core/holds.py). `state` comes back to `handle`
         as `hold_state` with the request delivered again."""
         out = reply(answer)
-        wait_ms = _int_field(msg, "wait_ms", 0)
+        wait_ms = int_field(msg, "wait_ms", 0)
         if wait_ms and row.state not in RESTING:
             out.headers.append((HOLD_MS, str(wait_ms)))
             if state is not None:
                 out.headers.append((HOLD_STATE, state))
         return out
 
-    def _event(self, msg: dict[str, Any], row: StatusRow) -> Reply:
-        name = msg.get("name")
-        try:
-            check_name(name, "event")
-        except (TypeError, ValueError) as e:
-            raise BadRequest(400, "bad-request", str(e)) from None
-        if row.state in FINISHED:
-            return refuse(409, "finished", f"the instance is {row.state}: it takes no events")
-        cap = self.r.config.max_events
-        if row.events_pending >= cap:
-            return refuse(429, "too-many-events", f"the instance already keeps {cap} events "
-                          "that no wait has taken (Config.max_events)")
-        text, tagged = _encode(msg.get("payload"), self.r.config.max_value_bytes,
-                               "the event's payload")
-        now = self.db.now()
-        if row.state not in HELD:  # kept for when an operator moves it: it runs nothing
-            self.db.alarm_set(now)
-        self.store.add_event(str(name), text, tagged, now)
-        return reply({"events_pending": row.events_pending + 1})
-
-    def _cancel(self, msg: dict[str, Any], row: StatusRow) -> Reply:
-        if row.state not in FINISHED:
-            self.r.cancel(compensate=msg.get("compensate") is True)
-            row = self.store.status() or row
-        return reply(self._status(row))
-
-    def _status(self, row: StatusRow, output: bool = True, held_by: bool = False,
-                input: bool = False) -> dict[str, Any]:
-        m: dict[str, Any] = {
-            "state": row.state, "run_id": row.run_id, "wake_at": row.wake_at,
-            "waiting_for": [shown(row.waiting_for)] if row.waiting_for else [],
-            "error": row.error or (None if row.state in FINISHED else self.r.store_fault),
-            "positions": row.positions, "created_at": row.created_at,
-            "updated_at": row.updated_at, "finished_at": row.finished_at,
-            "events_pending": row.events_pending, "runs": row.runs,
-        }
-        if m["waiting_for"] and row.waiting_for != m["waiting_for"][0]:
-            m["wake_at"] = None  # a child's wait: no time of its own (children/calls.py)
-        if row.previous_run_id is not None:  # continued as new (core/continuation.py)
-            m["previous_run_id"] = row.previous_run_id
-        if row.state == PARKED:  # nothing writes its row until an operator moves it on
-            m["parked_at"] = row.updated_at
-        if row.state == PAUSED:
-            m["paused_at"] = row.updated_at
-        if held_by:  # asked for: who runs it now, as the host names it (lifecycle.holder)
-            m["held_by"] = self.db.holder()
-        if output and row.state == "completed" and row.output is not None:
-            m["output"] = decode(row.output, row.output_tagged)
-        if input:  # asked for (an operator's console): the input of this run
-            stored = self.store.input()
-            m["input"] = None if stored is None else decode(*stored)
-        return m
-
-
-def _message(body: bytes) -> dict[str, Any]:
-    if not body:
-        return {}
-    try:
-        msg = cbor.loads(body)
-    except CborError as e:
-        raise BadRequest(400, "bad-request", f"the body is not wk-workflow CBOR: {e}") from None
-    if not isinstance(msg, dict):
-        raise BadRequest(400, "bad-request", "the body must be a CBOR map")
-    return msg
-
-
-def _encode(value: Any, limit: int, what: str) -> tuple[str, bool]:
-    try:
-        return encode(value, limit, what)
-    except ValueTooLarge as e:
-        raise BadRequest(413, "too-large", str(e)) from None
-    except UnsupportedValue as e:
-        raise BadRequest(400, "bad-request", str(e)) from None
 
 
 def _parent_field(msg: dict[str, Any]) -> tuple[str, str] | None:
@@ -375,4 +277,3 @@ def _sorted(text: str) -> str:
     return json.dumps(json.loads(text), sort_keys=True, ensure_ascii=False)
 
 
-_int_field = int_field

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .core.backend import RealBackend
+from .backend import RealBackend
 from .core.config import Config
 from .protocol import HOLD_STATE, Protocol
 from .runner import Runner, Workflow

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from wkguest.schedule.service import PREFIX, Schedules
-from wkguest.workflow.core.backend import CallFailed
+from wkguest.workflow.backend import CallFailed
 from wkguest.workflow.testing import FakeHost
 from wkguest.workflow.testing.fakes import FakeBackend
 

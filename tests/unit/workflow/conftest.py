@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from wkguest.workflow.core import cbor
+from wkguest.workflow import cbor
 from wkguest.workflow.status import PREFIX
 from wkguest.workflow.testing import FakeHost
 

@@ -17,8 +17,7 @@ import cbor2
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from wkguest.workflow import Config, Run
-from wkguest.workflow.core import cbor
+from wkguest.workflow import Config, Run, cbor
 from wkguest.workflow.status import PREFIX
 from wkguest.workflow.testing import FakeHost
 

@@ -10,7 +10,7 @@ import cbor2
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from wkguest.workflow.core import cbor
+from wkguest.workflow import cbor
 from wkguest.workflow.errors import CborError
 
 scalars = (st.none() | st.booleans() | st.integers(-(2**64), 2**64 - 1)

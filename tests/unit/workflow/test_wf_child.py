@@ -64,7 +64,7 @@ def test_a_waiting_parent_shows_its_child_readably(any_host: FakeHost) -> None:
     assert (st.state, st.waiting_for, st.wake_at) == ("waiting", ("child kid/k-1",), None)
     page = any_host.instance("parent", "p-1").protocol.handle(
         "POST", "/wk-workflow/v1/steps", b"", "operator")
-    from wkguest.workflow.core import cbor
+    from wkguest.workflow import cbor
 
     shown = [(s["name"], s["kind"], s["state"], s["wake_at"])
              for s in cbor.loads(page.body)["steps"]]

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from wkguest.workflow import Config, Run
+from wkguest.workflow import Config, Run, cbor
 from wkguest.workflow.children.calls import ChildFailed, cancel_child, notice_event
-from wkguest.workflow.core import cbor
 from wkguest.workflow.testing import FakeHost
 
 DAY = 86_400_000

@@ -27,8 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from wkguest.workflow import Config, Run
-from wkguest.workflow.core import cbor
+from wkguest.workflow import Config, Run, cbor
 from wkguest.workflow.runner import Runner
 from wkguest.workflow.testing import (
     FakeBackend,

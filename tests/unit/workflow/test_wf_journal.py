@@ -10,9 +10,10 @@ from typing import Any
 import apsw
 import pytest
 from wkguest.workflow import Config, Run
+from wkguest.workflow.core.instance import Loaded
 from wkguest.workflow.core.kinds import Pending
 from wkguest.workflow.core.schema import SCHEMA
-from wkguest.workflow.core.store import Loaded, Store
+from wkguest.workflow.core.store import Store
 from wkguest.workflow.runner import Runner
 from wkguest.workflow.testing import FakeBackend, FakeHost, bench_replay
 from wkguest.workflow.testing.bench import recorded_backend

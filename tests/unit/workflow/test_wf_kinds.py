@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from wkguest.workflow.core import kinds
-from wkguest.workflow.run import _REPLAY
+from wkguest.workflow.core.answers import REPLAY as _REPLAY
 
 
 def test_the_stored_letters_are_the_formats() -> None:

@@ -12,8 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from wkguest.workflow import Config, Run, WorkflowError
-from wkguest.workflow.core import cbor
+from wkguest.workflow import Config, Run, WorkflowError, cbor
 from wkguest.workflow.protocol import HOLD_MS
 from wkguest.workflow.status import PREFIX
 from wkguest.workflow.testing import FakeHost

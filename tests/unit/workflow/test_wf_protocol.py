@@ -6,8 +6,7 @@ from typing import Any
 
 import cbor2
 import pytest
-from wkguest.workflow import Client, Config, Run, Status, WorkflowError
-from wkguest.workflow.core import cbor
+from wkguest.workflow import Client, Config, Run, Status, WorkflowError, cbor
 from wkguest.workflow.core.store import Store
 from wkguest.workflow.core.values import encode
 from wkguest.workflow.status import PREFIX

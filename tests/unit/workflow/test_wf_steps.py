@@ -6,7 +6,8 @@ import contextlib
 from collections import Counter
 from typing import Any
 
-from wkguest.workflow import Config, Fail, NonRetryable, Run, StepFailed, Suspend
+from wkguest.workflow import Config, Fail, NonRetryable, Run, StepFailed
+from wkguest.workflow.errors import Suspend
 from wkguest.workflow.testing import FakeHost
 
 

@@ -23,35 +23,33 @@ in the parent at its wait; uncaught, it fails the parent as a failed step would.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, NoReturn, Protocol
+from typing import Any
 
-from ..core import cbor
-from ..core.backend import Backend
-from ..core.config import Retry
+from .. import cbor
+from ..backend import Backend
+from ..core import attempt
+from ..core.cursor import Cursor
 from ..core.frontier import Frontier
 from ..core.kinds import STEP, WAIT, WAITING, Pending, shown
 from ..core.values import check_name
 from ..errors import (
     NOT_DECLARED,
     CborError,
-    CodeError,
     NonRetryable,
     StepFailed,
     Suspend,
-    WorkflowSignal,
 )
 from ..status import PREFIX
 from .notices import send_cancel
-from .registry import Kin, notice_event
+from .registry import Registry, notice_event
 
 # The wait for a notice has no timeout; a far deadline stands in for "never".
 FOREVER_MS = 100 * 365 * 86_400_000
 _FAR = 2**62  # any notice received, whenever
 NOT_STARTED = "not started"
 
-__all__ = ["ChildFailed", "ChildHandle", "Children", "cancel_child", "child_outcome",
-           "notice_event", "shown", "start_child"]
+__all__ = ["ChildFailed", "ChildHandle", "cancel_child", "child", "child_outcome", "join",
+           "notice_event", "shown", "spawn", "start_child"]
 
 
 class ChildFailed(StepFailed):
@@ -85,69 +83,49 @@ class ChildHandle:
         return f"ChildHandle({self.cls!r}, {self.id!r})"
 
 
-class _Core(Protocol):
-    """The part of `Run` the children use."""
-
-    _kinds: list[str]
-    _front: Frontier
-    _retry: Retry
-    stopped: WorkflowSignal | None
-
-    def _enter(self) -> int: ...
-
-    def _new(self, pos: int, work: Callable[[], Any]) -> Any: ...
-
-    def _replay(self, pos: int, call: str, name: str) -> Any: ...
+def child(run: Cursor, cls: str, id: str, input: Any, detach: bool) -> Any:
+    """Start child `id` of workflow class `cls` with `input` (idempotently) and wait for
+    it: its output, or ChildFailed (failed, cancelled, or not started). Two positions:
+    the start and the wait. `detach`: a cancel of this workflow leaves the child running
+    (by default it cancels it)."""
+    return join(run, spawn(run, cls, id, input, detach))
 
 
-class Children:
-    """A mixin of `Run`: starting child workflows and waiting for them."""
+def spawn(run: Cursor, cls: str, id: str, input: Any, detach: bool) -> ChildHandle:
+    """Start the child as `child` does, without waiting: a handle for `wf.join`. Raises
+    ChildFailed if it could not be started (after the start's attempts)."""
+    pos = run.enter()
+    name = _checked(run, cls, id, detach)
+    if run.recorded(pos):
+        out = run.replay(pos, STEP, name)
+    else:
+        front, retry = run.frontier, run.retry
+        out = run.new(pos, lambda: attempt.step(
+            front, pos, name, lambda: start_child(front.db, cls, id, input, detach), retry))
+    ok, _, error, _n = out
+    if not ok:
+        raise ChildFailed(cls, id, f"{NOT_STARTED}: {error}", pos)
+    return ChildHandle(cls, id, detach, pos)
 
-    __slots__ = ()
 
-    def child(self: _Core, cls: str, id: str, input: Any = None, *,
-              detach: bool = False) -> Any:
-        """Start child `id` of workflow class `cls` with `input` (idempotently) and wait
-        for it: its output, or ChildFailed (failed, cancelled, or not started). Two
-        positions: the start and the wait. `detach`: a cancel of this workflow leaves the
-        child running (by default it cancels it)."""
-        return Children.join(self, Children.spawn(self, cls, id, input, detach=detach))
-
-    def spawn(self: _Core, cls: str, id: str, input: Any = None, *,
-              detach: bool = False) -> ChildHandle:
-        """Start the child as `child` does, without waiting: a handle for `wf.join`.
-        Raises ChildFailed if it could not be started (after the start's attempts)."""
-        pos = self._enter()
-        name = _checked(self, cls, id, detach)
-        if pos < len(self._kinds):
-            out = self._replay(pos, STEP, name)
-        else:
-            front, retry = self._front, self._retry
-            out = self._new(pos, lambda: front.step(
-                pos, name, lambda: start_child(front.db, cls, id, input, detach), retry))
-        ok, _, error, _n = out
-        if not ok:
-            raise ChildFailed(cls, id, f"{NOT_STARTED}: {error}", pos)
-        return ChildHandle(cls, id, detach, pos)
-
-    def join(self: _Core, handle: ChildHandle) -> Any:
-        """Wait for a spawned child: its output, or ChildFailed (failed or cancelled)."""
-        pos = self._enter()
-        h: object = handle
-        if not isinstance(h, ChildHandle) or h.joined:
-            what = "joined already" if isinstance(h, ChildHandle) else "not a ChildHandle"
-            _refuse(self, f"wf.join({h!r}): {what} (join each spawn once)")
-        handle.joined = True
-        name = notice_event(handle.cls, handle.id)
-        if pos < len(self._kinds):
-            payload = self._replay(pos, WAIT, name)
-        else:
-            front = self._front
-            payload = self._new(pos, lambda: _wait_notice(front, pos, name))
-        ok, output, error = child_outcome(payload)
-        if not ok:
-            raise ChildFailed(handle.cls, handle.id, error or "failed", pos)
-        return output
+def join(run: Cursor, handle: ChildHandle) -> Any:
+    """Wait for a spawned child: its output, or ChildFailed (failed or cancelled)."""
+    pos = run.enter()
+    h: object = handle
+    if not isinstance(h, ChildHandle) or h.joined:
+        what = "joined already" if isinstance(h, ChildHandle) else "not a ChildHandle"
+        run.refuse(f"wf.join({h!r}): {what} (join each spawn once)")
+    handle.joined = True
+    name = notice_event(handle.cls, handle.id)
+    if run.recorded(pos):
+        payload = run.replay(pos, WAIT, name)
+    else:
+        front = run.frontier
+        payload = run.new(pos, lambda: _wait_notice(front, pos, name))
+    ok, output, error = child_outcome(payload)
+    if not ok:
+        raise ChildFailed(handle.cls, handle.id, error or "failed", pos)
+    return output
 
 
 def _wait_notice(front: Frontier, pos: int, name: str) -> Any:
@@ -160,27 +138,21 @@ def _wait_notice(front: Frontier, pos: int, name: str) -> Any:
         return front.wait(pos, name, FOREVER_MS)
     now = front.db.now()
     deadline = now + FOREVER_MS
-    Kin(front.db).put_waiting(pos, name, deadline, now)
+    Registry(front.db).put_waiting(pos, name, deadline, now)
     front.unsynced = True  # the run's end syncs it, whatever its state says
     front.pending = Pending(pos, WAITING, name, 0, None, deadline, None)
     raise Suspend("waiting", deadline, name)
 
 
-def _checked(run: _Core, cls: object, id: object, detach: object) -> str:
+def _checked(run: Cursor, cls: object, id: object, detach: object) -> str:
     try:
         check_name(cls, "a child's class")
         check_name(id, "a child's id")
         if not isinstance(detach, bool):
             raise TypeError(f"detach must be True or False, not {detach!r}")
     except (TypeError, ValueError) as e:
-        _refuse(run, f"wf.child({cls!r}, {id!r}): {e}")
+        run.refuse(f"wf.child({cls!r}, {id!r}): {e}")
     return notice_event(str(cls), str(id))
-
-
-def _refuse(run: _Core, message: str) -> NoReturn:
-    """Stop the run for a mistake in the code (it parks, naming the call)."""
-    run.stopped = CodeError(message)
-    raise run.stopped from None
 
 
 # -- the interface of the child machinery (groups/calls.py uses it too) ------------------------
@@ -190,7 +162,7 @@ def start_child(db: Backend, cls: str, id: str, input: Any, detach: bool) -> Non
     it in the parent's registry. Raises NonRetryable on a mismatch (another class under
     that id, the id used by another position, an instance of another parent or input),
     another Exception for a call that failed (the caller retries it like a step's)."""
-    known, here = Kin(db).register(id, cls, detach)
+    known, here = Registry(db).register(id, cls, detach)
     if known != cls:
         raise NonRetryable(f"child id {id!r} is a child of class {known!r} already: it "
                            f"cannot also be one of class {cls!r}")
@@ -254,6 +226,6 @@ def child_outcome(payload: Any) -> tuple[bool, Any, str | None]:
 def cancel_child(db: Backend, cls: str, id: str) -> None:
     """The parent no longer wants child `cls`/`id`: cancel it. Owed durably first; sent
     at once if the call can be made now, else by the parent's drain when it finishes."""
-    kin = Kin(db)
+    kin = Registry(db)
     if kin.owe_cancel(id, cls):
         send_cancel(db, kin, id, cls, 0, db.now())

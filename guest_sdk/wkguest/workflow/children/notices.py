@@ -23,12 +23,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core import cbor
-from ..core.backend import Backend
+from .. import cbor
+from ..backend import Backend
 from ..core.store import Store
 from ..core.values import decode, encode
 from ..status import PREFIX
-from .registry import CHILDREN, DELIVERED, GIVEN_UP, OWED, PARENT, Kin
+from .registry import CHILDREN, DELIVERED, GIVEN_UP, OWED, PARENT, Registry
 
 RETRY_MS = 1000
 MAX_RETRY_MS = 600_000
@@ -43,11 +43,13 @@ def backoff(tries: int) -> int:
     return int(min(RETRY_MS * 2 ** min(tries - 1, 30), MAX_RETRY_MS))
 
 
-class Family:
-    def __init__(self, store: Store, db: Backend) -> None:
-        self.store = store
+class Notices:
+    """What a finished instance owes its parent and its children (the runner's
+    `Endings`, core/settle.py)."""
+
+    def __init__(self, db: Backend) -> None:
         self.db = db
-        self.kin = Kin(db)
+        self.kin = Registry(db)
 
     def finished(self, state: str, output: str | None, tagged: bool, error: str | None,
                  now: int) -> int | None:
@@ -103,7 +105,7 @@ class Family:
         return out
 
 
-def send_cancel(db: Backend, kin: Kin, id: str, cls: str, tries: int, now: int,
+def send_cancel(db: Backend, kin: Registry, id: str, cls: str, tries: int, now: int,
                 terminate: bool = False) -> int | None:
     """Cancel child `cls`/`id` now (`terminate`: terminate it, its parent was). Returns
     when to try again (the cancel stays owed), or None: delivered, or given up after
@@ -155,7 +157,7 @@ def record_notice(store: Store, msg: dict[str, Any], parked: bool) -> bool:
     now = db.now()
     if not parked:
         db.alarm_set(now)  # first: the notice's durable COMMIT syncs it too
-    return Kin(db).take_notice(id, cls, run_id, text, tagged, now)
+    return Registry(db).take_notice(id, cls, run_id, text, tagged, now)
 
 
 def _text(msg: dict[str, Any], key: str) -> str:

@@ -22,9 +22,9 @@ import contextlib
 import json
 from typing import Any
 
-from ..core.backend import Backend
+from ..backend import Backend
+from ..core.instance import FINISHED_SQL
 from ..core.kinds import NOTICE_PREFIX, WAITING
-from ..core.store import FINISHED_SQL
 from ..errors import StoreFault
 
 PARENT = "_wk_wf_parent"
@@ -94,7 +94,7 @@ def notice_event(cls: str, id: str) -> str:
     return f"{NOTICE_PREFIX}{cls}/{id}"
 
 
-class Kin:
+class Registry:
     """The family tables' statements over a Backend."""
 
     __slots__ = ("db",)

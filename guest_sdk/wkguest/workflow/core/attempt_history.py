@@ -33,7 +33,7 @@ from __future__ import annotations
 import weakref
 from typing import Any, NamedTuple
 
-from .backend import Backend
+from ..backend import Backend
 from .kinds import STEP_RETRYING
 from .store import Store
 from .timeouts import NARROWED_REASON

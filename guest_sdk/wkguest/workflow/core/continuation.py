@@ -17,8 +17,8 @@ import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..backend import Backend, Param
 from ..errors import StoreFault
-from .backend import Backend, Param
 from .schema import RUNS
 
 _CHAIN = ("/*wk:can-chain*/ INSERT INTO _wk_wf_run (id, runs, previous_run_id)"
@@ -33,7 +33,7 @@ _EXISTS = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_wk_wf_r
 Rows = Callable[[str], list[list[Any]]]
 
 
-class Chain:
+class RunChain:
     """`known`: whether the table is known to exist (None: not asked yet)."""
 
     __slots__ = ("db", "known")

@@ -1,10 +1,15 @@
 """New positions: what a run does past the recorded journal.
 
-At most one position per run is new work that may stop the run: a step's attempt (with
-its retries and backoff; a tx step's is one transaction with its record, tx.py), a sleep,
-or a wait. The deterministic helpers' values and patch
-markers are new positions too, recorded without stopping (`record`). Recorded positions
-never get here; they are answered by `Run` from the journal.
+At most one position per run is new work that may stop the run: a step's attempt
+(attempt.py), a sleep, a wait, or a group's turn (groups/turns.py). The deterministic
+helpers' values and patch markers are new positions too, recorded without stopping
+(`record`). Recorded positions never get here; they are answered by the Cursor from the
+journal.
+
+The Frontier is the run's new work's state: the pending entry at the last position, the
+alarm this event set, what is still to be synced, the event's budget of new steps, and
+the attempt under way. A step's attempt machine (attempt.py) and a group's turns use it
+through its public methods.
 """
 
 from __future__ import annotations
@@ -13,30 +18,18 @@ import json
 from collections.abc import Callable
 from typing import Any, cast
 
-from ..errors import NonRetryable, Reordered, Suspend, UnsupportedValue, ValueTooLarge
-from . import policy, timeouts
-from .attempt_history import COUNTED, FAILED, RETURNED, TIMED_OUT, Attempts, Meter, was_cut
-from .attempt_history import STEP as STEP_ONLY
-from .backend import Backend
-from .config import Retry
+from ..backend import Backend
+from ..errors import Suspend, WorkflowSignal
+from .attempt_history import Attempts, Meter
 from .context import StepContext
+from .explain import reordered
 from .helper_records import put_recorded
 from .journal import Journal
 from .kinds import (
-    NOW,
     NOW_TAKEN,
-    PATCH_MARKER,
-    PATCHED,
-    RANDOM,
     SLEEP,
     SLEEP_PASSED,
     SLEEPING,
-    STEP,
-    STEP_FAILED,
-    STEP_RETRYING,
-    STEP_RETURNED,
-    STEP_RETURNED_TAGGED,
-    UUID,
     WAIT,
     WAIT_TIMED_OUT,
     WAIT_TOOK_EVENT,
@@ -44,55 +37,9 @@ from .kinds import (
     WAITING,
     Pending,
     call_of,
-    shown,
 )
 from .store import Store
-from .tx import Tables, Transaction
 from .values import encode, revive
-
-# Exact types, not subclasses: an IntEnum or a str subclass decodes as its base type.
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-
-MAX_ERROR_CHARS = 4000
-CUT = COUNTED  # the error an attempt is counted with: what it leaves if it never ends
-
-# (ok, value, error, attempts): what a step came to
-Outcome = tuple[bool, Any, str | None, int]
-
-
-def describe(e: BaseException) -> str:
-    """An exception as one recorded line: "Type: message" (NonRetryable: the message)."""
-    msg = str(e)
-    if isinstance(e, NonRetryable):
-        text = msg or type(e).__name__
-    else:
-        text = f"{type(e).__name__}: {msg}" if msg else type(e).__name__
-    return text.replace("\n", " ")[:MAX_ERROR_CHARS]
-
-
-def reordered(pos: int, kind: str, recorded: str, call: str, name: str) -> Reordered:
-    hint = "" if kind != PATCH_MARKER else (
-        f" (a patch marker: where the code no longer asks wf.patched({recorded!r}), keep "
-        f"wf.deprecate_patch({recorded!r}) until no running instance holds the marker)")
-    return Reordered(
-        f"the code changed the order of its steps: position {pos} was recorded as "
-        f"{_named(call_of(kind), shown(recorded) or recorded)}{hint}, and the code now "
-        f"reaches {_named(call, shown(name) or name)} there. Running instances need the "
-        "recorded order (new steps may only follow the recorded ones); serve changed code "
-        "as a new class."
-    )
-
-
-def _named(call: str, name: str) -> str:
-    """A position's primitive as an error names it: "step 'charge'", "wf.now()"."""
-    if call in _HELPERS:
-        return f"wf.{call}()"
-    if call == PATCHED:
-        return f"wf.patched({name!r})"
-    return f"{call} {name!r}"
-
-
-_HELPERS = frozenset({NOW, RANDOM, UUID})
 
 
 class Frontier:
@@ -115,14 +62,24 @@ class Frontier:
         self.attempts = Attempts(store)  # each attempt's history row (attempt_history.py)
         self.meter: Meter | None = None  # the attempt under way
         self.context: StepContext | None = None  # its context, while its function runs
+        # A run that may do no new work (a cancel with compensation, saga/cancelling.py):
+        # what stops it at the first new position.
+        self.refusal: Callable[[int], WorkflowSignal] | None = None
 
-    def _pending(self, pos: int, kind: str, call: str, name: str) -> Pending | None:
+    def pending_at(self, pos: int, kind: str, call: str, name: str) -> Pending | None:
+        """The pending entry at `pos` if it is there: of `kind` and `name`, or Reordered
+        (the old code reached `call` there). None: nothing is pending at `pos`."""
         p = self.pending
         if p is None or p.pos != pos:
             return None
         if p.kind != kind or p.name != name:
             raise reordered(pos, p.kind, p.name, call, name)
         return p
+
+    def open(self, pos: int) -> None:
+        """New work begins at `pos`: raises the refusal of a run that may do none."""
+        if self.refusal is not None:
+            raise self.refusal(pos)
 
     def arm(self, at: int) -> None:
         """Set the alarm to `at` unless this event already set it there."""
@@ -141,144 +98,33 @@ class Frontier:
         if armed is None or not now < armed <= by:
             self.arm(by)
 
-    # -- steps ---------------------------------------------------------------------
+    # -- the attempt under way (a step's, a branch's) ----------------------------------
 
-    def step(self, pos: int, name: str, fn: Callable[..., Any], retry: Retry,
-             tables: Tables | None = None) -> Outcome:
-        """One attempt of step `name` (or its final error, if the attempts ran out).
-        `tables`: a tx step (tx.py), whose attempt is one transaction with its record;
-        `fn` then takes the transaction's handle."""
-        p = self._pending(pos, STEP_RETRYING, STEP, name)
-        attempts = p.attempts if p else 0
-        cut = p is not None and attempts > 0 and was_cut(p.error, attempts)
-        timed_out = timeouts.cut_message(p.error, attempts, retry.timeout_ms) if p else None
-        if attempts >= retry.attempts:  # the last attempt was cut: no result will come
-            if cut:
-                self.attempts.cut(pos, timed_out=timed_out)
-            return self._give_up(pos, name, timed_out or (p.error if p else None)
-                                 or CUT.format(n=attempts), attempts)
-        now = self.db.now()
-        if p and p.next_attempt_at is not None and now < p.next_attempt_at:
-            # a backoff is pending: an early event waits too
-            raise Suspend("running", p.next_attempt_at)
-        if self.new_steps and now - self.started_at >= self.budget_ms:
-            raise Suspend("running", now)  # the budget is spent: go on in a new event
-        attempt = attempts + 1
-        self._count(pos, name, attempt, retry, now, cut, timed_out)
-        tx = None if tables is None else Transaction(self.db, name, tables, self.journal.made)
-        ctx = StepContext(name, attempt, pos, f"{self.journal.run_id}-{pos}",
-                          timeouts.deadline(retry.timeout_ms, now), self.journal)
-        return self._attempt(pos, ctx, fn, retry, tx, now)
+    def budget_spent(self, now: int) -> bool:
+        """Whether this event's budget is spent: a new step then goes on in a new event."""
+        return bool(self.new_steps) and now - self.started_at >= self.budget_ms
 
-    def _attempt(self, pos: int, ctx: StepContext, fn: Callable[..., Any], retry: Retry,
-                 tx: Transaction | None, now: int) -> Outcome:
-        """Run the attempt counted at `now`, and record how it ended."""
-        name, attempt, limit = ctx.name, ctx.attempt, retry.timeout_ms
-        self.context = ctx
-        try:
-            # A tx attempt's exception has rolled its writes back before it gets here.
-            value = timeouts.call(self.db, fn if tx is None else lambda: tx.run(fn), limit)
-        except NonRetryable as e:
-            error = describe(e)
-            if timeouts.overran(self.db, limit, now, e):
-                return self._give_up(pos, name, timeouts.message(attempt, limit, error),
-                                     attempt, TIMED_OUT)
-            return self._give_up(pos, name, error, attempt)
-        except Exception as e:
-            if not timeouts.overran(self.db, limit, now, e):
-                return self._failed(pos, ctx, describe(e), retry, e)
-            error = timeouts.message(attempt, limit, describe(e))
-            return self._failed(pos, ctx, error, retry, timeouts.exception(error, e), TIMED_OUT)
-        finally:
-            self.context = None
-        if timeouts.overran(self.db, limit, now):
-            if tx is not None:
-                tx.rollback()
-            error = timeouts.message(attempt, limit)
-            return self._failed(pos, ctx, error, retry, timeouts.exception(error, None), TIMED_OUT)
-        return self._returned(pos, name, value, attempt, tx)
-
-    def _count(self, pos: int, name: str, attempt: int, retry: Retry, now: int,
-               cut: bool, timed_out: str | None = None) -> None:
-        """Count attempt `attempt` before its function runs, with the error it leaves if
-        it never returns: a trap inside the function then counts, and the watchdog alarm
-        brings the next attempt. `cut`: the attempt before it never ended; its history
-        row is copied from the step's row first (attempt_history.py), as timed out if it was cut
-        at its narrowed deadline (`timed_out`: its error)."""
-        retry_at = now + retry.backoff(attempt)
-        self.watch(retry_at, now)
-        if cut:
-            self.attempts.cut(pos, timed_out=timed_out)
-        self.store.count_attempt(pos, name, attempt, CUT.format(n=attempt), retry_at, now)
+    def begin_attempt(self, pos: int, idx: int, attempt: int, now: int) -> None:
+        """Attempt `attempt` of the step at `pos` (or of branch `idx`) was counted at
+        `now`: this run got into a step (not a bad run), and its history row begins."""
         if self.bad_runs_open:
             self.store.clear_bad_runs()  # this run got into a step: not a bad run
             self.bad_runs_open = False
         self.new_steps += 1
-        self.pending = None
-        self.meter = self.attempts.begin(pos, STEP_ONLY, attempt, now)
+        self.meter = self.attempts.begin(pos, idx, attempt, now)
 
-    def _end(self, outcome: str, error: str | None, now: int | None = None) -> None:
+    def end_attempt(self, outcome: str, error: str | None, now: int | None = None) -> None:
         """The attempt under way ended: its history row (attempt_history.py), once."""
         m, self.meter = self.meter, None
         if m is not None:
             self.attempts.end(m, outcome, error, now)
 
-    def _returned(self, pos: int, name: str, value: Any, attempt: int,
-                  tx: Transaction | None) -> Outcome:
-        try:
-            text, tagged = encode(value, self.limit, f"the result of step {name!r}")
-        except (UnsupportedValue, ValueTooLarge) as e:
-            # Not retried: the same code would most likely return the same kind of value.
-            if tx is not None:
-                tx.rollback()
-            return self._give_up(pos, name, str(e), attempt)
-        kind = STEP_RETURNED_TAGGED if tagged else STEP_RETURNED
-        now = self.db.now()
-        self._end(RETURNED, None, now)  # a tx step's: inside its transaction, as its result
-        if tx is None:
-            self.store.put_final(pos, kind, name, text, now, durable=False)
-        else:  # the result inside the attempt's transaction, then its COMMIT
-            tx.commit(lambda: self.store.put_final(pos, kind, name, text, now,
-                                                   durable=False))
-        self.unsynced = True
-        # A plain scalar comes back from its JSON as itself: decoding it again (slow for a
-        # big str in a guest) would only make an equal copy.
-        raw = value if not tagged and type(value) in _SCALARS else json.loads(text)
-        self.journal.append(kind, name, text, raw)
-        # attempts 0: a replay cannot tell how many attempts a success took, so no run can
-        return True, (revive(raw) if tagged else raw), None, 0
-
-    def _failed(self, pos: int, ctx: StepContext, error: str, retry: Retry, exc: Exception,
-                outcome: str = FAILED) -> Outcome:
-        name, attempt = ctx.name, ctx.attempt
-        self._end(outcome, error)
-        if attempt >= retry.attempts:
-            return self._give_up(pos, name, error, attempt)
-        try:
-            wait = policy.wait_after(retry, attempt, ctx, exc)
-        except policy.DelayFailed as e:
-            return self._give_up(pos, name, policy.delay_failed(e, attempt, error), attempt)
-        now = self.db.now()
-        retry_at = now + wait
-        self.store.retry_later(pos, error, retry_at, now)
-        raise Suspend("running", retry_at)
-
-    def _give_up(self, pos: int, name: str, error: str, attempts: int,
-                 outcome: str = FAILED) -> Outcome:
-        self._end(outcome, error)
-        text = json.dumps([error, attempts], ensure_ascii=False, separators=(",", ":"))
-        self.store.put_final(pos, STEP_FAILED, name, text, self.db.now(), error=error,
-                             durable=False)
-        self.unsynced = True
-        self.journal.append(STEP_FAILED, name, text, [error, attempts])
-        self.pending = None
-        return False, None, error, attempts
-
     # -- sleeps and waits ----------------------------------------------------------
 
     def sleep(self, pos: int, name: str, wake: int) -> None:
         """Sleep until `wake`, or until the recorded wake time if this one is pending."""
-        p = self._pending(pos, SLEEPING, SLEEP, name)
+        self.open(pos)
+        p = self.pending_at(pos, SLEEPING, SLEEP, name)
         now = self.db.now()
         if p:
             wake = cast(int, p.wake_at)  # put_pending recorded one
@@ -294,7 +140,8 @@ class Frontier:
 
     def wait(self, pos: int, name: str, timeout_ms: int) -> Any:
         """The oldest event `name` received by the deadline, or None once it has passed."""
-        p = self._pending(pos, WAITING, WAIT, name)
+        self.open(pos)
+        p = self.pending_at(pos, WAITING, WAIT, name)
         now = self.db.now()
         deadline = cast(int, p.wake_at) if p else now + timeout_ms
         got = self.store.oldest_event(name, deadline)
@@ -321,8 +168,10 @@ class Frontier:
 
     def record(self, pos: int, kind: str, name: str, value: Any) -> Any:
         """Record a helper's `value` (a scalar, which JSON gives back as itself) or a
-        patch marker at the new position `pos`, with the run's next commit (helper_records.py).
-        Raises Reordered where the pending entry is: the old code reached a step there."""
+        patch marker at the new position `pos`, with the run's next commit
+        (helper_records.py). Raises Reordered where the pending entry is: the old code
+        reached a step there."""
+        self.open(pos)
         p = self.pending
         if p is not None and p.pos == pos:
             raise reordered(pos, p.kind, p.name, call_of(kind), name)

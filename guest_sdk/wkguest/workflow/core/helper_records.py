@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from .backend import Backend
+from ..backend import Backend
 
 # A new position: past the journal and not the pending entry, so no row is there (a row
 # would mean the cached journal is stale; the insert's error is then a StoreFault, and

@@ -21,8 +21,8 @@ import json
 from typing import Any
 
 from ..errors import JournalError
+from .instance import Loaded
 from .kinds import STEP_RETURNED
-from .store import Loaded
 from .values import decode
 
 _MUT = (dict, list)
@@ -131,3 +131,28 @@ def _deep_copy(v: Any) -> Any:
     if t is list:
         return [_deep_copy(x) for x in v]
     return v
+
+
+class Cache:
+    """An instance's warm journal, kept across its events while its guest instance lives:
+    a run asks the database only for the positions recorded since."""
+
+    __slots__ = ("journal", "warm")
+
+    def __init__(self) -> None:
+        self.journal: Journal | None = None
+        self.warm = False  # the last run's journal came from this cache, not a fresh load
+
+    def forget(self) -> None:
+        """Drop the cache (the actor is being deleted, storage failed, a move)."""
+        self.journal = None
+
+    def for_run(self, loaded: Loaded) -> Journal:
+        """The journal of `loaded`'s run: the cache, or a new one. Raises JournalError."""
+        j = self.journal
+        self.warm = j is not None and j.run_id == loaded.run_id and len(j) > 0
+        if j is None or j.run_id != loaded.run_id:
+            if loaded.input is None:
+                raise JournalError("the instance's input was not loaded")
+            j = self.journal = Journal(loaded.run_id, loaded.input, loaded.input_tagged)
+        return j

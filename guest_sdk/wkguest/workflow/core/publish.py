@@ -11,7 +11,7 @@ instance of the guest, after a restart or a sleep) publishes its first state wri
 
 from __future__ import annotations
 
-from .backend import Backend
+from ..backend import Backend
 
 
 class Publisher:

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..backend import Backend, Param
 from ..errors import WorkflowSignal
-from .backend import Backend, Param
 
 
 class DryStop(WorkflowSignal):

@@ -1,8 +1,6 @@
-"""The instance's and the journal's SQL, over a Backend: the core's tables of `_wk_wf*`
-(the SDK's, created by schema.py's statements). The features keep their own tables'
-SQL (groups/rows.py, children/registry.py, saga/cancelling.py, operator/rewind.py), as
-do continue-as-new (continuation.py), the attempts' history
-(attempt_history.py) and the emitted stream (stream.py):
+"""The SQL of the instance and its journal, over a Backend (the features, continue-as-new,
+the attempts' history and the emitted stream keep their own tables' SQL). The tables are
+`_wk_wf*`, the SDK's, created by schema.py's statements:
 
     _wk_wf        one row: the instance (state, run_id, input, output, error, times)
     _wk_wf_step   one row per position: the journal (its kinds: kinds.py)
@@ -22,15 +20,14 @@ from __future__ import annotations
 
 import contextlib
 import json
-from dataclasses import dataclass
 from typing import Any
 
+from ..backend import Backend, Param
 from ..errors import StoreFault
-from .backend import Backend, Param
-from .continuation import Chain
+from .continuation import RunChain
+from .instance import FINISHED_SQL, LOAD, PARKED, STATUS, STATUS_FROM, Loaded, StatusRow
 from .kinds import (
     GROUP_SETTLED,
-    PENDING_KINDS,
     SLEEP_PASSED,
     SLEEPING,
     STEP_FAILED,
@@ -42,104 +39,10 @@ from .kinds import (
     WAIT_TOOK_EVENT_TAGGED,
     WAITING,
     Pending,
-    sql_list,
 )
 from .publish import Publisher
 from .schema import SCHEMA
 from .stream import Stream
-
-FINISHED = frozenset({"completed", "failed", "cancelled", "terminated"})
-# As SQL's `IN (...)` list: a statement that must not touch a finished instance.
-FINISHED_SQL = "'completed', 'failed', 'cancelled', 'terminated'"
-# Not finished, but nothing of its own moves it on (status.py's RESTING_STATES): its row
-# is written only by an operator's move (cancel, rescue, ...: operator/moves.py), so its updated_at
-# is when it parked, or was paused. Neither holds an alarm.
-PARKED = "parked"
-PAUSED = "paused"
-HELD = frozenset({PARKED, PAUSED})
-RESTING = FINISHED | HELD
-
-# The journal since position ?1, as one row, in the split form of replay-floor.md: kinds
-# concatenated, keys joined by U+001E, results as one JSON array. A key is the name of a
-# step that returned a plain value (STEP_RETURNED, the hot path of replay), and U+0001 +
-# the name for any other kind: names hold no control character, so one compare of key and
-# name checks both the name and the kind. The ORDER BY sits in a subquery, not in the
-# aggregate: `group_concat(x ORDER BY pos)` needs SQLite 3.44 and
-# costs the host a temp b-tree, while SQLite does not flatten an ordered subquery into an
-# aggregate, so rows reach group_concat in pos order (tests check it on both SQLites).
-# The pending entry, if any, is always the last position; it comes apart as JSON.
-#
-# Three columns, read typed (`query_row`), not through query-packed: the keys and the
-# results are big texts full of characters JSON escapes (a U+001E per key, the quotes of
-# every result), and unescaping them again in the guest was a large part of a fresh long
-# journal's load. The small rest travels as one JSON array, because each typed column
-# adds to the crossing's cost (docs/performance.md).
-_LOAD = f"""
-SELECT json_array(w.state, w.run_id, w.bad_runs, w.retry_at, w.wake_at, w.waiting_for,
-                  w.finished_at, w.error, CASE WHEN w.run_id = ?2 THEN NULL ELSE w.input END,
-                  w.input_tagged, j.c, j.k,
-                  json((SELECT json_array(pos, kind, name, attempts, next_attempt_at,
-                                          wake_at, error)
-                          FROM _wk_wf_step WHERE pos = (SELECT max(pos) FROM _wk_wf_step)
-                           AND kind IN ({sql_list(PENDING_KINDS)})))),
-       j.n, j.r
-FROM _wk_wf AS w,
-     (SELECT count(*) AS c, group_concat(kind, '') AS k,
-             group_concat(CASE kind WHEN '{STEP_RETURNED}' THEN name ELSE char(1) || name END,
-                          char(30)) AS n,
-             '[' || group_concat(result, ',') || ']' AS r
-        FROM (SELECT kind, name, result FROM _wk_wf_step
-               WHERE pos >= (CASE WHEN (SELECT run_id FROM _wk_wf) = ?2 THEN ?1 ELSE 0 END)
-                 AND kind NOT IN ({sql_list(PENDING_KINDS)})
-               ORDER BY pos)) AS j
-"""
-
-_STATUS = """
-SELECT state, run_id, wake_at, waiting_for, output, output_tagged, error, created_at,
-       updated_at, finished_at,
-       (SELECT coalesce(max(pos) + 1, 0) FROM _wk_wf_step),
-       (SELECT count(*) FROM _wk_wf_event)"""
-_STATUS_FROM = " FROM _wk_wf"
-
-
-@dataclass
-class Loaded:
-    """What one event reads first, in one query."""
-
-    state: str
-    run_id: str
-    bad_runs: int
-    retry_at: int | None
-    wake_at: int | None
-    waiting_for: str | None
-    finished_at: int | None
-    error: str | None
-    input: str | None  # None: the caller's cached input is still this run's
-    input_tagged: bool
-    since: int  # the position the journal delta starts at
-    count: int
-    kinds: str
-    keys: str
-    results: str
-    pending: Pending | None
-
-
-@dataclass
-class StatusRow:
-    state: str
-    run_id: str
-    wake_at: int | None
-    waiting_for: str | None
-    output: str | None
-    output_tagged: bool
-    error: str | None
-    created_at: int
-    updated_at: int
-    finished_at: int | None
-    positions: int
-    events_pending: int
-    runs: int = 1  # runs begun under this id (continue-as-new): 1 for the first
-    previous_run_id: str | None = None
 
 
 class Store:
@@ -147,17 +50,18 @@ class Store:
         self.db = backend
         self.syncs = 0  # durable writes made: whether an event has synced what it wrote
         self.stream = Stream(backend)  # the emitted events (stream.py)
-        self.chain = Chain(backend)  # continue-as-new (continuation.py)
+        self.chain = RunChain(backend)  # continue-as-new (continuation.py)
         self.publish = Publisher(backend)  # the state, for the host's index (publish.py)
 
-    def _durable(self, sql: str, params: tuple[Param, ...] = ()) -> int:
+    def durable(self, sql: str, params: tuple[Param, ...] = ()) -> int:
+        """Run `sql` through exec_durable, counted in `syncs`."""
         changes = self.db.exec_durable(sql, params)
         self.syncs += 1
         return changes
 
     def sync(self) -> None:
         """Make every write before it durable (one fsync), changing nothing."""
-        self._durable("/*wk:sync*/ SELECT 1")
+        self.durable("/*wk:sync*/ SELECT 1")
 
     def rows(self, sql: str, params: tuple[Param, ...] = ()) -> list[list[Any]]:
         packed = self.db.query_packed(sql, params)
@@ -175,7 +79,7 @@ class Store:
     # -- reading -------------------------------------------------------------------
 
     def load(self, since: int, run_id: str) -> Loaded | None:
-        row = self.db.query_row(_LOAD, (since, run_id))
+        row = self.db.query_row(LOAD, (since, run_id))
         if row is None:
             return None
         meta, keys, results = row
@@ -196,7 +100,7 @@ class Store:
                       "", "", "[]", None)
 
     def status(self) -> StatusRow | None:
-        got = self.chain.status_rows(self.rows, _STATUS, _STATUS_FROM)
+        got = self.chain.status_rows(self.rows, STATUS, STATUS_FROM)
         if not got:
             return None
         r = got[0]
@@ -205,7 +109,7 @@ class Store:
 
     def continue_as_new(self, run_id: str, text: str, tagged: bool, now: int) -> None:
         """Begin run `run_id` with input `text`, in one durable transaction (continuation.py)."""
-        self.chain.switch(run_id, text, tagged, now, self._durable)
+        self.chain.switch(run_id, text, tagged, now, self.durable)
 
     def input(self) -> tuple[str, bool] | None:
         """The instance's input as stored: (JSON text, tagged)."""
@@ -214,14 +118,6 @@ class Store:
             return None
         text, tagged = got[0]
         return ("null" if text is None else str(text)), bool(tagged)
-
-    def steps(self, start: int, limit: int) -> list[list[Any]]:
-        return self.rows(
-            "SELECT pos, kind, name, attempts, error, next_attempt_at, wake_at, "
-            "length(result), event_seq, updated_at FROM _wk_wf_step "
-            "WHERE pos >= ? ORDER BY pos LIMIT ?",
-            (start, limit),
-        )
 
     def events_pending(self) -> int:
         return int(self.rows("SELECT count(*) FROM _wk_wf_event")[0][0])
@@ -242,7 +138,7 @@ class Store:
         """Insert the instance, durably. `watchdog`: with its first run begun, as
         begin_run(1, watchdog, now) would leave it, and not synced by itself: that run's
         own durable write syncs it (Runner.create_and_run)."""
-        write = self._durable if watchdog is None else self.db.exec
+        write = self.durable if watchdog is None else self.db.exec
         self.publish.state("running", now)
         return write(
             "/*wk:create*/ INSERT OR IGNORE INTO _wk_wf (id, state, run_id, input, input_tagged,"
@@ -281,13 +177,13 @@ class Store:
     def note_bad_run(self, error: str, now: int, durable: bool = False) -> None:
         # Never over a parked instance's reason (a storage fault in the event that found
         # it parked is noted here too).
-        write = self._durable if durable else self.db.exec
+        write = self.durable if durable else self.db.exec
         write(f"UPDATE _wk_wf SET error = ?, updated_at = ? WHERE state != '{PARKED}'",
               (error, now))
 
     def end_run(self, state: str, wake_at: int | None, waiting_for: str | None, now: int,
                 durable: bool) -> None:
-        write = self._durable if durable else self.db.exec
+        write = self.durable if durable else self.db.exec
         self.publish.state(state, now)
         write(
             "/*wk:end-run*/ UPDATE _wk_wf SET state = ?, wake_at = ?, waiting_for = ?,"
@@ -299,7 +195,7 @@ class Store:
     def finish(self, state: str, output: str | None, tagged: bool, error: str | None,
                now: int) -> bool:
         self.publish.state(state, now)
-        return self._durable(
+        return self.durable(
             "/*wk:finish*/ UPDATE _wk_wf SET state = ?, output = ?, output_tagged = ?,"
             " error = ?,"
             " wake_at = NULL, waiting_for = NULL, bad_runs = 0, retry_at = NULL,"
@@ -312,7 +208,7 @@ class Store:
         """Park the unfinished instance, durably, with `reason` as its error: no wake time,
         no bad-run count. Its journal stays as recorded. False if it had finished."""
         self.publish.state(PARKED, now)
-        return self._durable(
+        return self.durable(
             f"/*wk:park*/ UPDATE _wk_wf SET state = '{PARKED}', error = ?, wake_at = NULL,"
             " waiting_for = NULL, bad_runs = 0, retry_at = NULL, updated_at = ?"
             f" WHERE state NOT IN ({FINISHED_SQL})",
@@ -320,7 +216,7 @@ class Store:
         ) > 0
 
     def add_event(self, name: str, text: str, tagged: bool, now: int) -> None:
-        self._durable(
+        self.durable(
             "/*wk:event*/ INSERT INTO _wk_wf_event (name, payload, tagged, received_at)"
             " VALUES (?, ?, ?, ?)",
             (name, text, int(tagged), now),
@@ -347,7 +243,7 @@ class Store:
         )
 
     def put_pending(self, pos: int, kind: str, name: str, wake_at: int, now: int) -> None:
-        self._durable(
+        self.durable(
             _PENDING_TAGS[kind] + " INSERT INTO _wk_wf_step (pos, kind, name, wake_at,"
             " updated_at) VALUES (?, ?, ?, ?, ?)",
             (pos, kind, name, wake_at, now),
@@ -356,7 +252,7 @@ class Store:
     def put_final(self, pos: int, kind: str, name: str, result: str, now: int, *,
                   error: str | None = None, wake_at: int | None = None,
                   durable: bool = True) -> None:
-        write = self._durable if durable else self.db.exec
+        write = self.durable if durable else self.db.exec
         write(_FINAL_TAGS[kind] + _PUT_FINAL, (pos, kind, name, result, error, wake_at, None,
                                                now))
 

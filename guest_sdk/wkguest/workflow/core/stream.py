@@ -20,8 +20,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..backend import Backend
 from ..errors import StoreFault
-from .backend import Backend
 from .kinds import EMITTED
 
 TABLE = "_wk_wf_emit"

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...durations import format_ms
-from .backend import Backend
+from ..backend import Backend
 
 # The host's reason for an event cut at the deadline it narrowed itself, as the host gives
 # it. Spelt again here, not imported: wkguest.lifecycle imports the bindings, which a

@@ -48,8 +48,8 @@ from typing import Any, NoReturn
 from wkguest.codec import SqlValue, decode_packed
 from wkguest.errors import SqliteError
 
+from ..backend import Backend, Param
 from ..errors import CodeError, StoreFault
-from .backend import Backend, Param
 from .sqlscan import names_reserved, refusal, statements
 
 _BEGIN = "/*wk:tx-begin*/ BEGIN IMMEDIATE; SAVEPOINT _wk_tx"

@@ -15,13 +15,15 @@ code (a step's attempt is counted before its function runs), so no step function
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from wkguest.readonly import read_only
 
-from ..core.frontier import Frontier, describe
+from ..core.cursor import Cursor
+from ..core.explain import describe
 from ..core.readonly import DryStop as DryStop
 from ..core.readonly import ReadOnly
+from ..core.runner import Runner
 from ..core.store import Store
 from ..core.values import encode
 from ..errors import (
@@ -36,11 +38,7 @@ from ..errors import (
     ValueTooLarge,
     WorkflowSignal,
 )
-from ..run import Run
-from .calls import Handler
-
-if TYPE_CHECKING:
-    from ..runner import Runner
+from .calls import Handler, QueryFrontier
 
 
 class NotReplayable(Exception):
@@ -56,18 +54,12 @@ class QueryFailed(Exception):
     """The query's handler raised, called a primitive, or answered an unrecordable value."""
 
 
-class DryFrontier(Frontier):
-    """A frontier over a ReadOnly database that keeps the queries registered."""
-
-    queries: dict[str, Handler]
-
-
 @dataclass
 class Replayed:
     """Where a dry replay got to: the Run (its `position` is where it stopped), whether
     the function ended (returned, or failed as recorded), and the queries registered."""
 
-    run: Run
+    run: Cursor
     ended: bool
     queries: dict[str, Handler]
 
@@ -87,15 +79,15 @@ def replay(runner: Runner) -> Replayed | None:
     except JournalError as e:
         runner.forget()  # the next run reads it all again
         raise NotReplayable(str(e)) from None
-    front = DryFrontier(store, ro, journal, loaded.pending, runner.config.max_value_bytes,
+    front = QueryFrontier(store, ro, journal, loaded.pending, runner.config.max_value_bytes,
                         runner.config.run_budget_ms, ro.now())
     front.queries = {}
-    run = Run(journal, front, runner.retry, loaded.run_id)
+    run = runner.new_run(journal, front, loaded.run_id)
     ended = _run(runner, run, input_value)
     return Replayed(run, ended, front.queries)
 
 
-def _run(runner: Runner, run: Run, input_value: Any) -> bool:
+def _run(runner: Runner, run: Cursor, input_value: Any) -> bool:
     """Whether the function ended over the recorded journal (rather than stopping)."""
     try:
         runner.fn(run, input_value)

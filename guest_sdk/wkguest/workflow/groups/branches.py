@@ -30,18 +30,6 @@ CANCEL, LEAVE = "cancel", "leave"
 
 
 @dataclass(frozen=True)
-class StepResult:
-    """What `try_step` returns: `ok` and `value`, or `error` (one line) and how many
-    `attempts` the step made. A success reports attempts 0, on the first run as on replay
-    (the journal keeps a success's value, not its count)."""
-
-    ok: bool
-    value: Any = None
-    error: str | None = None
-    attempts: int = 0
-
-
-@dataclass(frozen=True)
 class Won:
     """What `wf.any` returns: the index of the branch that finished first, and its value
     (`index, value = wf.any(...)` unpacks it)."""

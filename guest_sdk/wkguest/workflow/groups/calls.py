@@ -30,15 +30,14 @@ with `compensate=` register their compensation in branch order, for the saga
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 from ..children.calls import ChildFailed
-from ..core.config import Retry
-from ..core.frontier import Frontier
+from ..core.attempt import StepResult
+from ..core.cursor import Cursor
 from ..core.kinds import GROUP, STEP_FAILED, STEP_RETURNED_TAGGED, WAIT_TOOK_EVENT_TAGGED
 from ..core.values import check_name, revive
-from ..errors import CodeError, Reordered, StepFailed, WorkflowSignal
+from ..errors import Reordered, StepFailed
 from .branches import (
     ALL,
     ALL_SETTLED,
@@ -47,94 +46,66 @@ from .branches import (
     LEAVE,
     Checked,
     Child,
-    StepResult,
     Won,
     check,
     signature,
 )
-from .turns import GroupFront
+from .turns import Turns
 
 _TAGGED = frozenset({STEP_RETURNED_TAGGED, WAIT_TOOK_EVENT_TAGGED})
 
 
-class _Core(Protocol):
-    """The part of `Run` the groups use."""
-
-    _kinds: list[str]
-    _front: Frontier
-    _retry: Retry
-    run_id: str
-    stopped: WorkflowSignal | None
-
-    def _enter(self) -> int: ...
-
-    def _new(self, pos: int, work: Callable[[], Any]) -> Any: ...
-
-    def _replay(self, pos: int, call: str, name: str) -> Any: ...
-
-    def _no_nesting(self, fn: Callable[..., Any]) -> Callable[..., Any]: ...
-
-    def _note_compensation(self, pos: int, name: str, opts: Any) -> None: ...
+def all_of(run: Cursor, branches: list[Any], name: str | None, losers: str) -> list[Any]:
+    """Run `branches` (Step, Sleep, Wait, Child) together; their values, in order.
+    Raises the StepFailed of the first branch to fail (see the module's doc)."""
+    pos, checked, (decider, outcomes) = _group(run, ALL, branches, name, losers)
+    if decider is not None:
+        raise _failure(checked[decider], pos, outcomes[decider])
+    return [_value(o) for o in outcomes]
 
 
-class Groups:
-    __slots__ = ()
-
-    def all(self: _Core, branches: list[Any], *, name: str | None = None,
-            losers: str = CANCEL) -> list[Any]:
-        """Run `branches` (Step, Sleep, Wait, Child) together; their values, in order.
-        Raises the StepFailed of the first branch to fail (see the module's doc)."""
-        pos, checked, (decider, outcomes) = _group(self, ALL, branches, name, losers)
-        if decider is not None:
-            raise _failure(checked[decider], pos, outcomes[decider])
-        return [_value(o) for o in outcomes]
-
-    def all_settled(self: _Core, branches: list[Any], *, name: str | None = None
-                    ) -> list[StepResult]:
-        """Run `branches` together until each has settled: a StepResult per branch, in
-        order (ok and value, or error and attempts)."""
-        _, _, (_, outcomes) = _group(self, ALL_SETTLED, branches, name, CANCEL)
-        return [_result(o) for o in outcomes]
-
-    def any(self: _Core, branches: list[Any], *, name: str | None = None,
-            losers: str = CANCEL) -> Won:
-        """Run `branches` together until the first settles: `Won(index, value)`, or the
-        StepFailed of that branch if it failed."""
-        pos, checked, (decider, outcomes) = _group(self, ANY, branches, name, losers)
-        out = outcomes[decider]
-        if out[0] == STEP_FAILED:
-            raise _failure(checked[decider], pos, out)
-        return Won(decider, _value(out))
+def all_settled(run: Cursor, branches: list[Any], name: str | None) -> list[StepResult]:
+    """Run `branches` together until each has settled: a StepResult per branch, in
+    order (ok and value, or error and attempts)."""
+    _, _, (_, outcomes) = _group(run, ALL_SETTLED, branches, name, CANCEL)
+    return [_result(o) for o in outcomes]
 
 
-def _group(run: _Core, call: str, branches: object, name: str | None, losers: str
+def any_of(run: Cursor, branches: list[Any], name: str | None, losers: str) -> Won:
+    """Run `branches` together until the first settles: `Won(index, value)`, or the
+    StepFailed of that branch if it failed."""
+    pos, checked, (decider, outcomes) = _group(run, ANY, branches, name, losers)
+    out = outcomes[decider]
+    if out[0] == STEP_FAILED:
+        raise _failure(checked[decider], pos, out)
+    return Won(decider, _value(out))
+
+
+def _group(run: Cursor, call: str, branches: object, name: str | None, losers: str
            ) -> tuple[int, list[Checked], list[Any]]:
-    pos = run._enter()
+    pos = run.enter()
     try:
-        checked = check(branches, run._retry, call)
+        checked = check(branches, run.retry, call)
         if call == ANY and not checked:
             raise ValueError("wf.any needs at least one branch")
         if losers not in (CANCEL, LEAVE):
             raise ValueError(f"losers must be {CANCEL!r} or {LEAVE!r}, not {losers!r}")
         sig = signature(call, checked) if name is None else check_name(name, "group")
     except (TypeError, ValueError) as e:
-        run.stopped = CodeError(str(e))
-        raise run.stopped from None
-    if pos < len(run._kinds):
-        record = run._replay(pos, GROUP, sig)
+        run.refuse(str(e))
+    if run.recorded(pos):
+        record = run.replay(pos, GROUP, sig)
     else:
-        front = run._front
-        gf = GroupFront(front, pos, sig, checked, call, losers,
-                        lambda i: f"{run.run_id}-{pos}.{i}", run._no_nesting)
-        record = run._new(pos, gf.run)
+        turns = Turns(run.frontier, pos, sig, checked, call, losers,
+                      lambda i: f"{run.run_id}-{pos}.{i}", run.guard)
+        record = run.new(pos, turns.run)
     if len(record[1]) != len(checked):  # a name cut short hid a change of the branches
-        run.stopped = Reordered(
+        run.stop(Reordered(
             f"the code changed a group under a running instance: position {pos} recorded "
-            f"{len(record[1])} branches, and the code now gives {len(checked)}")
-        raise run.stopped
+            f"{len(record[1])} branches, and the code now gives {len(checked)}"))
     for c, out in zip(checked, record[1], strict=True):
         if c.compensate is not None and out is not None and out[0] != STEP_FAILED:
-            run._note_compensation(pos, c.name, {"compensate": c.compensate})
+            run.completed(pos, c.name, {"compensate": c.compensate})
     return pos, checked, record
 
 

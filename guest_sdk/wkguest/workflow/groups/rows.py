@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, NamedTuple
 
-from ..core.frontier import CUT
+from ..core.attempt import CUT
 from ..core.kinds import GROUP_OPEN, STEP_RETRYING
 from ..core.store import Store
 from ..errors import StoreFault

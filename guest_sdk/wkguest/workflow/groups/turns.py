@@ -23,11 +23,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..children import calls as _child
-from ..core import policy, timeouts
-from ..core.attempt_history import FAILED, RETURNED, TIMED_OUT, was_cut
-from ..core.config import Retry
-from ..core.context import StepContext
-from ..core.frontier import CUT, Frontier, describe
+from ..core.attempt_history import RETURNED
+from ..core.frontier import Frontier
 from ..core.kinds import (
     FINAL_KINDS,
     GROUP,
@@ -36,7 +33,6 @@ from ..core.kinds import (
     SLEEP_PASSED,
     SLEEPING,
     STEP_FAILED,
-    STEP_RETRYING,
     STEP_RETURNED,
     STEP_RETURNED_TAGGED,
     WAIT_TIMED_OUT,
@@ -47,7 +43,8 @@ from ..core.kinds import (
 )
 from ..core.moments import check_duration
 from ..core.values import decode, encode
-from ..errors import NonRetryable, Reordered, Suspend, UnsupportedValue, ValueTooLarge
+from ..errors import Reordered, Suspend, UnsupportedValue, ValueTooLarge
+from .branch_attempts import BranchAttempts, Outcome
 from .branches import ALL, ANY, CANCEL, Checked, Child, Sleep, Step, Wait
 from .rows import Branches, Row
 
@@ -55,10 +52,9 @@ from .rows import Branches, Row
 # alarm. It still looks again this often, in case an alarm was lost with a crash.
 IDLE_WAKE_MS = 86_400_000
 
-Outcome = list[Any]  # [kind, result]: a settled branch, as the group's entry records it
 
 
-class GroupFront:
+class Turns:
     def __init__(self, front: Frontier, pos: int, sig: str, checked: list[Checked],
                  call: str, losers: str, key: Callable[[int], str],
                  guard: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
@@ -70,19 +66,19 @@ class GroupFront:
         self.call = call
         self.losers = losers
         self.key = key  # a branch's idempotency key, by index
-        self.guard = guard  # Run._no_nesting
+        self.guard = guard  # the cursor's no-nesting rule
         self.rows = Branches(front.store, pos)
         self.wakes: list[int] = []
         self.running = False  # a step branch is due or in backoff: the state is running
         self.waiting_for: str | None = None
-        self.budget_spent = False
         self.started: set[int] = set()  # child branches whose start was made
+        self.attempts = BranchAttempts(front, self.rows, pos, key, self._later)
 
     def run(self) -> list[Any]:
         """Move the group on. Returns its entry's record, [decider, outcomes], once it
         settles; raises Suspend until then."""
         front = self.front
-        p = front._pending(self.pos, GROUP_OPEN, GROUP, self.sig)
+        p = front.pending_at(self.pos, GROUP_OPEN, GROUP, self.sig)
         rows: dict[int, Row] = {}
         if p is None:
             self.rows.open(self.sig, self.db.now())
@@ -155,7 +151,7 @@ class GroupFront:
         if isinstance(b, Step):
             f = b.f
             fn = (lambda: f(self.key(i))) if b.keyed else f
-            return self._attempt(i, c, row, self.guard(fn), self._returned)
+            return self.attempts.attempt(i, c, row, self.guard(fn), self.attempts.returned)
         if isinstance(b, Sleep):
             return self._sleep(i, b, row)
         if isinstance(b, Wait):
@@ -164,112 +160,9 @@ class GroupFront:
         if row is not None and row.kind == WAITING:
             return self._child_notice(i, b)
         cb = b
-        return self._attempt(
+        return self.attempts.attempt(
             i, c, row, lambda: _child.start_child(self.db, cb.cls, cb.id, cb.input, cb.detach),
             lambda i, name, _v, _n: self._child_started(i, name))
-
-    def _attempt(self, i: int, c: Checked, row: Row | None, fn: Callable[[], Any],
-                 done: Callable[[int, str, Any, int], Outcome | None]) -> Outcome | None:
-        """One attempt of a step branch (or of a child's start), as Frontier.step makes
-        a step's: with its retries, its backoff, its timeout, the watchdog and the
-        event's budget."""
-        front, retry = self.front, c.retry
-        assert retry is not None
-        attempts = row.attempts if row else 0
-        cut = row is not None and attempts > 0 and was_cut(row.error, attempts)
-        late = timeouts.cut_message(row.error, attempts, retry.timeout_ms) if row else None
-        if attempts >= retry.attempts:  # the last attempt was cut
-            if cut:
-                front.attempts.cut(self.pos, i, timed_out=late)
-            return self._failed(i, c.name, late or (row.error if row else None)
-                                or CUT.format(n=attempts), attempts)
-        now = self.db.now()
-        if row is not None and row.next_attempt_at is not None and now < row.next_attempt_at:
-            self._later(row.next_attempt_at, running=True)
-            return None
-        if self.budget_spent or (front.new_steps and now - front.started_at >= front.budget_ms):
-            self.budget_spent = True
-            self._later(now, running=True)
-            return None
-        attempt = attempts + 1
-        self._count(i, c, retry, attempt, now, late if cut else None, cut)
-        ctx = StepContext(c.name, attempt, self.pos, self.key(i),
-                          timeouts.deadline(retry.timeout_ms, now), front.journal)
-        return self._run(i, c, ctx, fn, done, now)
-
-    def _count(self, i: int, c: Checked, retry: Retry, attempt: int, now: int,
-               late: str | None, cut: bool) -> None:
-        front = self.front
-        retry_at = now + retry.backoff(attempt)
-        front.watch(retry_at, now)
-        if cut:  # its history row, from the branch's row before the count writes over it
-            front.attempts.cut(self.pos, i, timed_out=late)
-        self.rows.count_attempt(i, c.name, attempt, CUT.format(n=attempt), retry_at, now)
-        if front.bad_runs_open:
-            front.store.clear_bad_runs()
-            front.bad_runs_open = False
-        front.new_steps += 1
-        front.unsynced = True
-        front.meter = front.attempts.begin(self.pos, i, attempt, now)
-
-    def _run(self, i: int, c: Checked, ctx: StepContext, fn: Callable[[], Any],
-             done: Callable[[int, str, Any, int], Outcome | None], now: int
-             ) -> Outcome | None:
-        limit = None if c.retry is None else c.retry.timeout_ms
-        self.front.context = ctx
-        try:
-            value = timeouts.call(self.db, fn, limit)
-        except NonRetryable as e:
-            late = timeouts.overran(self.db, limit, now, e)
-            error = timeouts.message(ctx.attempt, limit, describe(e)) if late else describe(e)
-            return self._failed(i, c.name, error, ctx.attempt, TIMED_OUT if late else FAILED)
-        except Exception as e:
-            if not timeouts.overran(self.db, limit, now, e):
-                return self._retry_later(i, c, ctx, describe(e), e)
-            error = timeouts.message(ctx.attempt, limit, describe(e))
-            return self._retry_later(i, c, ctx, error, timeouts.exception(error, e), TIMED_OUT)
-        finally:
-            self.front.context = None
-        if timeouts.overran(self.db, limit, now):
-            error = timeouts.message(ctx.attempt, limit)
-            return self._retry_later(i, c, ctx, error, timeouts.exception(error, None), TIMED_OUT)
-        return done(i, c.name, value, ctx.attempt)
-
-    def _retry_later(self, i: int, c: Checked, ctx: StepContext, error: str, exc: Exception,
-                     outcome: str = FAILED) -> Outcome | None:
-        self.front._end(outcome, error)
-        retry, attempt = c.retry, ctx.attempt
-        assert retry is not None
-        if attempt >= retry.attempts:
-            return self._failed(i, c.name, error, attempt)
-        try:
-            wait = policy.wait_after(retry, attempt, ctx, exc)
-        except policy.DelayFailed as e:
-            return self._failed(i, c.name, policy.delay_failed(e, attempt, error), attempt)
-        now = self.db.now()
-        at = now + wait
-        self.rows.put(i, STEP_RETRYING, c.name, now, attempts=attempt, error=error,
-                      next_attempt_at=at)
-        self._later(at, running=True)
-        return None
-
-    def _returned(self, i: int, name: str, value: Any, attempt: int) -> Outcome:
-        try:
-            text, tagged = encode(value, self.front.limit, f"the result of step {name!r}")
-        except (UnsupportedValue, ValueTooLarge) as e:
-            return self._failed(i, name, str(e), attempt)
-        kind = STEP_RETURNED_TAGGED if tagged else STEP_RETURNED
-        self.front._end(RETURNED, None)
-        self.rows.put(i, kind, name, self.db.now(), result=text, attempts=attempt)
-        return [kind, json.loads(text)]
-
-    def _failed(self, i: int, name: str, error: str, attempts: int,
-                outcome: str = FAILED) -> Outcome:
-        self.front._end(outcome, error)
-        text = json.dumps([error, attempts], ensure_ascii=False, separators=(",", ":"))
-        self.rows.put(i, STEP_FAILED, name, self.db.now(), result=text, attempts=attempts,
-                      error=error)
-        return [STEP_FAILED, [error, attempts]]
 
     def _sleep(self, i: int, b: Sleep, row: Row | None) -> Outcome | None:
         now = self.db.now()
@@ -304,7 +197,7 @@ class GroupFront:
         return None
 
     def _child_started(self, i: int, name: str) -> None:
-        self.front._end(RETURNED, None)  # the start's attempt
+        self.front.end_attempt(RETURNED, None)  # the start's attempt
         self.rows.put(i, WAITING, name, self.db.now())
         self.started.add(i)
         self._later(None, waiting=name)

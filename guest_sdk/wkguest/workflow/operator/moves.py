@@ -22,15 +22,14 @@ warm journal, and leaves the emitted stream and the instance's own tables as the
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..core.store import FINISHED, PARKED, PAUSED, StatusRow
-from ..events.routes import BadRequest
+from ..core.instance import FINISHED, PARKED, PAUSED, StatusRow
+from ..core.requests import BadRequest
+from ..core.runner import Runner
+from ..saga.cancelling import Marks
 from ..saga.compensations import COMPENSATING
 from .rewind import Rewind, Statement
-
-if TYPE_CHECKING:
-    from ..runner import Runner
 
 PAUSABLE = ("running", "waiting", COMPENSATING)
 TERMINATED_BY_OPERATOR = "terminated by an operator"
@@ -41,6 +40,7 @@ class Ops:
         self.r = runner
         self.db = runner.db
         self.rewind = Rewind(runner.db)
+        self.marks = Marks(runner.db)  # a cancel with compensation (saga/cancelling.py)
 
     def terminate(self, row: StatusRow, msg: dict[str, Any]) -> None:
         """A finished instance is left as it is (the answer says how it finished)."""
@@ -64,7 +64,7 @@ class Ops:
         self.r.forget()
         self.r.store.publish.state(PAUSED, now)
         # Durably first, then the alarm cleared: a cut between leaves an alarm that finds
-        # it paused, and clears itself (runner.py).
+        # it paused, and clears itself (core/runner.py).
         self.rewind.commit(Rewind.pause(row.state, now))
         self.db.alarm_clear()
 
@@ -79,7 +79,7 @@ class Ops:
     def rescue(self, row: StatusRow) -> None:
         if row.state == PARKED:
             # A cancel with compensation that parked goes on compensating (its mark).
-            state = COMPENSATING if self.r.marks.mark() is not None else "running"
+            state = COMPENSATING if self.marks.mark() is not None else "running"
             return self._again(Rewind.again(state, self.db.now()), state)
         if row.state != "failed":
             raise BadRequest(409, "not-rescuable", f"the instance is {row.state}: rescue "
@@ -111,7 +111,7 @@ class Ops:
             self.r.store.publish.state("running", now)
             first = [*self.rewind.truncate(0, tables), *Rewind.new_run(tables)]
             self.r.store.chain.switch(self.r.new_run_id(), text, tagged, now,
-                                      self.r.store._durable, first)
+                                      self.r.store.durable, first)
             return
         if "input" in msg:
             raise BadRequest(400, "bad-request", "'input' is for a restart from the start: "

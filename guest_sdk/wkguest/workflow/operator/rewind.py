@@ -24,7 +24,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ..core.backend import Backend, Param
+from ..backend import Backend, Param
 from ..core.kinds import STEP_FAILED, WAIT_TOOK_EVENT, WAIT_TOOK_EVENT_TAGGED
 from ..errors import StoreFault
 from ..saga.compensations import PREFIX as COMPENSATION_PREFIX

@@ -1,27 +1,27 @@
 """A run cancelled with compensation: the function stopped at its first new position,
-then the compensations from there (compensations.py has the rest of the saga), and the cancel's
-mark, `_wk_wf_saga`.
+then the compensations from there (compensations.py has the rest of the saga), and the
+cancel's mark, `_wk_wf_saga`.
 
 `Client.cancel(id, compensate=True)` marks the instance `compensating`. Its next run
-replays the function over a `CancellingFrontier`, on a read-only database (core/readonly.py),
-so any new work stops it where it is (`CancelStop`); that position is recorded, and the
-compensations run from there. Later runs hide the positions from there on from the
-function, so it stops at the same place while the compensations replay after it.
+replays the function over a frontier that refuses new work, on a read-only database
+(core/readonly.py), so any new work stops it where it is (`CancelStop`); that position is
+recorded, and the compensations run from there. Later runs hide the positions from there
+on from the function, so it stops at the same place while the compensations replay
+after it.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
-from ..core.backend import Backend
-from ..core.config import Retry
-from ..core.frontier import Frontier, Outcome, describe
+from ..backend import Backend
+from ..core.explain import describe
+from ..core.instance import FINISHED_SQL, Loaded
 from ..core.journal import Journal
 from ..core.kinds import PENDING_KINDS, sql_list
-from ..core.store import FINISHED_SQL, Loaded
-from ..core.tx import Tables
+from ..core.runner import Runner
 from ..errors import (
     CodeError,
     Fail,
@@ -31,83 +31,49 @@ from ..errors import (
     StoreFault,
     WorkflowSignal,
 )
-from ..run import Run
 from .compensations import COMPENSATING, CancelStop
 
 
-class _Runs(Protocol):
-    """The part of the Runner a cancelled run uses (runner.py)."""
-
-    fn: Callable[[Run, Any], Any]
-    retry: Retry
-    marks: Marks
-
-    def _frontier(self, loaded: Loaded, journal: Journal, now: int, watchdog: int,
-                  cancelling: bool = False) -> Frontier: ...
-
-    def _stopped(self, s: WorkflowSignal, loaded: Loaded, front: Frontier,
-                 bad: int) -> None: ...
-
-    def _bad_run(self, bad: int, reason: str, sync: bool = False) -> None: ...
-
-    def _park(self, reason: str) -> None: ...
-
-    def _failed(self, run: Run, loaded: Loaded, front: Frontier, bad: int,
-                error: str | None, state: str) -> None: ...
+def _cancel_stop(pos: int) -> WorkflowSignal:
+    return CancelStop(f"cancelled at position {pos}")
 
 
-class CancellingFrontier(Frontier):
-    """The frontier of a function cancelled with compensation: any new work (a step, a
-    sleep, a wait, a helper's value or a marker) stops the function where it is. Built
-    over a read-only database (events/dry_replay.py's ReadOnly) so that any other primitive's first
-    write stops it too."""
-
-    def step(self, pos: int, name: str, fn: Callable[..., Any], retry: Retry,
-             tables: Tables | None = None) -> Outcome:
-        raise CancelStop(f"cancelled at position {pos}")
-
-    def sleep(self, pos: int, name: str, wake: int) -> None:
-        raise CancelStop(f"cancelled at position {pos}")
-
-    def wait(self, pos: int, name: str, timeout_ms: int) -> Any:
-        raise CancelStop(f"cancelled at position {pos}")
-
-    def record(self, pos: int, kind: str, name: str, value: Any) -> Any:
-        raise CancelStop(f"cancelled at position {pos}")
-
-
-def cancelled_run(r: _Runs, loaded: Loaded, journal: Journal, input_value: Any, now: int,
-                  watchdog: int, stop_at: int | None) -> None:
+def cancelled_run(r: Runner, marks: Marks, loaded: Loaded, journal: Journal,
+                  input_value: Any, now: int, watchdog: int, stop_at: int | None) -> None:
     """A run after a cancel with compensation: the function replays up to where the
     cancel stopped it (the first run: its first unrecorded position, then recorded),
     doing nothing new; then the compensations run from there, and it is cancelled. Its
     own failure, met on the way, wins: it compensates and fails as it would have."""
     bad = loaded.bad_runs + 1
-    run = Run(journal, r._frontier(loaded, journal, now, watchdog, True), r.retry,
-              loaded.run_id)
+    # Any new work (a step, a sleep, a wait, a helper's value or a marker) stops the
+    # function where it is; over a read-only database, any other primitive's first
+    # write stops it too.
+    front = r.frontier(loaded, journal, now, watchdog, read_only=True)
+    front.refusal = _cancel_stop
+    run = r.new_run(journal, front, loaded.run_id)
     if stop_at is not None:
-        run._hide_from(stop_at)
+        run.show_until(stop_at)
     error, state = None, "cancelled"
     try:
         r.fn(run, input_value)
     except WorkflowSignal as s:  # any other: the function stopped (a new position, its end)
         got = run.stopped or s
         if isinstance(got, Reordered | CodeError | JournalError | StoreFault):
-            return r._stopped(got, loaded, run._front, bad)
+            return r.settle.stopped(got, loaded, run.frontier, bad)
     except (StepFailed, Fail) as e:
         error, state = str(e) or "failed", "failed"
     except Exception as e:
-        return r._bad_run(bad, f"the workflow function raised {describe(e)}")
+        return r.settle.bad_run(bad, f"the workflow function raised {describe(e)}")
     pos = run.position
     if stop_at is None and state == "cancelled":
-        r.marks.stop(pos)
+        marks.stop(pos)
         loaded.pending = None  # the function's, at `pos`: dropped with the stop
     elif stop_at not in (None, pos):
-        return r._park(f"cancelled with compensation at position {stop_at}, the function "
-                       f"now stops at position {pos}: the code changed")
-    front = r._frontier(loaded, journal, now, watchdog)
-    run._resume_at(pos, front)
-    r._failed(run, loaded, front, bad, error, state)
+        return r.settle.park(f"cancelled with compensation at position {stop_at}, the "
+                             f"function now stops at position {pos}: the code changed")
+    front = r.frontier(loaded, journal, now, watchdog)
+    run.go_on(pos, front)
+    r.failures.failed(r, run, loaded, front, bad, error, state)
 
 
 # -- the cancel's mark ------------------------------------------------------------------

@@ -7,7 +7,7 @@ A step that completed registers its compensation (a callable taking no argument,
 `Compensation` with its own retry settings), in the order the steps are reached: on
 every replay too, so each run knows the same list. When the workflow fails with its own
 failure (a StepFailed escaping the function, `wf.fail`) or is cancelled with
-compensation, the runner (runner.py) runs them newest first, as ordinary steps of the
+compensation, the runner runs them newest first (hooks.py), as ordinary steps of the
 same run named `compensate:<step>` at the positions after the failure: each is recorded,
 retried with backoff under its own settings and replayed like any step, so a crash in
 the middle resumes it and a compensation recorded as done never runs again. Reverse
@@ -17,26 +17,25 @@ step start. A compensation that fails for good is recorded and reported in the e
 and the others still run. Failures that are not the workflow's own park the instance
 and compensate nothing.
 
-A cancel with compensation (`_wk_wf_saga`, below) marks the instance `compensating`;
-the next run replays the function up to its first unrecorded position, where a
-`CancellingFrontier` refuses any new work (`CancelStop`), records that position, and
-runs the compensations from there. Later runs hide the positions from there on from the
+A cancel with compensation (its mark `_wk_wf_saga`, cancelling.py) marks the instance
+`compensating`; the next run replays the function up to its first unrecorded position,
+where its frontier refuses any new work (`CancelStop`), records that position, and runs
+the compensations from there. Later runs hide the positions from there on from the
 function, so it stops at the same place while the compensations replay after it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NoReturn, Protocol, Unpack
+from typing import Any
 
 from ...durations import Duration
-from ..core.config import Delay, Retry, StepOptions
-from ..core.frontier import Frontier
-from ..core.journal import Journal
+from ..core.config import Delay, Retry
+from ..core.cursor import Cursor
 from ..core.policy import override
 from ..core.tx import Tables, tables_of
 from ..core.values import check_name
-from ..errors import CodeError, Suspend, WorkflowSignal
+from ..errors import Suspend, WorkflowSignal
 
 PREFIX = "compensate:"
 COMPENSATING = "compensating"  # the state of an instance running its compensations
@@ -81,77 +80,40 @@ class CancelStop(WorkflowSignal):
     """A run cancelled with compensation reached new work: the function stops there."""
 
 
-class _Core(Protocol):
-    """The part of `Run` that the saga uses."""
+class Compensations:
+    """The compensations that a run's completed steps registered: the run's cursor's
+    `completions` hook (core/cursor.py)."""
 
-    _pos: int
-    _kinds: list[str]
-    _keys: list[str]
-    _results: list[Any]
-    _journal: Journal
-    _front: Frontier
-    _retry: Retry
-    _saga: list[Entry] | None
-    stopped: WorkflowSignal | None
+    __slots__ = ("run", "entries")
 
-    def try_step(self, name: str, f: Callable[[], Any],
-                 **opts: Unpack[StepOptions]) -> Any: ...
+    def __init__(self, run: Cursor) -> None:
+        self.run = run
+        self.entries: list[Entry] = []  # in the order the steps completed
 
-
-class Saga:
-    """A mixin of `Run`: the compensations that the run's completed steps registered."""
-
-    __slots__ = ()
-
-    def _note_compensation(self: _Core, pos: int, name: str, opts: Any) -> None:
+    def note(self, pos: int, name: str, opts: Any) -> None:
         """Step `name` at `pos` completed with options `opts`; keep its compensation.
         Raises CodeError (the instance parks) for a compensate= that cannot work."""
         g = opts.get("compensate")
-        if g is not None:
-            _note(self, name, g)
+        if g is None:
+            return
+        try:
+            entry = _entry(name, g, self.run.retry)
+        except (TypeError, ValueError) as e:
+            self.run.refuse(f"wf.step({name!r}): compensate: {e}")
+        self.entries.append(entry)  # positions repeat in a group's branches: the call order
 
-    def _compensate(self: _Core) -> tuple[int, list[str]]:
+    def run_all(self) -> tuple[int, list[str]]:
         """Run the registered compensations, newest first, as steps from the current
         position. Returns how many there were and the final error of each that failed.
         A signal (a backoff's Suspend, a budget) propagates: the next run goes on."""
-        entries = list(reversed(self._saga or []))
+        entries = list(reversed(self.entries))
         failed = []
         for name, fn, opts in entries:
-            got = self.try_step(PREFIX + name, fn, **opts)
+            got = self.run.try_step(PREFIX + name, fn, **opts)
             if not got.ok:
                 failed.append(f"step {PREFIX + name!r} failed after {got.attempts} "
                               f"attempt(s): {got.error}")
         return len(entries), failed
-
-    def _hide_from(self: _Core, pos: int) -> None:
-        """Show the function only the positions before `pos` (a cancel's stop): the
-        compensations recorded from there on are not the function's."""
-        _view(self, self._kinds[:pos], self._keys[:pos], self._results[:pos])
-
-    def _resume_at(self: _Core, pos: int, front: Frontier) -> None:
-        """Go on from `pos` over the whole journal with `front`: the compensations'."""
-        j = self._journal
-        _view(self, j.kinds, j.keys, j.results)
-        _go_on(self, pos, front)
-
-
-def _note(run: _Core, name: str, g: object) -> None:
-    try:
-        entry = _entry(name, g, run._retry)
-    except (TypeError, ValueError) as e:
-        _refuse(run, f"wf.step({name!r}): compensate: {e}")
-    saga = run._saga
-    if saga is None:
-        saga = run._saga = []
-    saga.append(entry)  # positions repeat in a group's branches: the call order counts
-
-
-def _view(run: _Core, kinds: list[str], keys: list[str], results: list[Any]) -> None:
-    run._kinds, run._keys, run._results = kinds, keys, results
-
-
-def _go_on(run: _Core, pos: int, front: Frontier) -> None:
-    run._front, run._pos, run.stopped = front, pos, None
 
 
 def _entry(name: str, g: object, base: Retry) -> Entry:
@@ -167,11 +129,6 @@ def _entry(name: str, g: object, base: Retry) -> Entry:
     override(base, retry)  # raises naming a bad option
     tables_of(opts.get("tx", False), False)
     return name, fn, opts
-
-
-def _refuse(run: _Core, message: str) -> NoReturn:
-    run.stopped = CodeError(message)
-    raise run.stopped from None
 
 
 def outcome(count: int, failed: list[str], error: str | None) -> str | None:

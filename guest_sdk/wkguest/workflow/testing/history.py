@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..core import cbor
+from .. import cbor
 from ..core.config import Config
 from ..core.store import Store
 from ..protocol import Protocol

@@ -27,11 +27,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..backend import CallFailed
 from ..client import Client
-from ..core.backend import CallFailed
 from ..core.config import Config
 from ..errors import WorkflowSignal
-from ..protocol import Protocol, Reply
+from ..protocol import Protocol
+from ..routes import Reply
 from ..runner import Runner, Workflow
 from .fakes import FakeBackend, FakeClock
 

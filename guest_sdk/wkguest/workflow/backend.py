@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from ..errors import StoreFault
+from .errors import StoreFault
 
 Param = None | int | float | str | bytes
 
@@ -100,7 +100,7 @@ class RealBackend:
     def __init__(self) -> None:
         from wkguest import actors, alarm, attributes, errors, lifecycle, sqlite
 
-        from ..status import CONTENT_TYPE, PROTOCOL
+        from .status import CONTENT_TYPE, PROTOCOL
 
         self._sqlite: Any = sqlite
         self._actors: Any = actors

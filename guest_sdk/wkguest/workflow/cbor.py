@@ -25,7 +25,7 @@ import math
 import struct
 from typing import Any
 
-from ..errors import CborError
+from .errors import CborError
 
 MAX_DEPTH = 100
 
