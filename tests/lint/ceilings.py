@@ -1,5 +1,6 @@
-"""The layout's size ceilings, checked by `make lint`: no module over MODULE_LINES lines
-and no function over FUNCTION_LINES, in the host and the guest SDK.
+"""The layout's size ceilings, checked by `make lint`: no module over its tree's
+MODULE_LINES (400 lines in the host, 300 in the guest SDK) and no function over
+FUNCTION_LINES, in the host and the guest SDK.
 
     .venv/bin/python -m tests.lint.ceilings host guest_sdk/wkguest
 
@@ -18,6 +19,9 @@ from pathlib import Path
 
 MODULE_LINES = 400
 FUNCTION_LINES = 40
+# The guest SDK's modules (by their path from the checkout) are compiled into every guest
+# and read by users: smaller.
+GUEST_SDK, GUEST_MODULE_LINES = "guest_sdk/wkguest/", 300
 
 # Modules allowed past both ceilings, each with its reason.
 EXEMPT = {
@@ -44,13 +48,19 @@ class Breach:
 def breaches(path: Path, shown_as: str) -> Iterator[Breach]:
     text = path.read_text()
     count = len(text.splitlines())
-    if count > MODULE_LINES:
-        yield Breach(shown_as, 1, "the module", count, MODULE_LINES)
+    ceiling = module_lines(shown_as)
+    if count > ceiling:
+        yield Breach(shown_as, 1, "the module", count, ceiling)
     for node in ast.walk(ast.parse(text, filename=shown_as)):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             size = (node.end_lineno or node.lineno) - node.lineno + 1
             if size > FUNCTION_LINES:
                 yield Breach(shown_as, node.lineno, f"{node.name}()", size, FUNCTION_LINES)
+
+
+def module_lines(shown_as: str) -> int:
+    """The module ceiling of the module at `shown_as` (a path from the checkout)."""
+    return GUEST_MODULE_LINES if shown_as.startswith(GUEST_SDK) else MODULE_LINES
 
 
 def check(roots: list[Path], base: Path) -> list[Breach]:

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.lint.ceilings import FUNCTION_LINES, MODULE_LINES, check, main
+from tests.lint.ceilings import (
+    FUNCTION_LINES,
+    GUEST_MODULE_LINES,
+    GUEST_SDK,
+    MODULE_LINES,
+    check,
+    main,
+)
 
 
 def write(path: Path, text: str) -> Path:
@@ -33,6 +40,14 @@ def test_a_module_over_the_ceiling_is_named_and_methods_count_too(tmp_path: Path
     write(tmp_path / "big.py", text)
     found = {(b.what, b.lines) for b in check([tmp_path], tmp_path)}
     assert found == {("the module", len(text.splitlines())), ("m()", FUNCTION_LINES + 5)}
+
+
+def test_a_guest_sdk_module_has_the_smaller_ceiling(tmp_path: Path) -> None:
+    text = "".join(f"y{i} = {i}\n" for i in range(GUEST_MODULE_LINES + 1))
+    write(tmp_path / GUEST_SDK / "big.py", text)
+    write(tmp_path / "host" / "same.py", text)
+    found = [(b.path, b.ceiling) for b in check([tmp_path], tmp_path)]
+    assert found == [(GUEST_SDK + "big.py", GUEST_MODULE_LINES)]
 
 
 def test_the_command_fails_on_a_breach_and_passes_without(tmp_path: Path, monkeypatch,
