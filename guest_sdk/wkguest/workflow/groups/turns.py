@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..children import calls as _child
+from ..core.attempt import attempt
 from ..core.attempt_history import RETURNED
 from ..core.frontier import Frontier
 from ..core.kinds import (
@@ -44,7 +45,7 @@ from ..core.kinds import (
 from ..core.moments import check_duration
 from ..core.values import decode, encode
 from ..errors import Reordered, Suspend, UnsupportedValue, ValueTooLarge
-from .branch_attempts import BranchAttempts, Outcome
+from .branch_attempts import BranchSlot, Budget, Outcome
 from .branches import ALL, ANY, CANCEL, Checked, Child, Sleep, Step, Wait
 from .rows import Branches, Row
 
@@ -72,7 +73,7 @@ class Turns:
         self.running = False  # a step branch is due or in backoff: the state is running
         self.waiting_for: str | None = None
         self.started: set[int] = set()  # child branches whose start was made
-        self.attempts = BranchAttempts(front, self.rows, pos, key, self._later)
+        self.budget = Budget(front)  # once spent for one branch, spent for all
 
     def run(self) -> list[Any]:
         """Move the group on. Returns its entry's record, [decider, outcomes], once it
@@ -151,7 +152,7 @@ class Turns:
         if isinstance(b, Step):
             f = b.f
             fn = (lambda: f(self.key(i))) if b.keyed else f
-            return self.attempts.attempt(i, c, row, self.guard(fn), self.attempts.returned)
+            return self._attempt(i, c, row, self.guard(fn))
         if isinstance(b, Sleep):
             return self._sleep(i, b, row)
         if isinstance(b, Wait):
@@ -160,9 +161,19 @@ class Turns:
         if row is not None and row.kind == WAITING:
             return self._child_notice(i, b)
         cb = b
-        return self.attempts.attempt(
+        return self._attempt(
             i, c, row, lambda: _child.start_child(self.db, cb.cls, cb.id, cb.input, cb.detach),
-            lambda i, name, _v, _n: self._child_started(i, name))
+            lambda _v, _n: self._child_started(i, c.name))
+
+    def _attempt(self, i: int, c: Checked, row: Row | None, fn: Callable[[], Any],
+                 done: Callable[[Any, int], Outcome | None] | None = None) -> Outcome | None:
+        """An attempt of branch `i`'s step (or of its child's start: `done`), by the one
+        attempt machine (core/attempt.py) over the branch's row."""
+        assert c.retry is not None
+        slot = BranchSlot(self.front, self.rows, row, i, c.name, self.key(i), self._later,
+                          self.budget, done)
+        out: Outcome | None = attempt(self.front, self.pos, slot, fn, c.retry)
+        return out
 
     def _sleep(self, i: int, b: Sleep, row: Row | None) -> Outcome | None:
         now = self.db.now()
