@@ -308,7 +308,7 @@ def replies(*parts: bytes) -> Script:
 
 def silent(conn: socket.socket, stop: threading.Event) -> None:
     read_head(conn)
-    stop.wait(3)
+    stop.wait(30)
 
 
 def trickle(prefix: bytes, drip: bytes) -> Script:
@@ -636,7 +636,8 @@ def test_timeout_on_a_silent_server(raw_server: Callable[[Script], RawServer]) -
     srv = raw_server(silent)
     start = time.monotonic()
     msg = fails("timeout", lambda: go(srv.url, srv.policy, timeout_ms=200))
-    assert 0.15 <= time.monotonic() - start < 1.0
+    # Bounds with room for a busy machine: the silent server would hold on for 30 s.
+    assert 0.15 <= time.monotonic() - start < 10
     assert "the 200 ms timeout passed while waiting for the response" in msg
 
 
@@ -644,7 +645,7 @@ def test_deadline_shorter_than_timeout_wins(raw_server: Callable[[Script], RawSe
     srv = raw_server(silent)
     start = time.monotonic()
     msg = fails("timeout", lambda: go(srv.url, srv.policy, timeout_ms=5000, deadline_s=0.2))
-    assert 0.15 <= time.monotonic() - start < 1.0
+    assert 0.15 <= time.monotonic() - start < 2.5  # the deadline, not the 5 s timeout
     assert "the event's time ran out" in msg
 
 
@@ -658,7 +659,7 @@ def test_trickling_body_stopped_by_the_deadline(raw_server: Callable[[Script], R
     start = time.monotonic()
     # Each byte comes well within the 10 s timeout; only the total budget can stop this.
     msg = fails("timeout", lambda: go(srv.url, srv.policy, timeout_ms=10_000, deadline_s=0.3))
-    assert time.monotonic() - start < 0.8
+    assert time.monotonic() - start < 5  # the deadline, not the 10 s timeout nor the 100 s drip
     assert "reading the body" in msg
 
 
@@ -666,19 +667,19 @@ def test_trickling_head_stopped_by_the_timeout(raw_server: Callable[[Script], Ra
     srv = raw_server(trickle(b"HTTP/1.1 200 OK\r\n", b"X-Slow: " + b"a" * 5000))
     start = time.monotonic()
     msg = fails("timeout", lambda: go(srv.url, srv.policy, timeout_ms=300))
-    assert time.monotonic() - start < 0.8
+    assert time.monotonic() - start < 10  # the timeout, not the 100 s drip
     assert "300 ms" in msg
 
 
 def test_slow_dns_bounded_by_the_timeout(net: Net, monkeypatch: pytest.MonkeyPatch) -> None:
     def slow(host: str, port: int, *args: Any, **kwargs: Any) -> Any:
-        time.sleep(0.4)
+        time.sleep(5)
         return [_addrinfo(PUBLIC_IP, port)]
 
     monkeypatch.setattr(socket, "getaddrinfo", slow)
     start = time.monotonic()
     msg = fails("timeout", lambda: go("http://api.example/", allow("api.example"), timeout_ms=150))
-    assert time.monotonic() - start < 0.35
+    assert time.monotonic() - start < 2.5  # the timeout, not the 5 s resolution
     assert "resolving api.example" in msg
     assert net.connects == []
 
