@@ -17,6 +17,7 @@ import os
 import random
 import secrets
 import signal
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -177,6 +178,32 @@ def wait_until(cond: Callable[[], Any], timeout: float, what: str,
         if time.monotonic() > end:
             raise AssertionError(f"not within {timeout} s: {what}")
         time.sleep(every)
+
+
+Send = Callable[[str], list[threading.Thread]]  # a wave of requests, each on a thread
+
+
+def across_a_takeover(cluster: Cluster, victim: int, actors: list[str],
+                      send: Send) -> tuple[set[str | None], float]:
+    """Pause node `victim` past its TTL, calling `send("during")` at once (the other
+    nodes' views still name it), then `send("after")` once other nodes hold every one of
+    `actors`; wait for every thread sent (each must end within 120 s), then resume the
+    node. Answers the owners of `actors` read before the resume, and when it began."""
+    name = cluster.node(victim).name
+    cluster.pause(victim)
+    try:
+        threads = send("during")
+        wait_until(lambda: all(cluster.owner(a) not in (None, name) for a in actors), 60,
+                   "other nodes took the paused node's shards")
+        threads += send("after")
+        for t in threads:
+            t.join(120)
+        assert not any(t.is_alive() for t in threads), "a request was still waiting"
+        owners = {cluster.owner(a) for a in actors}
+    finally:
+        resumed_at = time.monotonic()
+        cluster.resume(victim)
+    return owners, resumed_at
 
 
 @contextlib.contextmanager

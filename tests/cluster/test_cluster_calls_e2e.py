@@ -17,7 +17,7 @@ from urllib.parse import quote
 import pytest
 
 from .load import CREATE, INSERT, call, ensure_table, ok, values
-from .nodes import Cluster, wait_until
+from .nodes import Cluster, across_a_takeover, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
@@ -87,19 +87,7 @@ def test_calls_to_a_paused_nodes_actors_are_answered_by_the_new_owner(
                 sent.append(t)
         return sent
 
-    cluster.pause(victim)
-    try:
-        threads = send("during")  # the callers' views still name the paused node
-        wait_until(lambda: all(cluster.owner(a) not in (None, name) for a in callees), 60,
-                   "other nodes took the paused node's shards")
-        threads += send("after")
-        for t in threads:
-            t.join(120)
-        assert not any(t.is_alive() for t in threads), "a call was still waiting"
-        owners = {cluster.owner(a) for a in callees}
-    finally:
-        resumed_at = time.monotonic()
-        cluster.resume(victim)
+    owners, resumed_at = across_a_takeover(cluster, victim, callees, send)
     failed = {k: a for k, a in answers.items() if not _answered(a)}
     assert failed == {}
     assert len(answers) == 2 * len(callees) * len(others)

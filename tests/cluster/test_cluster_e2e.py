@@ -29,7 +29,7 @@ from .load import (
     start_orders,
     values,
 )
-from .nodes import Cluster, wait_until
+from .nodes import Cluster, across_a_takeover, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
@@ -157,22 +157,12 @@ def test_requests_for_a_paused_nodes_actors_are_answered_by_the_new_owner(
                 sent.append(t)
         return sent
 
-    cluster.pause(victim)
-    try:
-        threads = send("during")  # the others' views still name the paused node
-        wait_until(lambda: all(cluster.owner(a) not in (None, name) for a in actors), 60,
-                   "other nodes took the paused node's shards")
-        threads += send("after")
-        for t in threads:
-            t.join(120)
-        assert not any(t.is_alive() for t in threads), "a request was still waiting"
-        # Answered while the node was paused: by the new owners, not by it.
-        failed = {k: a for k, a in answers.items() if not ok(a)}
-        assert failed == {}
-        assert len(answers) == 2 * len(actors) * len(others)
-        owners = {cluster.owner(a) for a in actors}
-    finally:
-        cluster.resume(victim)
+    owners, _ = across_a_takeover(cluster, victim, actors, send)
+    # Answered while the node was paused (every thread ended before the resume): by the
+    # new owners, not by it.
+    failed = {k: a for k, a in answers.items() if not ok(a)}
+    assert failed == {}
+    assert len(answers) == 2 * len(actors) * len(others)
     assert name not in owners
     for actor in actors:
         assert values(cluster, actor) == sorted(

@@ -86,9 +86,9 @@ def test_a_stopped_keepers_shards_go_to_the_others_and_its_epochs_are_refused(
         nodes: dict[str, Node], pg_url: str) -> None:
     wait_until(lambda: settled(nodes, NAMES), "each node holding its share")
     n3 = nodes["n3"]
-    old = n3.keeper.held()
+    old, lost_before = n3.keeper.held(), len(n3.lost)  # a late round may have lost some
     n3.keeper.stop(release=False)  # stops renewing, as if it had died
-    assert n3.shards() == set() and sorted(n3.lost) == sorted(old)
+    assert n3.shards() == set() and sorted(n3.lost[lost_before:]) == sorted(old)
     wait_until(lambda: settled(nodes, ["n1", "n2"]), "n1 and n2 taking n3's shards")
     assert n3.store.renew("n3", old, TTL) == set()
     n3.store.close()
@@ -130,7 +130,9 @@ def test_without_postgresql_shards_end_at_their_deadline_and_come_back_at_new_ep
         with caplog.at_level(logging.INFO, logger="wkhost"):
             pg_server.kill()
             wait_until(lambda: node.keeper.held() == {}, "the deadline passing")
-            wait_until(lambda: sorted(node.lost) == list(range(SHARDS)), "on_lost for all")
+            # A set: on a busy machine a late round may have let some shards go and
+            # taken them again before the kill, so they were lost twice.
+            wait_until(lambda: set(node.lost) == set(range(SHARDS)), "on_lost for all")
             pg_server.restart()
             wait_until(lambda: len(node.keeper.held()) == SHARDS, "n1 taking them again")
         again = node.keeper.held()
