@@ -68,7 +68,7 @@ GUEST = REPO / "tests" / "guests" / "wf_bench_groups.py"
 PREFIX = "/wk-workflow/v1/"
 PARTS = ("syncs", "serve", "peers")
 WAIT = 60_000
-MAX_BRANCHES = 1000  # wf.all's most (wkguest.workflow.branches.MAX_BRANCHES)
+MAX_BRANCHES = 1000  # wf.all's most (wkguest.workflow.groups.branches.MAX_BRANCHES)
 
 
 def guest_wasm() -> Path:

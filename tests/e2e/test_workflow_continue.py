@@ -2,7 +2,7 @@
 new twice and completes; the status shows its runs and the previous run's id; an event
 sent during the first run is taken by the last; the emitted stream keeps every run's
 events. And a kill -9 at each statement of the switch (guest_sdk/wkguest/workflow/
-chain.py, crash points of host/testing/crashpoints.py) leaves the old run whole or the
+core/continuation.py, crash points of host/testing/crashpoints.py) leaves the old run whole or the
 new run alone, and after a restart the instance completes with the right output and no
 step's effect repeated.
 
@@ -42,7 +42,7 @@ OUTPUT = {"runs": RUNS, "note": NOTE, "counts": COUNTS}
 # A run that continues: its steps, the emit "run", the sleep "rest".
 RUN_NAMES = [f"effect {i}" for i in range(STEPS)] + ["run", "rest"]
 
-# Each statement of the switch (chain.py), before and after it runs, at the first
+# Each statement of the switch (core/continuation.py), before and after it runs, at the first
 # switch; a skip of 1 is the same point at the second.
 TAGS = ["wk:can-begin", "wk:can-table", "wk:can-chain", "wk:can-clear", "wk:can-run",
         "wk:can-commit"]

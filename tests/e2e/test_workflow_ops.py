@@ -1,5 +1,5 @@
 """An operator's moves through `wkhost serve` and `wkhost workflow ...` (the runner's
-ops.py): the bad-deploy rescue, a terminate while a step is in backoff, a pause that
+operator/moves.py): the bad-deploy rescue, a terminate while a step is in backoff, a pause that
 lasts across a restart, a restart from a named step that reuses the results before it,
 and a bulk move by filter. The orders example, in both replay modes (shop_factory).
 """

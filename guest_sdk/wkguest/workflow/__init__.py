@@ -35,7 +35,7 @@ The package's layout (a core, and one subpackage per feature) is in
 docs/architecture.md. What it exports is what workflows are written with; the runner's
 machinery is public where it lives, for libraries over it and for tests:
 `wkguest.workflow.runner.Runner`, `wkguest.workflow.protocol.Protocol`,
-`wkguest.workflow.core.backend.RealBackend`, and the runner's own signals,
+`wkguest.workflow.backend.RealBackend`, and the runner's own signals,
 `wkguest.workflow.errors.Suspend` and `StoreFault`. `wkguest.workflow.testing` holds the
 fakes, a test host and recorded histories (imported only on demand).
 """

@@ -75,7 +75,7 @@ class Backend(Protocol):
     def narrow_deadline(self, within_ms: int | None) -> None:
         """Bound this event's host calls (SQL, actor calls, fetches) and its guest code by
         `within_ms` from now, as well as by the event's own deadline; None lifts the
-        bound (lifecycle.narrow-deadline). A step's timeout (frontier.py) sets it around
+        bound (lifecycle.narrow-deadline). A step's timeout (core/timeouts.py) sets it around
         each attempt."""
 
     def publish(self, status: str, updated_ms: int,

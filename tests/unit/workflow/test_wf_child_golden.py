@@ -43,7 +43,8 @@ DAY = 86_400_000
 RECORDING = {"on": False}
 CHILDREN = "SELECT * FROM _wk_wf_child ORDER BY id"
 PARENT = "SELECT * FROM _wk_wf_parent"
-# The family tables as recorded (kin.py makes them when first needed, not seed()).
+# The children's tables as recorded (children/registry.py makes them when first needed,
+# not seed()).
 CHILD_TABLE = ("CREATE TABLE IF NOT EXISTS _wk_wf_child (id TEXT PRIMARY KEY, cls TEXT NOT"
                " NULL, detached INTEGER NOT NULL, started_at TEXT, done_run TEXT, cancel"
                " INTEGER NOT NULL DEFAULT 0, tries INTEGER NOT NULL DEFAULT 0, next_try_at"

@@ -1,4 +1,4 @@
-"""Continue-as-new cut at each statement of its switch (chain.py), on the fake host: the
+"""Continue-as-new cut at each statement of its switch (core/continuation.py), on the fake host: the
 event traps there (what was committed stays, the open transaction goes), and, in the
 power-loss cases, what was not yet durable goes too. The instance is then the old run
 whole or the new run alone, never a mix; and it goes on to finish as if never cut."""

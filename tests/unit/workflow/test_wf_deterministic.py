@@ -1,6 +1,6 @@
 """wf.now(), wf.random(), wf.uuid(): values taken once, recorded as positions (kinds N, R,
 U), the same on every replay, and written with the run's next commit, not synced one by
-one (helpers.py, recorded.py)."""
+one (core/deterministic.py, core/helper_records.py)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """wf.patched(id) and wf.deprecate_patch(id): one class for instances recorded before a
-change of the code and after it (helpers.py). History is made with the old code, then
+change of the code and after it (core/deterministic.py). History is made with the old code, then
 the new code runs on it (a deploy, here a flip of `CODE`)."""
 
 from __future__ import annotations

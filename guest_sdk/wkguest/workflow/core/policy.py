@@ -17,8 +17,9 @@ The options (OPTIONS) of wf.step, step_keyed, try_step, a `Step` branch and a
     timeout / timeout_ms  each attempt's timeout, a duration or an int of ms; None: none
                           (timeouts.py); not both
 
-Every bad option raises at once naming it (Run._step makes that a CodeError). A delay
-function that raises or returns no duration fails the step for good (DelayFailed).
+Every bad option raises at once naming it (the cursor's step, core/cursor.py, makes that
+a CodeError). A delay function that raises or returns no duration fails the step for
+good (DelayFailed).
 """
 
 from __future__ import annotations

@@ -61,7 +61,8 @@ SCHEMA = (
     f"""CREATE TRIGGER IF NOT EXISTS _wk_wf_attempt_rewake
         AFTER UPDATE OF attempts ON _wk_wf_step WHEN NEW.kind = '{STEP_RETRYING}'
         BEGIN UPDATE _wk_wf SET wake_at = NEW.next_attempt_at; END""",
-    # The run chain of continue-as-new (store.py's RUNS: made here and at a continue).
+    # The run chain of continue-as-new (RUNS, above: made here and at a continue, by
+    # continuation.py).
     RUNS,
     # The emitted-event stream and the trigger that journals each emit (stream.py).
     *stream.SCHEMA,
