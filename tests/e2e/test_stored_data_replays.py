@@ -11,12 +11,13 @@ again.
 
 from __future__ import annotations
 
-import base64
+import importlib.util
 import json
 import math
 import tarfile
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -26,11 +27,11 @@ import pytest
 
 from .conftest import MakeServer
 from .server import Server
+from .workflow_support import FINISHED, rests_until
 
 FIXTURE = Path(__file__).parent / "data" / "wf_9401b45"
 CLS = "stored"
 TIMEOUT = 60.0  # real seconds, for all the instances to finish
-FINISHED = ("completed", "failed", "cancelled", "terminated")
 EDGES = [2**64 - 1, -(2**64), 0.1, math.inf, -math.inf, math.nan, "é☃", None, True]
 # The events the test sends, and their payloads.
 APPROVE = {"by": "ann"}
@@ -39,22 +40,22 @@ GO = ["go", 1]
 SHIP = {"carrier": "post"}
 
 
+def _load_make_data() -> Any:
+    """The fixture's maker (a script beside its data, run in 9401b45's checkout): its
+    `jsonable` is how snapshot.json keeps an answer."""
+    spec = importlib.util.spec_from_file_location("make_data", FIXTURE / "make_data.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+make_data = _load_make_data()
+
+
 def snapshot() -> dict[str, Any]:
     doc: dict[str, Any] = json.loads((FIXTURE / "snapshot.json").read_text(encoding="utf-8"))
     return doc
-
-
-def jsonable(v: Any) -> Any:
-    """As make_data.py keeps an answer in snapshot.json."""
-    if isinstance(v, bytes):
-        return {"base64": base64.b64encode(v).decode("ascii")}
-    if isinstance(v, float) and (v != v or v in (math.inf, -math.inf)):
-        return {"float": repr(v)}
-    if isinstance(v, dict):
-        return {k: jsonable(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [jsonable(x) for x in v]
-    return v
 
 
 class Stored:
@@ -87,18 +88,6 @@ class Stored:
     def send(self, id: str, name: str, payload: Any) -> None:
         self.wk(id, "event", {"name": name, "payload": payload})
 
-    def next_wake(self, id: str, s: dict[str, Any]) -> int | None:
-        """When an unfinished instance runs next: its wake_at, or its retrying step's next
-        attempt (a status after a trap may not say)."""
-        if s["state"] in FINISHED:
-            return None
-        if s.get("wake_at") is not None:
-            return int(s["wake_at"])
-        steps = self.steps(id)
-        if steps and steps[-1]["state"] == "retrying" and steps[-1]["next_attempt_at"]:
-            return int(steps[-1]["next_attempt_at"])
-        return None
-
     def drive(self, ids: list[str]) -> dict[str, dict[str, Any]]:
         """Move the clock to each next wake time until every instance has finished."""
         end = time.monotonic() + TIMEOUT
@@ -111,7 +100,7 @@ class Stored:
                             + "\n".join(self.server.log[-40:]), pytrace=False)
             now = self.server.advance(0)
             wakes = [w for id, s in statuses.items()
-                     if (w := self.next_wake(id, s)) is not None]
+                     if (w := rests_until(s, partial(self.steps, id))) is not None]
             if wakes and min(wakes) > now:
                 self.server.advance(min(wakes) - now)
             else:
@@ -152,7 +141,7 @@ def test_today_reads_the_stored_instances_as_they_were_written(stored: Stored) -
     for id, then in snap.items():
         today = {"status": stored.status(id), "steps": stored.steps(id),
                  "events": stored.events(id)}
-        diffs += _same(jsonable(today), then, id)
+        diffs += _same(make_data.jsonable(today), then, id)
     assert diffs == []
 
 

@@ -98,6 +98,20 @@ def finished(s: Status) -> bool:
     return s.get("state") in FINISHED
 
 
+def rests_until(s: Status, steps: Callable[[], list[dict[str, Any]]]) -> int | None:
+    """When an unfinished instance next runs: its status's wake_at, or else (the status of
+    an instance whose step trapped does not say) its retrying step's next attempt, from
+    `steps()` (its steps, asked only then). None: it has work to do now, or it is finished."""
+    if finished(s):
+        return None
+    if s.get("wake_at") is not None:
+        return int(s["wake_at"])
+    rows = steps()
+    if rows and rows[-1]["state"] == "retrying" and rows[-1]["next_attempt_at"]:
+        return int(rows[-1]["next_attempt_at"])
+    return None
+
+
 def in_state(*states: str) -> Pred:
     return lambda s: s.get("state") in states
 
@@ -202,17 +216,8 @@ class Shop:
         return s
 
     def rests_until(self, oid: str, s: Status) -> int | None:
-        """When an unfinished instance next runs: its status's wake_at, or else (the
-        status of an instance whose step trapped does not say) its retrying step's
-        next attempt. None: it has work to do now, or it is finished."""
-        if finished(s):
-            return None
-        if s.get("wake_at") is not None:
-            return int(s["wake_at"])
-        steps = self.steps(oid)
-        if steps and steps[-1]["state"] == "retrying" and steps[-1]["next_attempt_at"]:
-            return int(steps[-1]["next_attempt_at"])
-        return None
+        """When an unfinished instance next runs (see `rests_until`)."""
+        return rests_until(s, lambda: self.steps(oid))
 
     def drive(self, oid: str, pred: Pred, timeout: float = TIMEOUT,
               max_advance_ms: int = 30 * DAY) -> Status:
