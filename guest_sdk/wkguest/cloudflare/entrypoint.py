@@ -21,11 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from wkguest.workflow import Config
-from wkguest.workflow.errors import Fail, StepFailed
-from wkguest.workflow.run import Run
-from wkguest.workflow.runner import Workflow
-from wkguest.workflow.serve import serve as serve_workflow
+from wkguest import workflow
+from wkguest.workflow import Config, Fail, Run, StepFailed, Workflow
 
 from .events import WorkflowEvent
 from .step import Failure, WorkflowStep
@@ -78,7 +75,7 @@ def serve(cls: type[WorkflowEntrypoint], config: Config | None = None,
           env: Mapping[str, Any] | None = None) -> type[Any]:
     """Build the actor class that runs `cls` (as `workflow.serve` does) and export it.
     Call it at module level: `Handler = serve(IngestMaterial)`."""
-    return serve_workflow(workflow_function(cls, env), config)
+    return workflow.serve(workflow_function(cls, env), config)
 
 
 __all__ = ["WorkflowEntrypoint", "error_text", "serve", "workflow_function"]

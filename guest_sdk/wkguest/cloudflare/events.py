@@ -10,10 +10,9 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from wkguest.workflow.run import Run
+from wkguest.workflow import Run, extend
 
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
-_CREATED = "SELECT created_at FROM _wk_wf"  # the runner's instance row (schema.py)
 
 
 def to_datetime(ms: int) -> datetime.datetime:
@@ -36,16 +35,14 @@ class WorkflowEvent:
     @property
     def instance_id(self) -> str:
         if self._id is None:
-            # The runner's database handle is the actor's: it knows who it is.
-            self._id = self._wf._front.db.self_ref()[1]
+            self._id = extend.instance_id(self._wf)
         return self._id
 
     @property
     def timestamp_ms(self) -> int:
         """When the instance was created (host clock, ms since the Unix epoch)."""
         if self._created is None:
-            row = self._wf.frontier.db.query_row(_CREATED)
-            self._created = int(row[0]) if row else 0
+            self._created = extend.created_at(self._wf)
         return self._created
 
     @property

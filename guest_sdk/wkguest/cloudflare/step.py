@@ -22,9 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from wkguest.durations import format_ms, to_ms
-from wkguest.workflow import Compensation
-from wkguest.workflow.errors import CodeError
-from wkguest.workflow.run import Run
+from wkguest.workflow import CodeError, Compensation, Run, extend
 
 from .config import resolve, step_options
 from .context import StepContext, StepInfo, takes_context
@@ -32,7 +30,6 @@ from .errors import WorkflowTimeoutError
 from .events import EPOCH, ReceivedEvent
 
 DEFAULT_WAIT = "24 hours"
-_ATTEMPTS = "SELECT attempts FROM _wk_wf_step WHERE pos = ?"  # the journal's row (schema.py)
 
 
 class Failure:
@@ -78,7 +75,7 @@ class WorkflowStep:
         try:
             out = self._wf.step(name, f, **opts)
         except CodeError as e:  # a bad option's message names the call the user wrote
-            raise self._refuse(str(e).replace("wf.step(", "step.do(", 1)) from None
+            extend.refuse(self._wf, str(e).replace("wf.step(", "step.do(", 1))
         done[:] = [out, self._wf.position - 1]
         return out
 
@@ -112,7 +109,7 @@ class WorkflowStep:
         pos = self._wf.position
         payload = self._wf.wait_for_event(type, ms)
         # None is also a payload: the journal's entry tells a timeout from an event.
-        if payload is None and self._wf.state_at(pos) == "timed-out":
+        if payload is None and extend.state_at(self._wf, pos) == "timed-out":
             raise WorkflowTimeoutError(f"{what}: no event of type {type!r} came within "
                                        f"{format_ms(ms)}")
         return ReceivedEvent(payload, type)
@@ -121,11 +118,6 @@ class WorkflowStep:
 
     def _attempt(self) -> int:
         return self._wf.step_context.attempt
-
-    def _refuse(self, message: str) -> CodeError:
-        # The run's signal, as the runner reads it (Run.stopped), with the new message.
-        self._wf.stopped = CodeError(message)
-        return self._wf.stopped
 
     def _compensation(self, info: StepInfo, resolved: dict[str, Any],
                       rollback: Callable[..., Any], rollback_config: Any,
@@ -143,8 +135,7 @@ class WorkflowStep:
             StepInfo("compensate:" + info.name, 1), rb, lambda: sc.attempt)))
 
     def _attempts_at(self, pos: int) -> int | None:
-        row = self._wf.frontier.db.query_row(_ATTEMPTS, (pos,))
-        return int(row[0]) if row and row[0] else None
+        return extend.attempts_at(self._wf, pos)
 
 
 def _config_and_fn(args: tuple[Any, ...], what: str) -> tuple[Any, Any]:

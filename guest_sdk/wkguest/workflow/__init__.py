@@ -32,17 +32,27 @@ duration, or a function of the error), `backoff` and `timeout`; durations are in
 milliseconds or strings such as "10 seconds" (`wf.sleep("cool-off", "1 minute")`).
 
 The package's layout (a core, and one subpackage per feature) is in
-docs/architecture.md. What it exports is what workflows are written with; the runner's
-machinery is public where it lives, for libraries over it and for tests:
-`wkguest.workflow.runner.Runner`, `wkguest.workflow.protocol.Protocol`,
-`wkguest.workflow.backend.RealBackend`, and the runner's own signals,
-`wkguest.workflow.errors.Suspend` and `StoreFault`. `wkguest.workflow.testing` holds the
-fakes, a test host and recorded histories (imported only on demand).
+docs/architecture.md. What it exports is what workflows are written with. Its other
+public modules, for libraries over it (wkguest.schedule, wkguest.cloudflare: a contract
+in pyproject.toml holds them to these) and for tests:
+- `wkguest.workflow.extend`: what a library asks of a `Run` beyond `wf.`'s calls (the
+  instance's id and creation time, a position's attempts and state, parking the
+  instance for a mistake in the code);
+- `wkguest.workflow.errors`: the whole exception tree, with `CborError` and the runner's
+  own signals, `Suspend` and `StoreFault`;
+- `wkguest.workflow.backend`: `Backend` (the host's SQL, alarm, clock and calls, as the
+  runner sees them) and `RealBackend`;
+- `wkguest.workflow.client`, `wkguest.workflow.status` and `wkguest.workflow.cbor`: the
+  client, what it reads, and the wire's encoding;
+- `wkguest.workflow.runner.Runner` and `wkguest.workflow.protocol.Protocol`: the runner
+  and its routes, put together;
+- `wkguest.workflow.testing`: the fakes, a test host and recorded histories (imported
+  only on demand).
+`core/` and the features' subpackages are not public.
 """
 
 from __future__ import annotations
 
-from .backend import Backend
 from .children.calls import ChildFailed, ChildHandle
 from .client import Client, Transport
 from .core.attempt import StepResult
@@ -51,7 +61,6 @@ from .core.context import StepContext
 from .core.timeouts import StepTimedOut
 from .core.tx import Tables, TxDb, TxRefused
 from .errors import (
-    CborError,
     CodeError,
     ContinueAsNew,
     Fail,
@@ -74,8 +83,6 @@ from .status import FINISHED_STATES, STATES, Event, Status
 __all__ = [
     "FINISHED_STATES",
     "STATES",
-    "Backend",
-    "CborError",
     "Child",
     "ChildFailed",
     "ChildHandle",

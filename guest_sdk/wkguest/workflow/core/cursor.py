@@ -12,15 +12,16 @@ only what is public here: `enter`, `recorded`, `replay`, `new`, `guard` (the no-
 rule), `refuse`, `stop`, `entry` and `skip`, the `frontier`, the `retry` policy and the
 `completions` hook (a completed step's options: the saga's).
 
-Steps are the cursor's own: the hot path, a recorded step that returned a plain value, is
-kept to two indexes and one compare, since replay costs per position and per event (see
-the comment above `step`).
+`Run` (run.py), what the workflow function gets, holds the cursor out of the user's
+sight and delegates to it. Steps are the cursor's own: the hot path, a recorded step that
+returned a plain value, is kept to two indexes and one compare, since replay costs per
+position and per event (see the comment above `step`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NoReturn, Protocol, Unpack
+from typing import Any, NoReturn, Protocol
 
 from ..errors import CodeError, JournalError, NonRetryable, StepFailed, WorkflowSignal
 from . import attempt
@@ -44,7 +45,7 @@ class Completions(Protocol):
 
 
 class Cursor:
-    """The run's position over the journal (see the module's doc). `Run` is one."""
+    """The run's position over the journal (see the module's doc). `Run` holds one."""
 
     __slots__ = ("_pos", "_kinds", "_keys", "_journal", "_results", "_front", "_retry",
                  "_busy", "completions", "patches", "run_id", "stopped")
@@ -74,25 +75,16 @@ class Cursor:
         return f"{self.run_id}-{self._pos if position is None else position}"
 
     # -- steps ---------------------------------------------------------------------
-    # The hot path of `step` and `step_keyed`: a recorded step that returned a plain
-    # value. Its key equals its name only for that kind, and past the journal the index
-    # raises (a try costs nothing until it does). Options are **kwargs on purpose: four
-    # keyword-only defaults cost a third of this path.
+    # The hot path of `Run.step` and `Run.step_keyed`, shared here: a recorded step that
+    # returned a plain value. Its key equals its name only for that kind, and past the
+    # journal the index raises (a try costs nothing until it does). The options come as
+    # the dict `Run`'s **kwargs made (four keyword-only defaults cost a third of this
+    # path), and `keyed` as an argument, so that sharing costs no call.
 
-    def step(self, name: str, f: Callable[[], Any], **opts: Unpack[StepOptions]) -> Any:
-        """Run `f` once and record its result; later runs get the recorded result.
-
-        An exception from `f` is retried with backoff (options, policy.py: attempts or
-        limit, backoff_ms or delay, backoff, factor, max_backoff_ms, timeout or
-        timeout_ms); when the attempts run out (or `f` raised NonRetryable) this raises
-        StepFailed, which fails the workflow unless it is caught. The value comes back as
-        it will on every replay (see values.py). `wf.step_context` tells `f` its name,
-        count and attempt (context.py). With `tx=True` (or `tx=Tables(...)`), `f(db)`
-        gets a `TxDb`, and what it writes commits in one transaction with the step's
-        result (tx.py).
-        """
-        # The replay fast path, inlined here and in step_keyed on purpose: it runs once
-        # per recorded position in every event, and a shared helper would add a call.
+    def step(self, name: str, f: Callable[..., Any], keyed: bool, opts: StepOptions) -> Any:
+        """Step `name` (`Run.step`'s doc says what it does): its value, recorded or new.
+        `keyed`: `f` takes the step's idempotency key (`Run.step_keyed`). Raises
+        StepFailed when its attempts run out."""
         pos = self._pos
         try:
             if self._keys[pos] == name:
@@ -102,24 +94,9 @@ class Cursor:
                 return self._results[pos]
         except IndexError:
             pass
-        return self._unwrap(name, pos, self._step(name, f, False, opts))
+        return self._unwrap(name, pos, self._step(name, f, keyed, opts))
 
-    def step_keyed(self, name: str, f: Callable[[str], Any],
-                   **opts: Unpack[StepOptions]) -> Any:
-        """As `step`, and `f` receives the step's idempotency key (see `key`)."""
-        pos = self._pos
-        try:
-            if self._keys[pos] == name:
-                self._pos = pos + 1
-                if opts:
-                    self.completed(pos, name, opts)
-                return self._results[pos]
-        except IndexError:
-            pass
-        return self._unwrap(name, pos, self._step(name, f, True, opts))
-
-    def try_step(self, name: str, f: Callable[[], Any],
-                 **opts: Unpack[StepOptions]) -> StepResult:
+    def try_step(self, name: str, f: Callable[[], Any], opts: StepOptions) -> StepResult:
         """As `step`, but the final error comes back as a StepResult instead of raising."""
         ok, value, error, n = self._step(name, f, False, opts)
         return StepResult(ok, value, error, n)

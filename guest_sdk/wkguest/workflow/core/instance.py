@@ -1,6 +1,7 @@
 """The instance as the runner reads it: its states, the one query that loads it with its
 journal's new positions (`LOAD`, into `Loaded`), and its status (`STATUS`, into
-`StatusRow`). The statements run in store.py."""
+`StatusRow`). The statements run in store.py (and extend.py's reads of libraries over
+workflows)."""
 
 from __future__ import annotations
 
@@ -53,6 +54,11 @@ FROM _wk_wf AS w,
                  AND kind NOT IN ({sql_list(PENDING_KINDS)})
                ORDER BY pos)) AS j
 """
+
+# What libraries over workflows read (extend.py): when the instance was created, and the
+# attempts a journal position recorded.
+CREATED = "SELECT created_at FROM _wk_wf"
+ATTEMPTS_AT = "SELECT attempts FROM _wk_wf_step WHERE pos = ?"
 
 STATUS = """
 SELECT state, run_id, wake_at, waiting_for, output, output_tagged, error, created_at,

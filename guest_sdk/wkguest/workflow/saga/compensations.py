@@ -27,10 +27,10 @@ function, so it stops at the same place while the compensations replay after it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from ...durations import Duration
-from ..core.config import Delay, Retry
+from ..core.config import Delay, Retry, StepOptions
 from ..core.cursor import Cursor
 from ..core.policy import override
 from ..core.tx import Tables, tables_of
@@ -109,7 +109,8 @@ class Compensations:
         entries = list(reversed(self.entries))
         failed = []
         for name, fn, opts in entries:
-            got = self.run.try_step(PREFIX + name, fn, **opts)
+            # a copy: the step takes its options apart
+            got = self.run.try_step(PREFIX + name, fn, cast(StepOptions, dict(opts)))
             if not got.ok:
                 failed.append(f"step {PREFIX + name!r} failed after {got.attempts} "
                               f"attempt(s): {got.error}")
