@@ -1,8 +1,8 @@
 """Histograms for the hot path (a host call, an event), bumped without a lock.
 
 prometheus_client's own take a lock per bucket, count and sum, and a labelled child's
-lookup takes another: a counter's bump measured 1.5 µs here and a histogram's
-observation 3.8 µs (on a loaded machine), which every host call would pay. A Tally
+lookup takes another: microseconds for a counter's bump and more for a histogram's
+observation (docs/performance.md), which every host call would pay. A Tally
 keeps one table per thread instead, which only that thread writes: an observation is
 a dict lookup and three float bumps in its own rows, and none is lost between threads.
 A scrape sums the tables (`totals`), reading rows that their threads may be bumping

@@ -1,4 +1,4 @@
-"""OpenTelemetry traces (issue 28, part 3): off unless `wkhost serve --otlp-endpoint URL`.
+"""OpenTelemetry traces: off unless `wkhost serve --otlp-endpoint URL`.
 
 Off, nothing here is imported beyond this module, and the hot path pays one test of
 `tracer` per event and nothing per host call (interfaces/linker.py wraps a host function

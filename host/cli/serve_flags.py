@@ -68,12 +68,12 @@ def _add_classes(s: argparse.ArgumentParser) -> None:
                    help="internal: only actors and operators may call NAME (default public)")
     s.add_argument("--reuse-instances", action="append", default=[], metavar="NAME",
                    help="let an instance of class NAME that its actor let go serve NAME's "
-                        "next new actor (repeatable). Each new actor then skips about 1.7 ms "
-                        "of instantiation and clean-up, and runs warm code: about a third "
-                        "of a short workflow's CPU. The price: the guest's module globals "
-                        "outlive an actor (its Actor object does not), so keep per-actor "
-                        "state on the object or in SQLite. A trapped instance is never reused "
-                        "(default: none; every instance serves one actor)")
+                        "next new actor (repeatable). Each new actor then skips its "
+                        "instantiation and clean-up, and runs warm code. The price: the "
+                        "guest's module globals outlive an actor (its Actor object does "
+                        "not), so keep per-actor state on the object or in SQLite. A "
+                        "trapped instance is never reused (default: none; every instance "
+                        "serves one actor)")
     s.add_argument("--schedules", nargs="?", const="schedules", default=None, metavar="NAME",
                    help="also serve the schedule class that ships with wkhost, as class "
                         "NAME (default schedules), internal: `wkhost schedule create` "
@@ -99,8 +99,7 @@ def _add_processes(s: argparse.ArgumentParser) -> None:
     s.add_argument("--cpu-affinity", choices=("auto", "off"), default="auto",
                    help="with --processes N: auto gives each process its own share of the "
                         "cores, one core each with as many processes as cores, when there "
-                        "are at least N (about 20%% more workflows at concurrency 8 and 32 "
-                        "on 2 cores); off lets the kernel place them (default %(default)s)")
+                        "are at least N; off lets the kernel place them (default %(default)s)")
 
 
 def _add_supervised(s: argparse.ArgumentParser) -> None:

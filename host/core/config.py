@@ -177,7 +177,7 @@ class HostConfig:
     # (engine/pool.py's PoolMemory).
     instance_pool: bool = flag(
         True, "--instance-pool", "take instances from wasmtime's pooling allocator: a fresh "
-        "instance costs about a fifth less CPU, but a slot once used keeps "
+        "instance costs less CPU, but a slot once used keeps "
         f"{POOL_KEEP_RESIDENT_BYTES // MiB} MiB of guest heap resident until the host has "
         f"had no live instance for {POOL_RELEASE_IDLE_S:g} s (default on; "
         "--no-instance-pool for the least memory under load)")

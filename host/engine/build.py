@@ -192,7 +192,7 @@ def _build_once(app: Path, out: Path, extra_paths: Sequence[Path],
 
 _DESCRIPTION = """\
 Build a Python actor (a module that defines `Handler = export(MyActor)`) into a
-WebAssembly component with componentize-py (about 5 s; ~18 MB output).
+WebAssembly component with componentize-py.
 
 Builds are cached by the content of their inputs (the files the app imports from its
 directory and --path directories, the guest SDK, the WIT and the componentize-py

@@ -30,7 +30,7 @@ class InstancePool:
     Why: a fresh instance of a componentize-py guest writes to a few hundred pages of its
     copy-on-write heap image in its first calls. Each such write is a page fault, and
     when another thread of the host runs on the other core, a TLB shootdown (an IPI) as
-    well: with two event threads busy, half of a cold wake's CPU went to the kernel. A
+    well: with two event threads busy, much of a cold wake's CPU went to the kernel. A
     pooled slot keeps the first `keep_resident_bytes` of its memory mapped and written
     between instances (reset in place when the instance goes), so the next instance of
     the same component faults on none of it (bench/bench_workflows.py --part drain).

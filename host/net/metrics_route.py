@@ -1,4 +1,4 @@
-"""Prometheus metrics at `GET /_wk/metrics` (issue 28), for operators: the admin token as
+"""Prometheus metrics at `GET /_wk/metrics`, for operators: the admin token as
 a bearer token (a scrape config's `authorization: {credentials_file: ...}`, or
 `bearer_token_file`). Without it: 403; with a wrong one: 401.
 

@@ -1,6 +1,14 @@
-"""What exists for tests, in one package: crash points, the fake clock and always-fresh
-instances, reached through `Switches`. A test kit for users' own workflows will
-grow here, from these."""
+"""Production code that exists for tests: fault injection and test switches, shipped in
+every host and imported by core/ and storage/, inert unless a test turns them on.
+
+- crash points (`crashpoints`): a SIGKILL at a named moment, armed only from the
+  environment when the process starts; storage/ calls them at its durable points;
+- the fake clock (`clock`, `serve --fake-clock`, moved by an operator's request) and
+  always-fresh instances: core/ reads both, and the crash points, through `Switches`;
+- a private PostgreSQL for the cluster's tests and demos (`postgres`): no production
+  module imports it.
+
+A test kit for users' own workflows will grow here, from these."""
 
 from .clock import FakeClock
 from .switches import NoFakeClock, Switches

@@ -1,4 +1,4 @@
-"""The web console under /_wk/console (issue 28), served by `wkhost serve` itself.
+"""The web console under /_wk/console, served by `wkhost serve` itself.
 
 - pages.py: the login (the admin token exchanged for a session cookie), the logout,
   the page the views run in, the static files (plain HTML, CSS and ES modules in
