@@ -29,6 +29,9 @@ class StepInfo:
 
 
 class StepContext:
+    """What a step's function, a delay function and a rollback get as `ctx` (see the
+    module's doc): `attempt`, `step` (name and count) and `config`."""
+
     __slots__ = ("_attempt", "config", "step")
 
     def __init__(self, step: StepInfo, config: dict[str, Any],

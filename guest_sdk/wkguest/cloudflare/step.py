@@ -43,6 +43,9 @@ class Failure:
 
 
 class WorkflowStep:
+    """`run(event, step)`'s step: `do`, `sleep`, `sleep_until` and `wait_for_event`, over
+    the run's `Run` (see the module's doc)."""
+
     __slots__ = ("_counts", "_failure", "_wf")
 
     def __init__(self, wf: Run, failure: Failure) -> None:

@@ -13,6 +13,8 @@ _BACKEND = RealBackend()
 
 
 class ScheduleActor(Actor):
+    """One schedule as an actor: its routes, its init and its alarm (service.py)."""
+
     def __init__(self) -> None:
         self.schedules = Schedules(_BACKEND)
 

@@ -47,6 +47,9 @@ class CronError(ValueError):
 
 @dataclass(frozen=True)
 class Cron:
+    """A parsed cron expression (`parse`): the minutes, hours, days, months and weekdays
+    it fires at, in the time zone whose offset it holds."""
+
     text: str
     minutes: tuple[int, ...]
     hours: frozenset[int]

@@ -40,6 +40,8 @@ NEXT_SHOWN = 3
 
 
 class Reply(NamedTuple):
+    """A route's answer: the HTTP status, the JSON body and its headers."""
+
     status: int
     body: bytes
     headers: list[tuple[str, str]]
@@ -54,6 +56,8 @@ def refuse(status: int, kind: str, message: str) -> Reply:
 
 
 class Schedules:
+    """One schedule's routes, init and alarm (see the module's doc), over its tables."""
+
     def __init__(self, db: Backend) -> None:
         self.db = db
         self.store = Store(db)

@@ -40,6 +40,10 @@ class SpecError(ValueError):
 
 @dataclass(frozen=True)
 class Spec:
+    """A schedule's definition, as create gives it (`from_message` checks each field):
+    the workflow class it starts, when, with what input, and what overlaps and missed
+    fire times do."""
+
     target: str
     cron: str
     tz: str = "UTC"

@@ -54,6 +54,8 @@ _COUNTER = {"started": "started", "existed": "started", "skipped": "skipped",
 
 @dataclass
 class Row:
+    """The schedule's row in `_wk_sched`: its definition, state and counts."""
+
     spec: Spec
     paused: bool
     created_at: int
@@ -68,6 +70,9 @@ class Row:
 
 @dataclass(frozen=True)
 class Fire:
+    """One fire time handled, a row of `_wk_sched_fire`: the instance it started (or
+    would have) and its outcome."""
+
     fire_at: int
     instance: str
     outcome: str
@@ -81,6 +86,8 @@ class Fire:
 
 
 class Store:
+    """The schedule's tables (see the module's doc): every statement on them."""
+
     def __init__(self, db: Backend) -> None:
         self.db = db
 

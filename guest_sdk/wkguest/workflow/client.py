@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import cbor
-from .errors import NOT_DECLARED, CborError, WorkflowError
+from .errors import CborError, WorkflowError
 from .status import CONTENT_TYPE, PREFIX, PROTOCOL, Event, Status, check_answer, events_of
 
 try:  # inside a component build; on plain CPython the bindings do not exist
@@ -42,6 +42,10 @@ Transport = Callable[[str, str, str, bytes], tuple[int, bytes]]
 
 
 class Client:
+    """The client of one workflow class, for other actors: its instances' start, status,
+    events sent and emitted, queries, cancel and the operator's moves, each one actor
+    call (wk-workflow/v1)."""
+
     def __init__(self, cls: str, *, transport: Transport | None = None) -> None:
         """A client of workflow class `cls`. `transport` replaces `actors.call` (tests)."""
         self.cls = cls
@@ -149,7 +153,7 @@ def _actor_transport(cls: str) -> Transport:
         try:
             r = _actors.call(cls, id, method, path, body, headers)
         except _CallError as e:
-            if NOT_DECLARED in e.reason:
+            if e.kind == "not-declared":
                 raise WorkflowError("not-a-workflow", f"class {cls!r} is not a workflow "
                                     f"class; nothing of it was run ({e.reason})") from None
             raise WorkflowError("call", e.reason) from None

@@ -49,8 +49,8 @@ from .core.listing import steps
 from .core.requests import BadRequest, int_field
 from .core.values import decode, encode
 from .errors import StoreFault, UnsupportedValue, ValueTooLarge
-from .events import routes as reads
-from .operator.moves import Ops
+from .events import routes as event_routes
+from .operator.moves import OperatorMoves
 from .routes import Reply as Reply  # what `handle` answers
 from .routes import encode_field, message, refuse, reply, status_map
 from .runner import Runner
@@ -69,11 +69,14 @@ _ROUTES = {"start": "POST", "event": "POST", "cancel": "POST",
 
 
 class Protocol:
+    """The routes of wk-workflow/v1 for one instance, answered over its runner (see the
+    module's doc)."""
+
     def __init__(self, runner: Runner) -> None:
-        self.r = runner
+        self.runner = runner
         self.store = runner.store
         self.db = runner.db
-        self.ops = Ops(runner)
+        self.moves = OperatorMoves(runner)
 
     def handle(self, method: str, path: str, body: bytes, sender: str,
                hold_state: str | None = None) -> Reply:
@@ -82,19 +85,19 @@ class Protocol:
         `hold_state` is the request's `wk-hold-state` header: set by the host when it
         delivers again a request whose answer it held (`wait_ms`, below)."""
         try:
-            new_actor, self.r.just_created = self.r.just_created, False
+            new_actor, self.runner.just_created = self.runner.just_created, False
             row = None if new_actor else self.store.status()
             if row is not None and row.state not in RESTING and _reads_status(path):
-                error = self.r.note_trap()
+                error = self.runner.note_trap()
                 if error is not None:
                     row.error = error
             out = self._dispatch(method, path, body, sender, row, hold_state)
             if row is None and out.status != 200:
-                self.r.forget()
+                self.runner.forget()
                 self.db.delete_self()  # never started: leave nothing behind
             return out
         except StoreFault as e:
-            self.r.forget()
+            self.runner.forget()
             return refuse(503, "storage", f"the instance's storage failed: {e}")
 
     def _dispatch(self, method: str, path: str, body: bytes, sender: str,
@@ -123,28 +126,29 @@ class Protocol:
             return refuse(e.status, e.kind, str(e))
 
     def _routes(self) -> dict[str, Callable[[dict[str, Any], StatusRow], Reply]]:
+        runner = self.runner
         return {"status": lambda m, row: self._held(m, row, status_map(
-                    self.r, row, held_by=m.get("held_by") is True, input=m.get("input") is True)),
-                "event": lambda m, row: routes.event(self.r, m, row),
-                "cancel": lambda m, row: routes.cancel(self.r, m, row),
+                    runner, row, held_by=m.get("held_by") is True, input=m.get("input") is True)),
+                "event": lambda m, row: routes.event(runner, m, row),
+                "cancel": lambda m, row: routes.cancel(runner, m, row),
                 "steps": lambda m, row: reply(steps(self.store, m)),
-                "summary": lambda m, row: reply(status_map(self.r, row, output=False)),
-                "events": lambda m, row: reply(reads.events(self.r, m)),
-                "query": lambda m, row: routes.query(self.r, m, row),
-                "child-done": lambda m, row: routes.child_done(self.r, m, row),
-                "terminate": self._moved(lambda m, row: self.ops.terminate(row, m)),
-                "pause": self._moved(lambda m, row: self.ops.pause(row)),
-                "resume": self._moved(lambda m, row: self.ops.resume(row)),
-                "rescue": self._moved(lambda m, row: self.ops.rescue(row)),
-                "restart": self._moved(lambda m, row: self.ops.restart(
-                    row, m, lambda v, what: encode_field(v, self.r.config.max_value_bytes, what)))}
+                "summary": lambda m, row: reply(status_map(runner, row, output=False)),
+                "events": lambda m, row: reply(event_routes.events(runner, m)),
+                "query": lambda m, row: routes.query(runner, m, row),
+                "child-done": lambda m, row: routes.child_done(runner, m, row),
+                "terminate": self._moved(lambda m, row: self.moves.terminate(row, m)),
+                "pause": self._moved(lambda m, row: self.moves.pause(row)),
+                "resume": self._moved(lambda m, row: self.moves.resume(row)),
+                "rescue": self._moved(lambda m, row: self.moves.rescue(row)),
+                "restart": self._moved(lambda m, row: self.moves.restart(
+                    row, m, lambda v, what: encode_field(v, runner.config.max_value_bytes, what)))}
 
     def _moved(self, move: Callable[[dict[str, Any], StatusRow], None]
                ) -> Callable[[dict[str, Any], StatusRow], Reply]:
         """An operator's move (operator/moves.py), answered with the status after it."""
         def route(msg: dict[str, Any], row: StatusRow) -> Reply:
             move(msg, row)
-            return reply(status_map(self.r, self.store.status() or row))
+            return reply(status_map(self.runner, self.store.status() or row))
         return route
 
     def _start(self, msg: dict[str, Any], row: StatusRow | None, sender: str,
@@ -153,28 +157,30 @@ class Protocol:
         if row is not None:
             # Delivered again after a hold: the first delivery's answer said created.
             created_here = hold_state == _CREATED
-            answer = {**status_map(self.r, row), "created": created_here}
+            answer = {**status_map(self.runner, row), "created": created_here}
             if not created_here and "input" in msg:
                 # The instance stays as it is; the caller learns its input was ignored.
                 answer["input_differs"] = self._input_differs(msg["input"])
             if parent is not None:  # a parent's start: whose child this one is
-                self._kin_answer(answer)
+                self._parent_answer(answer)
             return self._held(msg, row, answer, _CREATED if created_here else None)
         wait_ms = int_field(msg, "wait_ms", 0)  # refused before anything is recorded
-        text, tagged = encode_field(msg.get("input"), self.r.config.max_value_bytes, "the input")
+        text, tagged = encode_field(msg.get("input"), self.runner.config.max_value_bytes,
+                                    "the input")
         if parent is not None:  # before the create: its durable insert syncs it too
             Registry(self.db).set_parent(*parent, msg.get("detached") is True)
         now = self.db.now()
-        run_id = self.r.new_run_id()
+        run_id = self.runner.new_run_id()
         if wait_ms > 0 and sender == "operator":
             created = self._create_and_run(run_id, text, tagged, now)
         else:
             created = self._create(run_id, text, tagged, now)
         if created is None:
             raise StoreFault("the new instance is not there after its insert")
-        return self._held(msg, created, {**status_map(self.r, created), "created": True}, _CREATED)
+        return self._held(msg, created, {**status_map(self.runner, created), "created": True},
+                          _CREATED)
 
-    def _kin_answer(self, answer: dict[str, Any]) -> None:
+    def _parent_answer(self, answer: dict[str, Any]) -> None:
         got = Registry(self.db).parent()
         answer["parent"] = None if got is None else {"cls": got[0], "id": got[1]}
         if answer.get("input_differs"):
@@ -186,7 +192,7 @@ class Protocol:
         with sorted keys, so that a map's order is no difference (a value the limit or
         the types refuse is one)."""
         try:
-            text, tagged = encode(given, self.r.config.max_value_bytes, "the input")
+            text, tagged = encode(given, self.runner.config.max_value_bytes, "the input")
         except (ValueTooLarge, UnsupportedValue):
             return True
         stored = self.store.input()
@@ -217,7 +223,7 @@ class Protocol:
         fail instead (a trap, a cut), the client gets the host's error, and the watchdog
         alarm set before the insert runs the instance again."""
         syncs = self.store.syncs
-        if not self.r.create_and_run(run_id, text, tagged, now):
+        if not self.runner.create_and_run(run_id, text, tagged, now):
             return self.store.status()
         if self.store.syncs == syncs:
             self.store.sync()
@@ -228,8 +234,8 @@ class Protocol:
         known without the query: the finish's values; every position that run took is
         final, in its journal; and no event can have come (its actor is busy in this
         event). None if the run did not finish it, or its storage failed."""
-        fin, journal = self.r.settle.finished_as, self.r.journal
-        if fin is None or journal is None or self.r.store_fault is not None:
+        fin, journal = self.runner.settle.finished_as, self.runner.journal
+        if fin is None or journal is None or self.runner.store_fault is not None:
             return None
         state, output, tagged, error, at = fin
         return StatusRow(state=state, run_id=run_id, wake_at=None, waiting_for=None,

@@ -7,18 +7,20 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from . import cbor
-from .children import notices as family
+from .children import notices
 from .core.instance import FINISHED, HELD, PARKED, PAUSED, StatusRow
 from .core.kinds import shown
 from .core.requests import BadRequest
 from .core.runner import Runner
 from .core.values import check_name, decode, encode
 from .errors import CborError, StoreFault, UnsupportedValue, ValueTooLarge
-from .events import routes as reads
+from .events import routes as event_routes
 from .status import CONTENT_TYPE
 
 
 class Reply(NamedTuple):
+    """A route's answer: the HTTP status, the CBOR body and its headers."""
+
     status: int
     body: bytes
     headers: list[tuple[str, str]]
@@ -94,14 +96,14 @@ def child_done(runner: Runner, msg: dict[str, Any], row: StatusRow) -> Reply:
         return refuse(409, "finished", f"the instance is {row.state}: it waits for "
                       "no child")
     try:
-        recorded = family.record_notice(runner.store, msg, row.state in HELD)
+        recorded = notices.record_notice(runner.store, msg, row.state in HELD)
     except ValueError as e:
         raise BadRequest(400, "bad-request", f"child-done: {e}") from None
     return reply({"recorded": recorded})
 
 
 def query(runner: Runner, msg: dict[str, Any], row: StatusRow) -> Reply:
-    answer = reads.query(runner, msg)
+    answer = event_routes.query(runner, msg)
     if answer is None:  # its row went between the status read and the replay
         raise StoreFault("the instance is not there for its query")
     return reply(answer)

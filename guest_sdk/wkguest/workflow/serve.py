@@ -35,6 +35,9 @@ def serve(fn: Workflow, config: Config | None = None) -> type[Any]:
     cfg = config or Config()
 
     class WorkflowActor(Actor):
+        """The workflow class's actor: its alarm runs the instance, its requests are the
+        protocol's routes."""
+
         # A runner per actor object, so its warm journal never outlives its actor, even
         # in an instance that the host reuses for the next one.
         def __init__(self) -> None:

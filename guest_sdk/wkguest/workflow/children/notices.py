@@ -49,7 +49,7 @@ class Notices:
 
     def __init__(self, db: Backend) -> None:
         self.db = db
-        self.kin = Registry(db)
+        self.registry = Registry(db)
 
     def finished(self, state: str, output: str | None, tagged: bool, error: str | None,
                  now: int) -> int | None:
@@ -62,7 +62,7 @@ class Notices:
     def drain(self, now: int) -> int | None:
         """Deliver what the finished instance owes. Returns when to try again, or None
         once nothing is owed."""
-        tables = self.kin.tables()
+        tables = self.registry.tables()
         if not tables:
             return None
         due = []
@@ -74,7 +74,7 @@ class Notices:
         return min(times) if times else None
 
     def _notify(self, now: int) -> int | None:
-        row = self.kin.notice_owed()
+        row = self.registry.notice_owed()
         if row is None:
             return None
         pcls, pid, tries, next_at, run_id, state, output, tagged, error = row
@@ -85,27 +85,27 @@ class Notices:
                            "output": output, "tagged": bool(tagged), "error": error})
         failed = _send(self.db, pcls, pid, "child-done", body, (404, 409))
         if failed is None:
-            self.kin.notice_done(DELIVERED, tries, None, None)
+            self.registry.notice_done(DELIVERED, tries, None, None)
             return None
         tries += 1
         if tries >= MAX_TRIES:
-            self.kin.notice_done(GIVEN_UP, tries, None, failed)
+            self.registry.notice_done(GIVEN_UP, tries, None, failed)
             return None
         at = now + backoff(tries)
-        self.kin.notice_done(OWED, tries, at, failed)
+        self.registry.notice_done(OWED, tries, at, failed)
         return at
 
     def _cancel_children(self, now: int) -> list[int | None]:
         out: list[int | None] = []
-        for id, cls, tries, next_at, terminate in self.kin.cancels_owed():
+        for id, cls, tries, next_at, terminate in self.registry.cancels_owed():
             if next_at is not None and now < next_at:
                 out.append(next_at)
             else:
-                out.append(send_cancel(self.db, self.kin, id, cls, tries, now, terminate))
+                out.append(send_cancel(self.db, self.registry, id, cls, tries, now, terminate))
         return out
 
 
-def send_cancel(db: Backend, kin: Registry, id: str, cls: str, tries: int, now: int,
+def send_cancel(db: Backend, registry: Registry, id: str, cls: str, tries: int, now: int,
                 terminate: bool = False) -> int | None:
     """Cancel child `cls`/`id` now (`terminate`: terminate it, its parent was). Returns
     when to try again (the cancel stays owed), or None: delivered, or given up after
@@ -114,11 +114,11 @@ def send_cancel(db: Backend, kin: Registry, id: str, cls: str, tries: int, now: 
     route = "terminate" if terminate else "cancel"
     failed = _send(db, cls, id, route, _TERMINATE if terminate else _EMPTY, (404,))
     if failed is None:
-        kin.cancel_delivered(id)
+        registry.cancel_delivered(id)
         return None
     tries += 1
     at = None if tries >= MAX_TRIES else now + backoff(tries)
-    kin.cancel_failed(id, tries, at, failed)
+    registry.cancel_failed(id, tries, at, failed)
     return at
 
 

@@ -92,6 +92,9 @@ class Loaded:
 
 @dataclass
 class StatusRow:
+    """The instance's row as its status reads it (`STATUS`), with its journal's length
+    and the events not yet taken."""
+
     state: str
     run_id: str
     wake_at: int | None

@@ -14,7 +14,7 @@ from typing import Any
 from ..core.requests import BadRequest, int_field
 from ..core.runner import Runner
 from ..core.values import check_name, decode
-from . import dry_replay as dry
+from . import dry_replay
 
 MAX_EVENTS_PAGE = 500
 
@@ -24,12 +24,12 @@ def events(runner: Runner, msg: dict[str, Any]) -> dict[str, Any]:
     after = int_field(msg, "after", 0)
     limit = min(max(int_field(msg, "limit", 100), 1), MAX_EVENTS_PAGE)
     rows = runner.store.stream.read(after, limit + 1)
-    page = [_event_map(r) for r in rows[:limit]]
+    page = [_event_map(row) for row in rows[:limit]]
     return {"events": page, "next": after + len(page), "more": len(rows) > limit}
 
 
-def _event_map(r: tuple[Any, ...]) -> dict[str, Any]:
-    seq, name, text, tagged, at, pos, run_id = r
+def _event_map(row: tuple[Any, ...]) -> dict[str, Any]:
+    seq, name, text, tagged, at, pos, run_id = row
     return {"offset": seq, "name": name, "payload": decode(text, bool(tagged)), "at": at,
             "pos": pos, "run_id": run_id}
 
@@ -42,13 +42,13 @@ def query(runner: Runner, msg: dict[str, Any]) -> dict[str, Any] | None:
     except (TypeError, ValueError) as e:
         raise BadRequest(400, "bad-request", str(e)) from None
     try:
-        got = dry.answer(runner, str(name), msg.get("arg"))
-    except dry.NoQuery as e:
+        got = dry_replay.answer(runner, str(name), msg.get("arg"))
+    except dry_replay.NoQuery as e:
         raise BadRequest(404, "no-query", str(e)) from None
-    except dry.NotReplayable as e:
+    except dry_replay.NotReplayable as e:
         raise BadRequest(409, "not-replayable", "the instance's journal does not replay "
                          f"with this code, so there is no state to answer from: {e}") from None
-    except dry.QueryFailed as e:
+    except dry_replay.QueryFailed as e:
         raise BadRequest(422, "query-failed", str(e)) from None
     if got is None:
         return None

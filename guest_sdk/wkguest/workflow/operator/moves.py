@@ -35,9 +35,12 @@ PAUSABLE = ("running", "waiting", COMPENSATING)
 TERMINATED_BY_OPERATOR = "terminated by an operator"
 
 
-class Ops:
+class OperatorMoves:
+    """The operator's moves on this instance (see the module's doc), each given the
+    instance's status row as the route read it; a move it refuses raises BadRequest."""
+
     def __init__(self, runner: Runner) -> None:
-        self.r = runner
+        self.runner = runner
         self.db = runner.db
         self.rewind = Rewind(runner.db)
         self.marks = Marks(runner.db)  # a cancel with compensation (saga/cancelling.py)
@@ -48,7 +51,7 @@ class Ops:
         if reason is not None and not isinstance(reason, str):
             raise BadRequest(400, "bad-request", "'reason' must be text")
         if row.state not in FINISHED:
-            self.r.terminate(f"{TERMINATED_BY_OPERATOR}: {reason}" if reason
+            self.runner.terminate(f"{TERMINATED_BY_OPERATOR}: {reason}" if reason
                              else TERMINATED_BY_OPERATOR)
 
     def pause(self, row: StatusRow) -> None:
@@ -61,8 +64,8 @@ class Ops:
                              + (" (rescue or cancel a parked one)" if row.state == PARKED
                                 else ""))
         now = self.db.now()
-        self.r.forget()
-        self.r.store.publish.state(PAUSED, now)
+        self.runner.forget()
+        self.runner.store.publish.state(PAUSED, now)
         # Durably first, then the alarm cleared: a cut between leaves an alarm that finds
         # it paused, and clears itself (core/runner.py).
         self.rewind.commit(Rewind.pause(row.state, now))
@@ -103,15 +106,15 @@ class Ops:
         now = self.db.now()
         tables = self.rewind.tables()
         if at is None:
-            stored = self.r.store.input()
+            stored = self.runner.store.input()
             text, tagged = (encode(msg["input"], "the input") if "input" in msg
                             else stored or ("null", False))
             self.db.alarm_set(now)  # first: the switch's COMMIT syncs it too
-            self.r.forget()
-            self.r.store.publish.state("running", now)
+            self.runner.forget()
+            self.runner.store.publish.state("running", now)
             first = [*self.rewind.truncate(0, tables), *Rewind.new_run(tables)]
-            self.r.store.chain.switch(self.r.new_run_id(), text, tagged, now,
-                                      self.r.store.durable, first)
+            self.runner.store.chain.switch(self.runner.new_run_id(), text, tagged, now,
+                                      self.runner.store.durable, first)
             return
         if "input" in msg:
             raise BadRequest(400, "bad-request", "'input' is for a restart from the start: "
@@ -150,8 +153,8 @@ class Ops:
         """Run the instance again as `state`: its alarm to now, then the move durably."""
         now = self.db.now()
         self.db.alarm_set(now)
-        self.r.forget()
-        self.r.store.publish.state(state, now)
+        self.runner.forget()
+        self.runner.store.publish.state(state, now)
         self.rewind.commit(statements)
 
 

@@ -53,6 +53,9 @@ Statement = tuple[str, Sequence[Param]]
 
 
 class Rewind:
+    """The statements of the operator's moves on the instance's tables (see the
+    module's doc), run on its database."""
+
     __slots__ = ("db",)
 
     def __init__(self, db: Backend) -> None:

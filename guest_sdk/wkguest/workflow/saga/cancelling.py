@@ -38,7 +38,7 @@ def _cancel_stop(pos: int) -> WorkflowSignal:
     return CancelStop(f"cancelled at position {pos}")
 
 
-def cancelled_run(r: Runner, marks: Marks, loaded: Loaded, journal: Journal,
+def cancelled_run(runner: Runner, marks: Marks, loaded: Loaded, journal: Journal,
                   input_value: Any, now: int, watchdog: int, stop_at: int | None) -> None:
     """A run after a cancel with compensation: the function replays up to where the
     cancel stopped it (the first run: its first unrecorded position, then recorded),
@@ -48,32 +48,32 @@ def cancelled_run(r: Runner, marks: Marks, loaded: Loaded, journal: Journal,
     # Any new work (a step, a sleep, a wait, a helper's value or a marker) stops the
     # function where it is; over a read-only database, any other primitive's first
     # write stops it too.
-    front = r.frontier(loaded, journal, now, watchdog, read_only=True)
+    front = runner.frontier(loaded, journal, now, watchdog, read_only=True)
     front.refusal = _cancel_stop
-    run = r.new_run(journal, front, loaded.run_id)
+    run = runner.new_run(journal, front, loaded.run_id)
     if stop_at is not None:
         run.show_until(stop_at)
     error, state = None, "cancelled"
     try:
-        r.fn(run, input_value)
+        runner.fn(run, input_value)
     except WorkflowSignal as s:  # any other: the function stopped (a new position, its end)
         got = run.stopped or s
         if isinstance(got, Reordered | CodeError | JournalError | StoreFault):
-            return r.settle.stopped(got, loaded, run.frontier, bad)
+            return runner.settle.stopped(got, loaded, run.frontier, bad)
     except (StepFailed, Fail) as e:
         error, state = str(e) or "failed", "failed"
     except Exception as e:
-        return r.settle.bad_run(bad, f"the workflow function raised {describe(e)}")
+        return runner.settle.bad_run(bad, f"the workflow function raised {describe(e)}")
     pos = run.position
     if stop_at is None and state == "cancelled":
         marks.stop(pos)
         loaded.pending = None  # the function's, at `pos`: dropped with the stop
     elif stop_at not in (None, pos):
-        return r.settle.park(f"cancelled with compensation at position {stop_at}, the "
+        return runner.settle.park(f"cancelled with compensation at position {stop_at}, the "
                              f"function now stops at position {pos}: the code changed")
-    front = r.frontier(loaded, journal, now, watchdog)
+    front = runner.frontier(loaded, journal, now, watchdog)
     run.go_on(pos, front)
-    r.failures.failed(r, run, loaded, front, bad, error, state)
+    runner.failures.failed(runner, run, loaded, front, bad, error, state)
 
 
 # -- the cancel's mark ------------------------------------------------------------------
