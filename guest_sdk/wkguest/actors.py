@@ -10,11 +10,12 @@ is refused (no re-entry), and the call is bounded by the time this event has lef
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, cast
 
 from wkguest import _bindings as _b
 from wkguest import readonly
 from wkguest.codec import from_wire, to_wire
-from wkguest.errors import CallError
+from wkguest.errors import CallError, CallErrorKind
 from wkguest.types import Response
 
 __all__ = ["call"]
@@ -34,7 +35,8 @@ def call(
     `body` may be str (sent as UTF-8). `path` is the callee's path ("/" + ...), `query`
     the raw query string without "?".
     Raises CallError (unknown class; refused: re-entry, cycle, depth cap, backpressure;
-    the callee trapped or ran out of budget; the deadline passed), ReadOnlyError (while
+    the callee trapped or ran out of budget; the deadline passed: its `kind` says
+    which), ReadOnlyError (while
     code that may only read runs: `wkguest.readonly`).
     """
     readonly.refuse("a call to another actor")
@@ -50,5 +52,13 @@ def call(
     try:
         r = _b.actors.call(target, req)
     except _b.Err as e:
-        raise CallError(str(e.value)) from None
+        raise _error(e) from None
     return Response(int(r.status), list(r.headers), from_wire(r.body))
+
+
+def _error(e: Any) -> CallError:
+    """The CallError for the host's `result` error `e`, of the kind the host gives
+    beside it (WIT `actors.last-error`): read only when a call failed."""
+    info = _b.actors.last_error()
+    kind = "other" if info is None else info.kind.name.lower().replace("_", "-")
+    return CallError(str(e.value), cast(CallErrorKind, kind))

@@ -1,14 +1,19 @@
 """Exceptions of the guest SDK (plain CPython, no bindings).
 
     WkError                 base of everything the SDK raises for a host `result` error
-    ├── SqliteError         sqlite.exec / exec_durable / query failed (SQL error, denial, cap)
+    ├── SqliteError         sqlite.exec / exec_durable / query failed (SQL error, denial, cap);
+    │                       `.kind` (sql, deadline, narrowed-deadline, storage)
     ├── AlarmError          alarm.set / alarm.clear failed
-    ├── CallError           actors.call failed; `.reason` is the host's one-line reason
+    ├── CallError           actors.call failed; `.reason` is the host's one-line reason,
+    │                       `.kind` why (unknown-class, not-declared, refused, ...)
     ├── FetchError          http.fetch failed; `.kind` (denied, timeout, too-large,
     │                       incomplete, connect, invalid) and `.message`
     ├── ReadOnlyError       a change asked for while code that may only read runs
     │                       (`wkguest.readonly`: a workflow's query handler)
     └── InitError           raise it from `Actor.on_init` to refuse creation cleanly
+
+Code tells failures apart by `.kind`, which the host gives beside the text (WIT
+`sqlite.last-error`, `actors.last-error`); the text is for people.
 
 A guest that lets a WkError escape from `handle` traps like any other exception (the
 caller gets 500); catch the ones you expect. Misuse of the SDK itself (a wrong argument
@@ -22,6 +27,13 @@ from typing import Literal, get_args
 FetchKind = Literal["denied", "timeout", "too-large", "incomplete", "connect", "invalid"]
 FETCH_KINDS: frozenset[str] = frozenset(get_args(FetchKind))
 
+# WIT `sqlite.sql-error-kind`: a statement's failure ("read-only" is a ReadOnlyError).
+SqlErrorKind = Literal["sql", "read-only", "deadline", "narrowed-deadline", "storage"]
+# WIT `actors.call-error-kind`: a call's failure.
+CallErrorKind = Literal["unknown-class", "not-declared", "invalid", "refused", "too-large",
+                        "deadline", "narrowed-deadline", "callee-trapped", "callee-budget",
+                        "callee-lost", "storage", "other"]
+
 
 class WkError(Exception):
     """Base of every SDK exception; `str(e)` is the host's one-line message."""
@@ -32,7 +44,13 @@ class WkError(Exception):
 
 
 class SqliteError(WkError):
-    """A statement failed: SQL error, authorizer denial, size cap, busy database."""
+    """A statement failed: SQL error, authorizer denial, size cap, busy database (kind
+    "sql"); cut at the event's deadline ("deadline") or at the one it set itself
+    ("narrowed-deadline"); the database failed around it ("storage")."""
+
+    def __init__(self, reason: str, kind: SqlErrorKind = "sql") -> None:
+        super().__init__(reason)
+        self.kind: SqlErrorKind = kind
 
 
 class AlarmError(WkError):
@@ -41,11 +59,13 @@ class AlarmError(WkError):
 
 class CallError(WkError):
     """An actor call failed: unknown class, refused (re-entry, cycle, depth, backpressure),
-    the callee trapped or ran out of budget, or the deadline passed."""
+    the callee trapped or ran out of budget, or the deadline passed; `kind` says which
+    (WIT `actors.call-error-kind`)."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, kind: CallErrorKind = "other") -> None:
         super().__init__(reason)
         self.reason = reason
+        self.kind: CallErrorKind = kind
 
 
 class FetchError(WkError):

@@ -10,17 +10,16 @@ from dataclasses import dataclass
 
 from wkguest import _bindings as _b
 from wkguest import readonly
+from wkguest.reasons import NARROWED_REASON
 from wkguest.types import ActorRef
 
 __all__ = ["NARROWED_REASON", "ReportedException", "TrapInfo", "TrapKind", "delete_self",
            "fuel_used", "holder", "last_trap", "last_trap_info", "narrow_deadline", "now",
            "report_exception", "self_ref"]
 
-# What `last_trap()` says of an event whose guest code was still running at the deadline
-# it set itself (`narrow_deadline`). The host spells it too (wkhost.core.instance.NARROWED):
-# tests/unit/test_sdk_bindings.py checks that the two agree. Text for people: code tells
-# that cut by `last_trap_info().kind is TrapKind.NARROWED_DEADLINE`.
-NARROWED_REASON = "the event passed the deadline it set itself (lifecycle.narrow-deadline)"
+# NARROWED_REASON (wkguest.reasons) is what `last_trap()` says of an event whose guest code
+# was still running at the deadline it set itself (`narrow_deadline`). Text for people:
+# code tells that cut by `last_trap_info().kind is TrapKind.NARROWED_DEADLINE`.
 
 
 class TrapKind(enum.Enum):

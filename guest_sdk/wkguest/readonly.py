@@ -26,13 +26,9 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from wkguest.errors import ReadOnlyError, SqliteError, WkError
+from wkguest.errors import ReadOnlyError, SqlErrorKind, SqliteError, WkError
 
-__all__ = ["HOST_REFUSAL", "read_only", "refuse", "sql_error"]
-
-# How the host's refusal of a statement begins (wkhost.storage.readonly.READ_ONLY, as the
-# sqlite interface tells an apsw error): tests/unit/test_read_only_rule.py checks both.
-HOST_REFUSAL = "ReadOnlyError: read-only: "
+__all__ = ["read_only", "refuse", "sql_error"]
 
 _what: str | None = None  # the code that may only read, while it runs
 
@@ -60,11 +56,12 @@ def refuse(change: str) -> None:
         raise ReadOnlyError(f"read-only: {_what} may only read, so {change} is refused")
 
 
-def sql_error(reason: str) -> WkError:
-    """The error for the host's reason a statement failed: ReadOnlyError if the host
-    refused it as a change in a read-only event, else SqliteError."""
-    if not reason.startswith(HOST_REFUSAL):
-        return SqliteError(reason)
+def sql_error(reason: str, kind: SqlErrorKind) -> WkError:
+    """The error for the host's `reason` a statement failed, of the `kind` the host gave
+    beside it (WIT `sqlite.last-error`): ReadOnlyError if the host refused it as a
+    change in a read-only event, else SqliteError of that kind."""
+    if kind != "read-only":
+        return SqliteError(reason, kind)
     if _what is None:
         return ReadOnlyError(reason)
     return ReadOnlyError(f"read-only: {_what} may only read, so a statement that would "

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from wkguest import _bindings as _b
 from wkguest import readonly
@@ -27,6 +27,7 @@ from wkguest.codec import (
     normalize_params,
     to_wire,
 )
+from wkguest.errors import SqlErrorKind, WkError
 
 __all__ = ["Rows", "exec", "exec_durable", "query", "query_packed", "write"]
 
@@ -104,11 +105,20 @@ def _rows(r: Any) -> Rows:
     )
 
 
+def _error(e: Any) -> WkError:
+    """The SDK's error for the host's `result` error `e`, of the kind the host gives
+    beside it (WIT `sqlite.last-error`): read only when a call failed."""
+    info = _b.sqlite.last_error()
+    kind = "sql" if info is None else info.kind.name.lower().replace("_", "-")
+    return readonly.sql_error(str(e.value), cast(SqlErrorKind, kind))
+
+
 def exec(sql: str, params: Sequence[object] = ()) -> Rows:
     """Run `sql` (one statement, or several separated by ";": the last one's rows).
 
     The commit survives a process crash, not a power loss (see `exec_durable`).
-    Raises SqliteError (SQL error, denial, size cap, busy), TypeError (a bad parameter),
+    Raises SqliteError (SQL error, denial, size cap, busy; cut at a deadline; the
+    database failed around it: its `kind` says which), TypeError (a bad parameter),
     ReadOnlyError (a statement that would change the database, while code that may only
     read runs: `wkguest.readonly`).
     """
@@ -116,7 +126,7 @@ def exec(sql: str, params: Sequence[object] = ()) -> Rows:
     try:
         return _rows(_b.sqlite.exec(sql, wit_params))
     except _b.Err as e:
-        raise readonly.sql_error(str(e.value)) from None
+        raise _error(e) from None
 
 
 def exec_durable(sql: str, params: Sequence[object] = ()) -> Rows:
@@ -128,7 +138,7 @@ def exec_durable(sql: str, params: Sequence[object] = ()) -> Rows:
     try:
         return _rows(_b.sqlite.exec_durable(sql, wit_params))
     except _b.Err as e:
-        raise readonly.sql_error(str(e.value)) from None
+        raise _error(e) from None
 
 
 def write(sql: str, params: Sequence[object] = (), durable: bool = False) -> int:
@@ -142,7 +152,7 @@ def write(sql: str, params: Sequence[object] = (), durable: bool = False) -> int
     try:
         changes: int = _b.sqlite.exec_write(sql, wit_params, durable)
     except _b.Err as e:
-        raise readonly.sql_error(str(e.value)) from None
+        raise _error(e) from None
     return changes
 
 
@@ -153,7 +163,7 @@ def query_packed(sql: str, params: Sequence[object] = ()) -> str:
     try:
         packed: str = _b.sqlite.query_packed(sql, wit_params)
     except _b.Err as e:
-        raise readonly.sql_error(str(e.value)) from None
+        raise _error(e) from None
     return packed
 
 

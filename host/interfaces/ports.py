@@ -58,6 +58,9 @@ class RunningEvent(Protocol):
     published: bool
     read_only: bool  # lifecycle.read-only: until the event ends (storage/readonly.py)
     exception: GuestException | None  # lifecycle.report-exception's, in this call
+    # The last failed call's (kind, message): sqlite.last-error's, actors.last-error's.
+    sql_error: tuple[str, str] | None
+    call_error: tuple[str, str] | None
 
     @property
     def slot(self) -> EventActor: ...

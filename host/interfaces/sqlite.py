@@ -15,7 +15,7 @@ from typing import Any
 from wasmtime.component import Variant
 
 from ..storage.actordb import ActorDb, SqlError, StorageError
-from ..storage.readonly import reads_only
+from ..storage.readonly import Refusals, reads_only
 from ..storage.statements import (
     DEFAULT_MAX_RESULT_BYTES,
     ROW_BYTES,
@@ -166,6 +166,18 @@ NARROWED = ("interrupted: the statement ran past the deadline the event set itse
             "(lifecycle.narrow-deadline)")
 _ANY_SQL = contextlib.nullcontext()  # the statements of an event that may write
 
+# The cases of WIT `sql-error-kind`, as a failure is told to the guest (`last-error`).
+SQL, READ_ONLY, DEADLINE, NARROWED_DEADLINE, STORAGE = (
+    "sql", "read-only", "deadline", "narrowed-deadline", "storage")
+
+
+class GuestSqlError(SqlError):
+    """A guest statement's failure, with its WIT `sql-error-kind`."""
+
+    def __init__(self, message: str, kind: str) -> None:
+        super().__init__(message, interrupted=kind in (DEADLINE, NARROWED_DEADLINE))
+        self.kind = kind
+
 
 def register(root: Any, guard: Any, host: Events[E]) -> None:
     current = host.current_event
@@ -182,20 +194,31 @@ def register(root: Any, guard: Any, host: Events[E]) -> None:
         ev = current()
         db = ev.slot.require_db()
         into = kind(db.max_result_bytes, ev.bound)
+        seen: Refusals | None = None
         try:
-            with reads_only(db) if ev.read_only else _ANY_SQL:
+            with (reads_only(db) if ev.read_only else _ANY_SQL) as seen:
                 columns, _ = db.guest_exec(sql, params_from_wit(params), durable,
                                            ev.bound, io_wait=ev.gate.waiting,
                                            loan=ev.loan(), into=into)
         except SqlError as e:
             if e.interrupted and ev.cut_by_limit():
-                raise SqlError(NARROWED, interrupted=True) from None
-            raise
+                raise GuestSqlError(NARROWED, NARROWED_DEADLINE) from None
+            why = DEADLINE if e.interrupted else READ_ONLY if seen and seen.refused else SQL
+            raise GuestSqlError(str(e), why) from None
         return db, columns, into
 
+    def _failed(kind: str, message: str) -> str:
+        current().sql_error = (kind, message)
+        return message
+
+    def last_error(_store: Any) -> Any:
+        failed = current().sql_error
+        return None if failed is None else record(kind=failed[0], message=failed[1])
+
     with root.add_instance("wk:host/sqlite@0.1.0") as iface:
-        for name, fn in _functions(_guest_exec).items():
+        for name, fn in _functions(_guest_exec, _failed).items():
             iface.add_func(name, guard(fn))
+        iface.add_func("last-error", guard(last_error))
 
 
 GuestExec = Callable[[str, list[Variant], bool, type[Rows]],
@@ -203,8 +226,10 @@ GuestExec = Callable[[str, list[Variant], bool, type[Rows]],
 Answer = Callable[[ActorDb, list[str], Rows], Any]
 
 
-def _functions(guest_exec: GuestExec) -> dict[str, Callable[..., Any]]:
-    """The interface's functions, by WIT name, over `guest_exec`."""
+def _functions(guest_exec: GuestExec, failed: Callable[[str, str], str]
+               ) -> dict[str, Callable[..., Any]]:
+    """The interface's functions, by WIT name, over `guest_exec`; `failed(kind,
+    message)` notes a failure for `last-error` and gives its message back."""
 
     def _attempt(sql: str, params: list[Variant], durable: bool, kind: type[Rows]
                  ) -> tuple[ActorDb, list[str], Rows] | str:
@@ -213,11 +238,11 @@ def _functions(guest_exec: GuestExec) -> dict[str, Callable[..., Any]]:
         try:
             return guest_exec(sql, params, durable, kind)
         except SqlError as e:
-            return str(e)
+            return failed(e.kind if isinstance(e, GuestSqlError) else SQL, str(e))
         except OSError as e:  # the fsync itself failed: the write may not be durable
-            return f"durable sync failed: {e}"
+            return failed(STORAGE, f"durable sync failed: {e}")
         except StorageError as e:  # SQLite failed around the statement: a COMMIT, a new file
-            return storage_reason(e)
+            return failed(STORAGE, storage_reason(e))
 
     def _exec_typed(sql: str, params: list[Variant], durable: bool,
                     answer: Answer = rows_record, kind: type[Rows] = Typed) -> Any:

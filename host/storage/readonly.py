@@ -27,9 +27,26 @@ def refusal(what: str) -> str:
 READ_ONLY = refusal("the statement would change the database")
 
 
+class Refusals:
+    """What `reads_only` saw of its statement: whether it refused it. SQLite's own
+    ReadOnlyError (a database it cannot write) reads the same, so the refusal is told
+    by who raised it, not by its text."""
+
+    __slots__ = ("refused",)
+
+    def __init__(self) -> None:
+        self.refused = False
+
+    def refuse_writes(self, cursor: apsw.Cursor, _sql: str, _bindings: Any) -> bool:
+        if cursor.is_readonly:
+            return True
+        self.refused = True
+        raise apsw.ReadOnlyError(READ_ONLY)
+
+
 @contextlib.contextmanager
-def reads_only(db: ActorDb) -> Iterator[None]:
-    """Around one guest statement of a read-only event.
+def reads_only(db: ActorDb) -> Iterator[Refusals]:
+    """Around one guest statement of a read-only event: yields what it refused.
 
     What the guest left for its next statement is settled first, as at the event's
     end: a schema image's script still to be replaced by the plain template, and
@@ -39,14 +56,9 @@ def reads_only(db: ActorDb) -> Iterator[None]:
         db.settle_attrs(commit=True)
     conn = db.conn
     before = conn.exec_trace
-    conn.exec_trace = _refuse_writes
+    seen = Refusals()
+    conn.exec_trace = seen.refuse_writes
     try:
-        yield
+        yield seen
     finally:
         conn.exec_trace = before
-
-
-def _refuse_writes(cursor: apsw.Cursor, _sql: str, _bindings: Any) -> bool:
-    if cursor.is_readonly:
-        return True
-    raise apsw.ReadOnlyError(READ_ONLY)

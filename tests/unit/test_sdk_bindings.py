@@ -89,8 +89,11 @@ def test_sqlite_errors_and_query(wit: ModuleType, monkeypatch: pytest.MonkeyPatc
         raise Err("no such table: t")
 
     monkeypatch.setattr(wit.sqlite, "exec_durable", failing)
-    with pytest.raises(SqliteError, match="no such table: t"):
+    monkeypatch.setattr(wit.sqlite, "last_error", lambda: wit.sqlite.SqlError(
+        kind=wit.sqlite.SqlErrorKind.SQL, message="no such table: t"))
+    with pytest.raises(SqliteError, match="no such table: t") as info:
         sqlite.exec_durable("SELECT * FROM t")
+    assert info.value.kind == "sql"
     monkeypatch.setattr(wit.sqlite, "query_packed", lambda sql, p: '[["a"],[1],[{"b64":"AA=="}]]')
     assert sqlite.query("SELECT a FROM t") == [(1,), (b"\x00",)]
     assert sqlite.query_packed("x").startswith('[["a"]')
@@ -100,7 +103,7 @@ def test_sqlite_errors_and_query(wit: ModuleType, monkeypatch: pytest.MonkeyPatc
 def test_sqlite_write(wit: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
     from componentize_py_types import Err
     from wkguest import sqlite
-    from wkguest.errors import SqliteError
+    from wkguest.errors import ReadOnlyError, SqliteError
 
     S = wit.sqlite
     seen: list[Any] = []
@@ -116,7 +119,14 @@ def test_sqlite_write(wit: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
     assert sqlite.write("UPDATE t SET a = 1", durable=True) == 2
     assert seen == [("UPDATE t SET a = ?", [S.Value_Integer(1), S.Value_Blob("\x01")], False),
                     ("UPDATE t SET a = 1", [], True)]
-    with pytest.raises(SqliteError, match="syntax error"):
+    monkeypatch.setattr(S, "last_error", lambda: S.SqlError(
+        kind=S.SqlErrorKind.NARROWED_DEADLINE, message="near BAD: syntax error"))
+    with pytest.raises(SqliteError, match="syntax error") as info:
+        sqlite.write("BAD")
+    assert info.value.kind == "narrowed-deadline"  # the host's kind, whatever the words
+    monkeypatch.setattr(S, "last_error", lambda: S.SqlError(
+        kind=S.SqlErrorKind.READ_ONLY, message="near BAD: syntax error"))
+    with pytest.raises(ReadOnlyError, match="syntax error"):
         sqlite.write("BAD")
     # Subclasses take the slow path and cross as their base type.
     class Name(str):
@@ -180,9 +190,25 @@ def test_actors_call(wit: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
     assert target == T.ActorRef(class_="room", id="r1")
     assert req == T.Request(method="PUT", path="/x", query="q=1", headers=[("h", "v")],
                             body="é".encode().decode("latin-1"))
+    monkeypatch.setattr(wit.actors, "last_error", lambda: wit.actors.CallError(
+        kind=wit.actors.CallErrorKind.UNKNOWN_CLASS, message="unknown class: nope"))
     with pytest.raises(CallError) as info:
         actors.call("nope", "x")
     assert info.value.reason == "unknown class: nope"
+    assert info.value.kind == "unknown-class"
+
+
+def test_each_error_kind_of_the_wit_is_one_the_sdk_names(wit: ModuleType) -> None:
+    """The SDK reads a kind by its case's name (sqlite.py, actors.py): every case of
+    the WIT's enums is one of the SDK's kinds, and the SDK names no other."""
+    from typing import get_args
+
+    from wkguest.errors import CallErrorKind, SqlErrorKind
+
+    for enum_type, kinds in ((wit.sqlite.SqlErrorKind, SqlErrorKind),
+                             (wit.actors.CallErrorKind, CallErrorKind)):
+        named = [case.name.lower().replace("_", "-") for case in enum_type]
+        assert named == list(get_args(kinds))
 
 
 def test_http_fetch(wit: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:

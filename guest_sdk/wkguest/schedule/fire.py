@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 
 from ..workflow.backend import Backend, CallFailed
 from ..workflow.client import Client, Transport
-from ..workflow.errors import NOT_DECLARED, WorkflowError
+from ..workflow.errors import WorkflowError
 from .cron import Cron
 from .spec import Spec
 from .store import Fire, Row, Store
@@ -128,7 +128,7 @@ def _transport(db: Backend, cls: str) -> Transport:
         try:
             return db.call(cls, id, method, path, body)
         except CallFailed as e:
-            if NOT_DECLARED in str(e):
+            if e.kind == "not-declared":
                 raise WorkflowError("not-a-workflow", f"class {cls!r} is not a workflow "
                                     f"class ({e})") from None
             raise WorkflowError("call", str(e)) from None

@@ -18,14 +18,10 @@ from typing import NamedTuple
 
 from ..workflow import cbor
 from ..workflow.backend import Backend, CallFailed
-from ..workflow.errors import NOT_DECLARED
 from ..workflow.status import PREFIX
 
 __all__ = ["NOT_SERVED", "Refusal", "check"]
 
-# The kind of the host's answer to a call to a class it does not serve
-# (wkhost's UnknownClass): "unknown: no actor class named 'x'".
-_UNKNOWN_CLASS = "unknown:"
 NOT_SERVED = "not-served"
 
 
@@ -41,16 +37,16 @@ def check(db: Backend, cls: str, probe_id: str) -> Refusal | None:
     try:
         db.call(cls, probe_id, "POST", PREFIX + "status", cbor.dumps({}))
     except CallFailed as e:
-        return _refusal(cls, str(e))
+        return _refusal(cls, e)
     return None
 
 
-def _refusal(cls: str, reason: str) -> Refusal:
-    if reason.startswith(_UNKNOWN_CLASS):
+def _refusal(cls: str, e: CallFailed) -> Refusal:
+    if e.kind == "unknown-class":
         return Refusal(400, NOT_SERVED, f"target {cls!r} is not served here (no class "
                        "of that name); nothing was recorded")
-    if NOT_DECLARED in reason:
+    if e.kind == "not-declared":
         return Refusal(400, "not-a-workflow", f"target {cls!r} is not a workflow class "
-                       f"({reason}); nothing was recorded")
+                       f"({e}); nothing was recorded")
     return Refusal(503, "target-unchecked", f"target {cls!r} could not be checked: "
-                   f"{reason}; nothing was recorded, try again")
+                   f"{e}; nothing was recorded, try again")

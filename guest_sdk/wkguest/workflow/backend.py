@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from ..errors import CallError, CallErrorKind
 from .errors import StoreFault
 
 Param = None | int | float | str | bytes
@@ -27,7 +28,12 @@ Param = None | int | float | str | bytes
 
 class CallFailed(Exception):
     """A call to another actor failed (refused: re-entry, a cycle, backpressure; an
-    unknown class; the callee trapped; the deadline passed): the host's reason."""
+    unknown class; the callee trapped; the deadline passed): the host's reason, and
+    `kind`, the host's word for which (wkguest.errors.CallErrorKind)."""
+
+    def __init__(self, reason: str, kind: CallErrorKind = "other") -> None:
+        super().__init__(reason)
+        self.kind: CallErrorKind = kind
 
 
 class Backend(Protocol):
@@ -104,7 +110,7 @@ class RealBackend:
 
         self._sqlite: Any = sqlite
         self._actors: Any = actors
-        self._call_error: type[Exception] = errors.CallError
+        self._call_error: type[CallError] = errors.CallError
         # As the Client's calls (client.py): the host delivers them only to a class that
         # declares the workflow protocol.
         self._headers = [("content-type", CONTENT_TYPE), ("wk-protocol", PROTOCOL)]
@@ -192,5 +198,5 @@ class RealBackend:
         try:
             r = self._actors.call(cls, id, method, path, body, self._headers)
         except self._call_error as e:
-            raise CallFailed(str(getattr(e, "reason", e))) from None
+            raise CallFailed(e.reason, e.kind) from None
         return int(r.status), bytes(r.body)

@@ -18,6 +18,7 @@ import json
 from typing import Any
 
 import pytest
+from wkguest.errors import CallErrorKind
 from wkguest.schedule.service import PREFIX, Schedules
 from wkguest.workflow.backend import CallFailed
 from wkguest.workflow.testing import FakeHost
@@ -34,9 +35,9 @@ class SchedHost:
         self.clock = wf.clock
         self.backends: dict[str, FakeBackend] = {}
         self.traps = 0
-        # A class's calls failing with the host's reason, as for a class that is not a
-        # workflow class (its reason names the protocol it does not declare).
-        self.call_fails: dict[str, str] = {}
+        # A class's calls failing with the host's kind and reason, as for a class that is
+        # not a workflow class ("not-declared").
+        self.call_fails: dict[str, tuple[CallErrorKind, str]] = {}
 
     # -- requests ----------------------------------------------------------------------
     def call(self, name: str, route: str, msg: Any = None, *, method: str = "POST",
@@ -110,9 +111,10 @@ class SchedHost:
     def _caller(self, cls: str, id: str, method: str, path: str, body: bytes
                 ) -> tuple[int, bytes]:
         if cls in self.call_fails:
-            raise CallFailed(self.call_fails[cls])
+            kind, reason = self.call_fails[cls]
+            raise CallFailed(reason, kind)
         if cls not in self.wf.classes:  # as the host says it
-            raise CallFailed(f"unknown: no actor class named {cls!r}")
+            raise CallFailed(f"unknown: no actor class named {cls!r}", "unknown-class")
         return self.wf.call(cls, id, method, path, body, "actor")
 
     def _ended(self, name: str, b: FakeBackend) -> None:

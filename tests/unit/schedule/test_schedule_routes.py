@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from wkguest.errors import CallErrorKind
 from wkguest.schedule.spec import Spec, SpecError
 from wkguest.workflow.testing.fakes import START_MS
 
@@ -104,13 +105,17 @@ NOT_DECLARED = ("error: class 'plain' does not declare the protocol 'wk-workflow
 
 @pytest.mark.parametrize(("target", "fails", "status", "error", "message"), [
     ("nosuch", None, 400, "not-served", "target 'nosuch' is not served here"),
-    ("plain", NOT_DECLARED, 400, "not-a-workflow", "target 'plain' is not a workflow class"),
-    ("busy", "refused: backpressure", 503, "target-unchecked",
+    ("plain", ("not-declared", NOT_DECLARED), 400, "not-a-workflow",
+     "target 'plain' is not a workflow class"),
+    ("busy", ("refused", "refused: backpressure"), 503, "target-unchecked",
      "target 'busy' could not be checked: refused: backpressure"),
+    # Told by the host's kind, not by the words: a reason that reads like another's.
+    ("odd", ("refused", "refused: unknown: does not declare the protocol"), 503,
+     "target-unchecked", "target 'odd' could not be checked"),
 ])
 def test_a_create_whose_target_is_not_a_served_workflow_class_leaves_nothing(
-        hosts: SchedHost, target: str, fails: str | None, status: int, error: str,
-        message: str) -> None:
+        hosts: SchedHost, target: str, fails: tuple[CallErrorKind, str] | None, status: int,
+        error: str, message: str) -> None:
     if fails is not None:
         hosts.call_fails[target] = fails
     got, doc = hosts.call("s", "create", {**SPEC, "target": target})

@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 import wkguest
+from wkguest.errors import CallError, FetchError, SqliteError
 from wkguest.workflow import NonRetryable, Run, Step, StepContext, Tables, TxDb
+from wkguest.workflow.backend import CallFailed
 from wkguest.workflow.core.timeouts import NARROWED_REASON
 from wkguest.workflow.testing import FakeHost, Trap
 
@@ -255,43 +257,52 @@ def test_a_step_branch_times_out_and_retries(any_host: FakeHost) -> None:
                       ("returned", None)]
 
 
-def test_the_narrowed_reason_is_the_one_the_sdk_states() -> None:
+def test_the_narrowed_reason_is_the_hosts_spelt_once_in_the_sdk() -> None:
     """timeouts.py cannot import wkguest.lifecycle (the bindings exist only in a
-    component), so its copy of the host's reason is checked against lifecycle's."""
-    src = Path(wkguest.__file__).parent / "lifecycle.py"
-    for node in ast.parse(src.read_text(encoding="utf-8")).body:
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == \
-                "NARROWED_REASON":
-            assert ast.literal_eval(node.value) == NARROWED_REASON
-            return
-    pytest.fail("wkguest.lifecycle states no NARROWED_REASON")
+    component): both read the one plain module that spells the host's reason."""
+    from wkguest import reasons
+    from wkhost.core import instance
+
+    assert NARROWED_REASON is reasons.NARROWED_REASON
+    assert NARROWED_REASON == instance.NARROWED
+    src = (Path(wkguest.__file__).parent / "lifecycle.py").read_text(encoding="utf-8")
+    assert "from wkguest.reasons import NARROWED_REASON" in src
+    assert not [node for node in ast.parse(src).body if isinstance(node, ast.Assign)
+                and getattr(node.targets[0], "id", "") == "NARROWED_REASON"]
 
 
 class CutCall(Exception):
-    """A host call's error, as the host words one it cut at the narrowed deadline."""
+    """An error whose text reads as the host's for a call it cut at the narrowed deadline."""
 
 
-@pytest.mark.parametrize("message", [
-    "interrupted: the statement ran past the deadline the event set itself "
-    "(lifecycle.narrow-deadline)",
-    "timeout: no answer in 300 ms, at the deadline the event set itself "
-    "(lifecycle.narrow-deadline)",
-])
+NARROWED_TEXT = ("interrupted: the statement ran past the deadline the event set itself "
+                 "(lifecycle.narrow-deadline)")
+
+
+@pytest.mark.parametrize("cut", [
+    SqliteError(NARROWED_TEXT, "narrowed-deadline"),
+    CallError("timeout: the call to a/b passed the deadline the event set itself "
+              "(lifecycle.narrow-deadline): callee-budget: ...", "narrowed-deadline"),
+    CallFailed("timeout: the call to a/b passed ...", "narrowed-deadline"),
+    FetchError("timeout", "no answer in 300 ms, at the deadline the event set itself "
+               "(lifecycle.narrow-deadline)"),
+], ids=["sql", "call", "backend-call", "fetch"])
 def test_a_host_call_cut_at_the_deadline_is_timed_out_on_a_clock_held_still(
-        any_host: FakeHost, message: str) -> None:
+        any_host: FakeHost, cut: Exception) -> None:
     """A test's host clock may not move while the host's real deadline passes: the
-    host's words for a call it cut tell the attempt timed out all the same, also when
-    the step's code wrapped that error in its own."""
+    kind the host gave the error of a call it cut (a fetch's words: it has no such kind)
+    tells the attempt timed out all the same, also when the step's code wrapped that
+    error in its own."""
     calls: list[int] = []
 
     def f() -> Any:
         calls.append(1)
         if len(calls) == 1:
-            raise CutCall(message)
+            raise cut
         if len(calls) == 2:
             try:
-                raise CutCall(message)
-            except CutCall as e:
+                raise cut
+            except Exception as e:
                 raise RuntimeError("the converter failed") from e
         return len(calls)
 
@@ -305,7 +316,29 @@ def test_a_host_call_cut_at_the_deadline_is_timed_out_on_a_clock_held_still(
     assert c.status("1").output == 3
     assert [h[1] for h in history(any_host)] == ["timed-out", "timed-out", "returned"]
     assert history(any_host)[0][2].startswith("timed out: attempt 1 passed its timeout of "
-                                              "300 ms (CutCall: ")
+                                              f"300 ms ({type(cut).__name__}: ")
+
+
+@pytest.mark.parametrize("cut", [
+    CutCall(NARROWED_TEXT),  # the host's words, no kind: a guest's own exception
+    SqliteError(NARROWED_TEXT, "deadline"),  # the event's own deadline, not the step's
+    CallError("timeout: ... (lifecycle.narrow-deadline)", "deadline"),
+], ids=["words-only", "sql-deadline", "call-deadline"])
+def test_an_error_that_only_reads_as_cut_is_an_ordinary_failure(
+        any_host: FakeHost, cut: Exception) -> None:
+    calls: list[int] = []
+
+    def f() -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            raise cut
+        return "ok"
+
+    any_host.serve("w", lambda wf, _: wf.step("s", f, timeout="300 ms", delay=10))
+    any_host.client("w").start("1")
+    any_host.run_due()
+    any_host.advance(10)
+    assert [h[1] for h in history(any_host)] == ["failed", "returned"]
 
 
 def test_an_error_naming_the_deadline_without_a_timeout_is_an_ordinary_failure(

@@ -26,19 +26,13 @@ from __future__ import annotations
 from typing import Any
 
 from .. import cbor
-from ..backend import Backend
+from ..backend import Backend, CallFailed
 from ..core import attempt
 from ..core.cursor import Cursor
 from ..core.frontier import Frontier
 from ..core.kinds import STEP, WAIT, WAITING, Pending, shown
 from ..core.values import check_name
-from ..errors import (
-    NOT_DECLARED,
-    CborError,
-    NonRetryable,
-    StepFailed,
-    Suspend,
-)
+from ..errors import CborError, NonRetryable, StepFailed, Suspend
 from ..status import PREFIX
 from .notices import send_cancel
 from .registry import Registry, notice_event
@@ -194,8 +188,8 @@ def _call(db: Backend, cls: str, id: str, route: str, body: bytes) -> dict[str, 
     answer that retrying cannot change (not a workflow class, a refused request)."""
     try:
         status, out = db.call(cls, id, "POST", PREFIX + route, body)
-    except Exception as e:
-        if NOT_DECLARED in str(e):
+    except CallFailed as e:
+        if e.kind == "not-declared":
             raise NonRetryable(f"class {cls!r} is not a workflow class ({e})") from None
         raise
     try:
@@ -226,6 +220,6 @@ def child_outcome(payload: Any) -> tuple[bool, Any, str | None]:
 def cancel_child(db: Backend, cls: str, id: str) -> None:
     """The parent no longer wants child `cls`/`id`: cancel it. Owed durably first; sent
     at once if the call can be made now, else by the parent's drain when it finishes."""
-    kin = Registry(db)
-    if kin.owe_cancel(id, cls):
-        send_cancel(db, kin, id, cls, 0, db.now())
+    registry = Registry(db)
+    if registry.owe_cancel(id, cls):
+        send_cancel(db, registry, id, cls, 0, db.now())

@@ -24,12 +24,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ...durations import format_ms
-from ..backend import Backend
-
-# The host's reason for an event cut at the deadline it narrowed itself, as the host gives
-# it. Spelt again here, not imported: wkguest.lifecycle imports the bindings, which a
-# native run has not (test_step_timeout checks that the two spellings agree).
-NARROWED_REASON = "the event passed the deadline it set itself (lifecycle.narrow-deadline)"
+from ...errors import CallError, FetchError, SqliteError
+from ...reasons import NARROWED_REASON as NARROWED_REASON  # the host's, for cut_message
+from ..backend import Backend, CallFailed
 
 
 class StepTimedOut(TimeoutError):
@@ -61,8 +58,13 @@ def deadline(timeout_ms: int | None, started: int) -> int | None:
     return None if timeout_ms is None else started + timeout_ms
 
 
-# What the host's errors for a call it cut at a narrowed deadline end with (a statement
-# "interrupted: ...", a fetch "timeout: ...", an actor call "timeout: ..."; WIT lifecycle).
+# The kind the host gives a statement's or an actor call's error when it cut the call at
+# the narrowed deadline (WIT sqlite.last-error, actors.last-error; CallFailed is an actor
+# call's error as the runner's Backend raises it).
+_NARROWED = "narrowed-deadline"
+_KINDED = (SqliteError, CallError, CallFailed)
+# A fetch's error has no such kind (its `timeout` is its own timeout's too): the host's
+# text for one it cut at the narrowed deadline ends with this mark (WIT lifecycle).
 CUT_MARK = "(lifecycle.narrow-deadline)"
 
 
@@ -80,7 +82,9 @@ def overran(db: Backend, timeout_ms: int | None, started: int,
 def _cut_by_host(e: BaseException | None) -> bool:
     seen = 0
     while e is not None and seen < 8:  # the chain of causes, bounded (it may loop)
-        if CUT_MARK in str(e):
+        if isinstance(e, _KINDED) and e.kind == _NARROWED:
+            return True
+        if isinstance(e, FetchError) and e.kind == "timeout" and e.message.endswith(CUT_MARK):
             return True
         e, seen = e.__cause__ or e.__context__, seen + 1
     return False
