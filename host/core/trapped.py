@@ -6,8 +6,10 @@ the outcome the metrics count it under.
   deadline's (lifecycle.narrow-deadline), not the wall budget's.
 - wasmtime refuses a memory past the cap by failing the guest's memory.grow, not by a
   trap: the host hears of it as the guest's MemoryError, which the guest reports
-  (lifecycle.report-exception) or, in a guest built before it could, writes to its
-  output just before it traps.
+  (lifecycle.report-exception). A guest that reported nothing (built before it could, or
+  too short of memory to report) is read by the last line it wrote, where Python's
+  traceback names the exception it ended with: a guest that only printed the word
+  earlier, or reported another exception, did not run out of memory.
 - A guest whose output flooded (its writes failed past the cap) trapped for that: what
   the trap itself says is only its last step. Its outcome stays the trap's own.
 """
@@ -22,6 +24,9 @@ from .slot import GuestOutput
 _OUTCOMES = {TrapKind.CPU: metrics.CPU_CUT, TrapKind.WALL: metrics.WALL_CUT,
              TrapKind.NARROWED_DEADLINE: metrics.WALL_CUT, TrapKind.MEMORY: metrics.MEMORY_CAP}
 _OUT_OF_MEMORY = "MemoryError"
+# What is read of the output for its last line: a traceback's last line is the
+# exception's type and message, short for a MemoryError.
+_TAIL_BYTES = 4096
 
 
 def kind_of(trap: TrapKind, narrowed: bool, reported: GuestException | None,
@@ -36,9 +41,23 @@ def kind_of(trap: TrapKind, narrowed: bool, reported: GuestException | None,
 
 
 def _out_of_memory(reported: GuestException | None, output: GuestOutput) -> bool:
-    if reported is not None and reported.type_name == _OUT_OF_MEMORY:
-        return True
-    return any(_OUT_OF_MEMORY.encode() in chunk for chunk in output.chunks)
+    if reported is not None:
+        return reported.type_name == _OUT_OF_MEMORY
+    ended_with = _last_line(output.chunks).partition(b":")[0].strip()
+    return ended_with == _OUT_OF_MEMORY.encode()
+
+
+def _last_line(chunks: list[bytes]) -> bytes:
+    """The last line of what the guest wrote that is not blank (at most _TAIL_BYTES)."""
+    tail: list[bytes] = []
+    size = 0
+    for chunk in reversed(chunks):
+        tail.append(chunk)
+        size += len(chunk)
+        if size >= _TAIL_BYTES:
+            break
+    text = b"".join(reversed(tail))[-_TAIL_BYTES:].rstrip()
+    return text.rpartition(b"\n")[2]
 
 
 def trap_outcome(kind: TrapKind) -> str:

@@ -8,6 +8,7 @@
     POST /abort           raises a BaseException (not an Exception), uncaught
     POST /alloc?mb=N      allocates N MiB (a MemoryError past the host's memory cap)
     POST /flood?n=N       prints N lines, then raises TrapInfoError
+    POST /says-oom        prints "MemoryError", then raises TrapInfoError
     POST /keep            writes a row: the actor keeps its database when it is let go
     GET  /info            {"text": last_trap(), "info": last_trap_info() or null}, the
                           info as {"kind", "message", "exception": {"type_name",
@@ -71,7 +72,9 @@ class TrapInfo(Actor):
         if req.path == "/flood":
             for i in range(int(req.arg("n") or 1)):
                 print(f"trap_info flood {i}")
-        if req.path in ("/raise", "/flood"):
+        if req.path == "/says-oom":
+            print("MemoryError")  # only a word it writes: it has memory enough
+        if req.path in ("/raise", "/flood", "/says-oom"):
             _raise()
         return Response.json({"error": f"no route {req.path}"}, status=404)
 

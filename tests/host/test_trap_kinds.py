@@ -118,6 +118,13 @@ def test_the_memory_cap_answers_memory_with_the_memory_error(serve: Any) -> None
     assert exc is not None and exc["type_name"] == "MemoryError", exc
 
 
+def test_a_guest_that_writes_the_word_and_traps_otherwise_answers_guest(serve: Any) -> None:
+    p = serve()
+    message = trap(p, "o", "/says-oom")
+    exc = kept(p, "o", "guest", message)["exception"]
+    assert exc["type_name"] == "trap_info.TrapInfoError", exc
+
+
 def test_an_output_flood_answers_output_flood(serve: Any) -> None:
     p = serve(max_guest_output_bytes=2000)
     message = trap(p, "f", "/flood", "n=100000")

@@ -12,7 +12,7 @@ import pytest
 from wasmtime import WasmtimeError
 from wkhost import metrics
 from wkhost.core.instance import CPU_BUDGET, NARROWED, WALL_CLOCK, classify_trap, failure
-from wkhost.core.slot import ActorSlot
+from wkhost.core.slot import ActorSlot, GuestOutput
 from wkhost.core.trapped import ended, kind_of
 from wkhost.errors import BudgetExceeded, GuestFailed
 from wkhost.interfaces.linker import guard
@@ -118,6 +118,25 @@ def test_a_memory_error_makes_a_guest_trap_the_memory_caps() -> None:
                           100)
     assert trap == TrapReason(TrapKind.MEMORY, "guest trapped: x", OOM)
     assert outcome == metrics.MEMORY_CAP
+
+
+def test_only_the_reported_exception_or_the_last_line_says_memory() -> None:
+    """A guest that reported an exception ran out of memory only if it reported a
+    MemoryError; one that reported none, only if the last line it wrote (a traceback's
+    last) names one. The word written earlier, or in a message, is not the signal."""
+    def said(*chunks: bytes) -> GuestOutput:
+        return slot_that_wrote(*chunks).output
+
+    printed = (b"MemoryError\n", b"Traceback (most recent call last):\n",
+               b"ValueError: bad\n")
+    assert kind_of(TrapKind.GUEST, False, None, said(*printed)) is TrapKind.GUEST
+    assert kind_of(TrapKind.GUEST, False, RAISED, said(*OOM_OUTPUT)) is TrapKind.GUEST
+    assert kind_of(TrapKind.GUEST, False, None,
+                   said(b"ValueError: not a MemoryError\n")) is TrapKind.GUEST
+    for oom in ((b"Traceback ...\nMemoryError: cannot allocate\n\n",),
+                (b"Traceback ...\nMemory", b"Error\n"),  # a line in two writes
+                (b"x" * 10_000, b"\nMemoryError\n")):
+        assert kind_of(TrapKind.GUEST, False, None, said(*oom)) is TrapKind.MEMORY, oom
 
 
 def test_a_flood_is_the_kind_and_the_trap_its_last_step() -> None:

@@ -29,7 +29,7 @@ from .. import audit
 from ..audit_entry import DESCRIBED_BYTES, Answered, describe
 from .api import json_answer
 from .calls import CBOR, Answer, call, error_of, target
-from .session import refusal
+from .session import refusal, session_of
 
 NOTE = "console"
 _NOTE_CHARS = 400
@@ -49,7 +49,9 @@ def add_routes(app: web.Application, prefix: str) -> None:
 async def _action(request: web.Request) -> web.Response:
     why = refusal(request)
     if why is not None:
-        return json_answer({"error": why}, 401 if why.startswith("no session") else 403)
+        # 401 asks to log in: only for a request without a valid session. One with a
+        # session that may not act (another origin, no CSRF token) is forbidden.
+        return json_answer({"error": why}, 401 if session_of(request) is None else 403)
     try:
         cls, actor_id, route, msg, note = parsed(await request.read())
     except BadRequest as e:

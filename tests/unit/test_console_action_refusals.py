@@ -1,0 +1,61 @@
+"""The console's action route refuses before anything runs (host/net/console/actions.py):
+401 for a request without a valid session (log in), 403 for one whose session may not
+act (another origin, no or a wrong CSRF token). The status follows the session, never
+the words of the refusal. A real aiohttp server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import warnings
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+from wkhost.net.console import actions, session
+
+TOKEN = "the-admin-token"
+URL = f"{session.PATH}/api/action"
+BODY = {"cls": "orders", "id": "1", "action": "pause"}
+
+
+def answers(cookie: str | None, headers: dict[str, str]) -> tuple[int, Any]:
+    async def run() -> tuple[int, Any]:
+        app = web.Application()
+        with warnings.catch_warnings():  # the host keys its app by text, as the front door
+            warnings.simplefilter("ignore", web.NotAppKeyWarning)
+            app["token"] = TOKEN
+        actions.add_routes(app, session.PATH)
+        async with TestClient(TestServer(app, host="127.0.0.1")) as client:
+            if cookie is not None:
+                client.session.cookie_jar.update_cookies({session.COOKIE: cookie})
+            origin = str(client.make_url("/")).rstrip("/")
+            sent = {k: v.replace("ORIGIN", origin) for k, v in headers.items()}
+            resp = await client.post(URL, json=BODY, headers=sent)
+            return resp.status, await resp.json()
+    return asyncio.run(run())
+
+
+GOOD = session.new_cookie(TOKEN)
+CSRF = {"Origin": "ORIGIN", session.CSRF_HEADER: session.csrf_of(TOKEN, GOOD)}
+
+
+@pytest.mark.parametrize(("cookie", "headers", "status"), [
+    (None, CSRF, 401),
+    (session.new_cookie("another-hosts-token"), CSRF, 401),
+    (GOOD, {session.CSRF_HEADER: CSRF[session.CSRF_HEADER]}, 403),  # no Origin
+    (GOOD, {"Origin": "ORIGIN"}, 403),  # no CSRF token
+    (GOOD, {"Origin": "ORIGIN", session.CSRF_HEADER: "0" * 32}, 403),
+], ids=["no-cookie", "not-this-hosts", "no-origin", "no-csrf", "wrong-csrf"])
+def test_an_action_is_refused_401_without_a_session_else_403(
+        cookie: str | None, headers: dict[str, str], status: int) -> None:
+    got, doc = answers(cookie, headers)
+    assert got == status, doc
+    assert doc["error"]
+
+
+def test_the_status_follows_the_session_not_the_words(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(actions, "refusal", lambda request: "log in first, please")
+    assert answers(None, CSRF)[0] == 401
+    monkeypatch.setattr(actions, "refusal", lambda request: "no session: or so it says")
+    assert answers(GOOD, CSRF)[0] == 403
