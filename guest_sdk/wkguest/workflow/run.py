@@ -11,7 +11,7 @@ saga/compensations.py). Libraries over workflows reach the rest through extend.p
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NoReturn, Unpack
+from typing import Any, NoReturn, Protocol, Unpack
 
 from ..durations import Duration
 from .children import calls as children
@@ -29,19 +29,10 @@ from .groups import calls as groups
 from .groups.branches import CANCEL, Won
 
 
-class Run:
-    """The handle a workflow function gets (see the package's doc for the rules)."""
+class StepCall(Protocol):
+    """`wf.step`."""
 
-    __slots__ = ("_cursor",)
-
-    def __init__(self, cursor: Cursor) -> None:
-        self._cursor = cursor
-
-    # -- steps (core/cursor.py) ---------------------------------------------------------
-    # Options are **kwargs on purpose, handed on as the dict they make: four keyword-only
-    # defaults cost a third of a replayed step.
-
-    def step(self, name: str, f: Callable[[], Any], **opts: Unpack[StepOptions]) -> Any:
+    def __call__(self, name: str, f: Callable[[], Any], **opts: Unpack[StepOptions]) -> Any:
         """Run `f` once and record its result; later runs get the recorded result.
 
         An exception from `f` is retried with backoff (options, core/policy.py: attempts
@@ -54,12 +45,32 @@ class Run:
         transaction with the step's result (core/tx.py). `compensate=` gives the step
         its undo (saga/compensations.py).
         """
-        return self._cursor.step(name, f, False, opts)
 
-    def step_keyed(self, name: str, f: Callable[[str], Any],
-                   **opts: Unpack[StepOptions]) -> Any:
-        """As `step`, and `f` receives the step's idempotency key (see `key`)."""
-        return self._cursor.step(name, f, True, opts)
+
+class KeyedStepCall(Protocol):
+    """`wf.step_keyed`."""
+
+    def __call__(self, name: str, f: Callable[[str], Any],
+                 **opts: Unpack[StepOptions]) -> Any:
+        """As `wf.step`, and `f` receives the step's idempotency key (see `key`)."""
+
+
+class Run:
+    """The handle a workflow function gets (see the package's doc for the rules)."""
+
+    __slots__ = ("_cursor", "step", "step_keyed")
+
+    step: StepCall
+    step_keyed: KeyedStepCall
+
+    def __init__(self, cursor: Cursor) -> None:
+        self._cursor = cursor
+        # The cursor's own methods, bound once a run: a replayed step costs one call, as
+        # when Run was the cursor; a method here that called them would add one a step.
+        self.step = cursor.step
+        self.step_keyed = cursor.step_keyed
+
+    # -- steps (core/cursor.py) ---------------------------------------------------------
 
     def try_step(self, name: str, f: Callable[[], Any],
                  **opts: Unpack[StepOptions]) -> StepResult:

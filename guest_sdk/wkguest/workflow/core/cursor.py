@@ -21,7 +21,7 @@ position and per event (see the comment above `step`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NoReturn, Protocol
+from typing import Any, NoReturn, Protocol, Unpack
 
 from ..errors import CodeError, JournalError, NonRetryable, StepFailed, WorkflowSignal
 from . import attempt
@@ -42,6 +42,35 @@ class Completions(Protocol):
     compensation, saga/compensations.py)."""
 
     def note(self, pos: int, name: str, opts: Any) -> None: ...
+
+
+def _step_method(keyed: bool) -> Callable[..., Any]:
+    """`Cursor.step` or, `keyed`, `Cursor.step_keyed` (what `wf.step` and `wf.step_keyed`
+    are: run.py says what they do). One body, `keyed` fixed in each, so that sharing it
+    costs the hot path no call.
+
+    The hot path: a recorded step that returned a plain value. Its key equals its name
+    only for that kind, and past the journal the index raises (a try costs nothing until
+    it does). Options are **kwargs on purpose: four keyword-only defaults cost a third of
+    this path."""
+
+    def step(self: Cursor, name: str, f: Callable[..., Any],
+             **opts: Unpack[StepOptions]) -> Any:
+        pos = self._pos
+        try:
+            if self._keys[pos] == name:
+                self._pos = pos + 1
+                if opts:
+                    self.completed(pos, name, opts)
+                return self._results[pos]
+        except IndexError:
+            pass
+        return self._unwrap(name, pos, self._step(name, f, keyed, opts))
+
+    step.__name__ = step.__qualname__ = "step_keyed" if keyed else "step"
+    step.__doc__ = ("`wf.step_keyed` (run.py's KeyedStepCall)" if keyed
+                    else "`wf.step` (run.py's StepCall)")
+    return step
 
 
 class Cursor:
@@ -74,27 +103,10 @@ class Cursor:
         so a later run under the same id (after retention) never reuses one."""
         return f"{self.run_id}-{self._pos if position is None else position}"
 
-    # -- steps ---------------------------------------------------------------------
-    # The hot path of `Run.step` and `Run.step_keyed`, shared here: a recorded step that
-    # returned a plain value. Its key equals its name only for that kind, and past the
-    # journal the index raises (a try costs nothing until it does). The options come as
-    # the dict `Run`'s **kwargs made (four keyword-only defaults cost a third of this
-    # path), and `keyed` as an argument, so that sharing costs no call.
+    # -- steps -------------------------------------------------------------------------
 
-    def step(self, name: str, f: Callable[..., Any], keyed: bool, opts: StepOptions) -> Any:
-        """Step `name` (`Run.step`'s doc says what it does): its value, recorded or new.
-        `keyed`: `f` takes the step's idempotency key (`Run.step_keyed`). Raises
-        StepFailed when its attempts run out."""
-        pos = self._pos
-        try:
-            if self._keys[pos] == name:
-                self._pos = pos + 1
-                if opts:
-                    self.completed(pos, name, opts)
-                return self._results[pos]
-        except IndexError:
-            pass
-        return self._unwrap(name, pos, self._step(name, f, keyed, opts))
+    step = _step_method(keyed=False)
+    step_keyed = _step_method(keyed=True)
 
     def try_step(self, name: str, f: Callable[[], Any], opts: StepOptions) -> StepResult:
         """As `step`, but the final error comes back as a StepResult instead of raising."""
