@@ -46,7 +46,8 @@ from . import audit, cluster_door, console, listing, metrics_route
 from .cluster_door import cluster_middlewares
 from .operator import is_operator, plain
 from .peer_clients import PeerClients
-from .peers import add_peer_routes, advance_clock, forward
+from .peer_routes import add_peer_routes
+from .peers import advance_clock, forward
 
 log = logging.getLogger("wkhost.http")
 

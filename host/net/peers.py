@@ -16,6 +16,8 @@ user's under /tmp): only who may read the actors' files may reach it.
   processes' other threads is not seen, and ends at the events' deadline instead.
 - Listing a class's actors asks every process for its share and merges the answers
   (`list_actors`); the test clock moves in every process (`advance_clock`).
+
+The routes that answer these on the other side are net/peer_routes.py.
 """
 
 from __future__ import annotations
@@ -36,8 +38,7 @@ import cbor2
 from aiohttp import web
 
 from .. import errors, tracing
-from ..core.event import Chain
-from ..errors import DeadlineExceeded, HostError, PeerUnavailable
+from ..errors import DeadlineExceeded, PeerUnavailable
 from ..interfaces.records import record
 from ..partition import Partition
 from ..storage.listing import Listed, ListQuery, Page, merged
@@ -247,12 +248,6 @@ async def list_page(app: web.Application, q: ListQuery, count: bool) -> Page:
     return merged(q, parts)
 
 
-def query_of(doc: dict[str, Any]) -> ListQuery:
-    """A ListQuery from its fields as CBOR carried them (lists for tuples)."""
-    return ListQuery(**{**doc, "statuses": tuple(doc["statuses"]),
-                        "labels": tuple(tuple(kv) for kv in doc["labels"])})
-
-
 async def advance_clock(app: web.Application, now_ms: int, settle_ms: int = 0) -> bool:
     """Bring every other process's test clock to `now_ms`; with `settle_ms`, each waits
     up to that long for its due alarms to be delivered. Whether they all settled."""
@@ -278,59 +273,3 @@ async def catch_up_clock(app: web.Application) -> None:
         except (PeerUnavailable, ValueError, KeyError, cbor2.CBORDecodeError):
             continue
         testing.set_clock(now)
-
-
-# -- the routes only the Unix socket serves ------------------------------------------------
-def add_peer_routes(app: web.Application) -> None:
-    app.router.add_post("/_wk/peer/call", _call)
-    app.router.add_get("/_wk/peer/actors/{cls}", _actors)
-    app.router.add_post("/_wk/peer/list", _list)
-    app.router.add_post("/_wk/peer/clock", _clock)
-
-
-def _cbor(doc: Any) -> web.Response:
-    return web.Response(body=cbor2.dumps(doc), content_type=CBOR)
-
-
-async def _call(request: web.Request) -> web.Response:
-    host: Host = request.app["host"]
-    m = cbor2.loads(await request.read())
-    try:
-        ref = host.actor_ref(m["cls"], m["id"])
-        rec = record(method=m["method"], path=m["path"], query=m["query"],
-                     headers=[tuple(h) for h in m["headers"]],
-                     body=bytes(m["body"]).decode("latin-1"))
-        sender = Sender.of_actor(ActorRef(*m["sender"]))
-        chain = Chain(stack=[ActorRef(c, i) for c, i in m["chain"]])
-        deadline = time.monotonic() + float(m["timeout_s"])  # one clock for the machine
-        out = await asyncio.wrap_future(host.submit(
-            tracing.run_in, m.get("trace"), host.call_here, ref, rec, sender, chain, deadline))
-    except HostError as e:
-        return _cbor({"error": errors.wire_kind(e), "message": str(e)})
-    return _cbor({"status": out.status, "headers": [list(h) for h in out.headers],
-                  "body": out.body.encode("latin-1")})
-
-
-async def _actors(request: web.Request) -> web.Response:
-    host: Host = request.app["host"]
-    return _cbor(host.list_actors(request.match_info["cls"], request.query.get("after", ""),
-                                  int(request.query.get("limit", "1000"))))
-
-
-async def _list(request: web.Request) -> web.Response:
-    host: Host = request.app["host"]
-    m = cbor2.loads(await request.read())
-    rows, count = host.list_page(query_of(m["q"]), bool(m["count"]))
-    return _cbor({"rows": [asdict(r) for r in rows], "count": count})
-
-
-async def _clock(request: web.Request) -> web.Response:
-    testing = request.app["host"].testing
-    if testing.fake_clock is None:
-        return web.Response(status=404, text="no test clock here\n")
-    now = testing.set_clock(int(request.query["at"]))
-    settle_s = int(request.query.get("settle_ms", "0")) / 1000
-    settled = True
-    if settle_s:
-        settled = await asyncio.to_thread(request.app["host"].scheduler.wait_settled, settle_s)
-    return _cbor({"now": now, "settled": settled})
