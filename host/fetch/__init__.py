@@ -1,7 +1,8 @@
 """Outgoing HTTP for guests: the host side of the WIT `http.fetch` import.
 
     policy.py     what a guest may fetch (FetchPolicy): the allow-list, the addresses a
-                  name may resolve to, the redirects followed
+                  name may resolve to
+    redirects.py  the redirects followed, and what is sent on to them
     transport.py  `fetch`: the request, name lookups on a pool, connections and TLS
     response.py   reading the response head and body (FetchResponse)
     budget.py     the fetch's time budget

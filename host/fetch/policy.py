@@ -22,14 +22,8 @@ Allow-list (`--allow-http`, `FetchPolicy.parse`)
     `localhost` allows the name `localhost`, which must resolve to loopback addresses only;
     and an IP-literal entry allows that address whatever its range (the operator named
     it), except unspecified and multicast addresses, which `parse` rejects. Every redirect
-    target is checked the same way.
-
-Redirects
-    301, 302, 303, 307 and 308 with a Location are followed, at most
-    `policy.max_redirects` times; one more is refused as "denied". 303 (except for HEAD),
-    and 301/302 after a POST, become a GET without body or Content-* headers. When the
-    origin (scheme, host, port) changes, Authorization, Proxy-Authorization and Cookie
-    are dropped. The body of a followed redirect is not read.
+    target is checked the same way (which redirects are followed, and what is sent on:
+    host/fetch/redirects.py).
 """
 
 from __future__ import annotations
@@ -45,8 +39,6 @@ from .errors import FetchError, clip
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
-REDIRECTS = frozenset({301, 302, 303, 307, 308})
-_CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
 _URL_BAD_CHAR = re.compile(r"[^\x21-\x7e]")
 _LABEL = re.compile(r"(?!-)[a-z0-9-]{1,63}(?<!-)")
 _NUMERIC_LABEL = re.compile(r"0x[0-9a-f]*|[0-9]+")
@@ -181,6 +173,13 @@ def host_text(host: str | IPAddress, brackets: bool = True) -> str:
     return str(host)
 
 
+def _join(base: str, location: str) -> str:
+    try:
+        return urljoin(base, location)
+    except ValueError as exc:
+        raise FetchError("invalid", f"bad Location {clip(location)!r}: {exc}") from None
+
+
 # ------------------------------------------------------------------ allow-list entries
 
 
@@ -294,38 +293,3 @@ def _range_name(ip: IPAddress) -> str:
     ]
     return next((name for name, inside in ranges if inside), "non-public")
 
-
-# -------------------------------------------------------------------------- redirects
-
-
-def location(status: int, headers: list[tuple[str, str]]) -> str | None:
-    """Where an answer redirects to, if it is a redirect to follow."""
-    if status not in REDIRECTS:
-        return None
-    return next((v for n, v in headers if n == "location" and v), None)
-
-
-def redirected(
-    status: int, method: str, headers: list[tuple[str, str]], body: bytes
-) -> tuple[str, list[tuple[str, str]], bytes]:
-    """The request to send to a redirect's target (RFC 9110 15.4, as browsers do)."""
-    if (status == 303 and method != "HEAD") or (status in (301, 302) and method == "POST"):
-        kept = [(n, v) for n, v in headers if not n.lower().startswith("content-")]
-        return "GET", kept, b""
-    return method, headers, body
-
-
-def for_origin(
-    headers: list[tuple[str, str]], before: Target, after: Target
-) -> list[tuple[str, str]]:
-    """The headers to send on to `after`: no credentials to another origin."""
-    if after.origin == before.origin:
-        return headers
-    return [(n, v) for n, v in headers if n.lower() not in _CREDENTIAL_HEADERS]
-
-
-def _join(base: str, location: str) -> str:
-    try:
-        return urljoin(base, location)
-    except ValueError as exc:
-        raise FetchError("invalid", f"bad Location {clip(location)!r}: {exc}") from None

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, cast
 from ..wire import CONNECTION_HEADERS
 from .budget import Clock
 from .errors import FetchError, describe
-from .policy import REDIRECTS, FetchPolicy, Target
+from .policy import FetchPolicy, Target
+from .redirects import REDIRECTS
 
 if TYPE_CHECKING:
     from _typeshed import WriteableBuffer

@@ -37,11 +37,9 @@ from .policy import (
     admit,
     check_resolved,
     entry_for,
-    for_origin,
     host_text,
-    location,
-    redirected,
 )
+from .redirects import for_origin, location, redirected
 from .response import FetchResponse, receive
 
 __all__ = ["FetchRequest", "fetch"]
