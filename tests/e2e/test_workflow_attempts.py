@@ -43,7 +43,8 @@ def test_the_demos_failed_charges_and_cut_pack_are_in_the_history(
     assert all(isinstance(a["fuel"], int) and a["fuel"] > 0 for a in charge), charge
     pack = got["pack"]["history"]
     assert [(a["attempt"], a["outcome"], a["ended_at"]) for a in pack[:1]] == [(1, "cut", None)]
-    assert pack[0]["error"].startswith("guest trapped: "), pack  # the host's reason
+    # the exception the guest reported as it trapped (the host's record of the trap)
+    assert pack[0]["error"].startswith("the guest raised SystemExit: "), pack
     assert [(a["attempt"], a["outcome"]) for a in pack[1:]] == [(2, "returned")]
     assert [a["attempt"] for a in got["reserve"]["history"]] == [1]
     assert got["cool-off"]["history"] == [] and "value" not in got["charge"]

@@ -267,8 +267,10 @@ def wait_until(cond: Callable[[], bool], timeout: float = TIMEOUT, what: str = "
 
 NOTIFY_DOWN = 'RuntimeError: ledger /notify answered 500: {"error":"the mail service is down"}'
 # A trapped attempt, as the runner records it once the host has told it why the event was
-# cut (lifecycle.last-trap): the example's pack raises SystemExit, and the guest exits.
-CUT_1 = "attempt 1 was cut: guest trapped: Exited with i32 exit status 1"
+# cut (lifecycle.last-trap-info): the example's pack raises SystemExit, which the guest
+# reports before it exits.
+CUT_1 = ("attempt 1 was cut: the guest raised SystemExit: the packing robot fell over "
+         "(first attempt only)")
 NOT_APPROVED = "not approved in time: the reservation was released"
 _LEDGER_OP = {"reserve": "reserve", "pack": "attempt", "charge": "charge", "release": "release"}
 

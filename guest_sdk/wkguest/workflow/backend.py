@@ -18,6 +18,7 @@ host's clock in ms.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..errors import CallError, CallErrorKind
@@ -34,6 +35,26 @@ class CallFailed(Exception):
     def __init__(self, reason: str, kind: CallErrorKind = "other") -> None:
         super().__init__(reason)
         self.kind: CallErrorKind = kind
+
+
+# The kinds of a trap the runner tells apart (wkguest.lifecycle.TrapKind's values: that
+# module imports the bindings, which a native run has not).
+TRAP_GUEST = "guest"
+TRAP_NARROWED_DEADLINE = "narrowed-deadline"
+TRAP_UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class LastTrap:
+    """Why this actor's last trapped (or cut) event ended, as the host keeps it
+    (lifecycle.last-trap-info): `kind` is `wkguest.lifecycle.TrapKind`'s value ("cpu",
+    "wall", "narrowed-deadline", "memory", "output-flood", "guest", "host", "unknown"),
+    `message` the one line `last_trap` gives, and `exception` what the guest reported
+    before it trapped, if anything: its type's name, message and traceback."""
+
+    kind: str
+    message: str
+    exception: tuple[str, str, str] | None = None
 
 
 class Backend(Protocol):
@@ -67,6 +88,9 @@ class Backend(Protocol):
 
     def last_trap(self) -> str | None:
         """Why this actor's last trapped event ended, until an event that asked ends."""
+
+    def last_trap_info(self) -> LastTrap | None:
+        """`last_trap`'s reason as a value, kept and forgotten with it."""
 
     def fuel_used(self) -> int:
         """The fuel this call into the guest has burnt so far (lifecycle.fuel-used)."""
@@ -174,6 +198,15 @@ class RealBackend:
     def last_trap(self) -> str | None:
         reason = self._lifecycle.last_trap()
         return None if reason is None else str(reason)
+
+    def last_trap_info(self) -> LastTrap | None:
+        info = self._lifecycle.last_trap_info()
+        if info is None:
+            return None
+        e = info.exception
+        return LastTrap(str(info.kind.value), str(info.message),
+                        None if e is None else (str(e.type_name), str(e.message),
+                                                str(e.traceback)))
 
     def fuel_used(self) -> int:
         return int(self._lifecycle.fuel_used())

@@ -146,9 +146,7 @@ def _replay(name: str) -> tuple[Any, dict[str, Any], list[dict[str, Any]]]:
     runner = Runner(golden_v1, Config(), backend)
     runner.on_alarm()
     status = status_of(runner)
-    cur = backend.conn.execute("SELECT * FROM _wk_wf_step ORDER BY pos")
-    cols = [d[0] for d in cur.description]
-    steps = [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
+    steps = export_history(backend)["steps"]  # as the golden keeps them
     return status, doc, steps
 
 

@@ -16,11 +16,14 @@ import pytest
 import wkguest
 from wkguest.errors import CallError, FetchError, SqliteError
 from wkguest.workflow import NonRetryable, Run, Step, StepContext, Tables, TxDb
-from wkguest.workflow.backend import CallFailed
+from wkguest.workflow.backend import TRAP_NARROWED_DEADLINE, CallFailed, LastTrap
 from wkguest.workflow.core.timeouts import NARROWED_REASON
 from wkguest.workflow.testing import FakeHost, Trap
 
 from .conftest import Raw
+
+# What the host keeps of an event it cut at the deadline the event narrowed itself.
+NARROWED_CUT = LastTrap(TRAP_NARROWED_DEADLINE, NARROWED_REASON)
 
 LEDGER = Tables("CREATE TABLE IF NOT EXISTS ledger (n INTEGER NOT NULL)")
 
@@ -190,7 +193,7 @@ def test_an_attempt_cut_at_its_deadline_is_recorded_timed_out(any_host: FakeHost
     any_host.run_due()
     b = any_host.instance("w", "1").backend
     assert b.trap is not None
-    b.trap = NARROWED_REASON  # as the host reports a cut at the narrowed deadline
+    b.trap_info = NARROWED_CUT  # as the host reports a cut at the narrowed deadline
     any_host.advance(50)
     any_host.run_due()
     assert c.status("1").output == 2
@@ -213,7 +216,7 @@ def test_the_last_attempt_cut_at_its_deadline_fails_the_step_timed_out(
     c = any_host.client("w")
     c.start("1")
     any_host.run_due()
-    any_host.instance("w", "1").backend.trap = NARROWED_REASON
+    any_host.instance("w", "1").backend.trap_info = NARROWED_CUT
     any_host.advance(1000)
     any_host.run_due()
     assert c.status("1").output == (f"timed out: attempt 1 passed its timeout of 10 seconds "

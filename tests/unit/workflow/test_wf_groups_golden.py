@@ -38,7 +38,10 @@ GOLDEN = Path(__file__).parent / "golden" / "history_v3_groups.json"
 DAY = 86_400_000
 RECORDING = {"on": False}
 ATTEMPTS: dict[str, int] = {}
-BRANCHES = "SELECT * FROM _wk_wf_branch ORDER BY pos, idx"
+# The branch rows as a history document keeps them (format version 5's columns: see
+# wkguest.workflow.testing.export_history).
+BRANCHES = ("SELECT pos, idx, kind, name, result, attempts, error, next_attempt_at, wake_at,"
+            " event_seq, updated_at FROM _wk_wf_branch ORDER BY pos, idx")
 
 
 def live(name: str, value: Any, fails: int = 0) -> Any:

@@ -10,7 +10,7 @@ from typing import Any
 
 from wkguest.workflow import Compensation, Config, Run
 from wkguest.workflow.runner import Runner
-from wkguest.workflow.testing import seed, status_of
+from wkguest.workflow.testing import export_history, seed, status_of
 
 from .test_history_golden import CALLED_ON_REPLAY, EXPECTED, _golden, flaky, golden_v1, live
 
@@ -35,9 +35,7 @@ def _replay(name: str, fn: Any) -> tuple[Any, list[dict[str, Any]], list[dict[st
     UNDONE.clear()
     backend = seed(doc)
     Runner(fn, Config(), backend).on_alarm()
-    cur = backend.conn.execute("SELECT * FROM _wk_wf_step ORDER BY pos")
-    cols = [d[0] for d in cur.description]
-    steps = [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
+    steps = export_history(backend)["steps"]  # as the golden keeps them
     return status_of(Runner(fn, Config(), backend)), doc["steps"], steps
 
 

@@ -19,22 +19,28 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..backend import TRAP_NARROWED_DEADLINE
 from ..errors import NonRetryable, Suspend, UnsupportedValue, ValueTooLarge
 from . import policy, timeouts
-from .attempt_history import COUNTED, FAILED, RETURNED, TIMED_OUT, was_cut
+from .attempt_history import FAILED, RETURNED, TIMED_OUT
 from .attempt_history import STEP as STEP_ONLY
 from .config import Retry
 from .context import StepContext
 from .explain import describe
 from .frontier import Frontier
-from .kinds import STEP, STEP_FAILED, STEP_RETRYING, STEP_RETURNED, STEP_RETURNED_TAGGED
+from .kinds import (
+    COUNTED,
+    STEP,
+    STEP_FAILED,
+    STEP_RETRYING,
+    STEP_RETURNED,
+    STEP_RETURNED_TAGGED,
+)
 from .tx import Tables, Transaction
 from .values import encode, revive
 
 # Exact types, not subclasses: an IntEnum or a str subclass decodes as its base type.
 _SCALARS = frozenset({str, int, float, bool, type(None)})
-
-CUT = COUNTED  # the error an attempt is counted with: what it leaves if it never ends
 
 # (ok, value, error, attempts): what a step came to
 Outcome = tuple[bool, Any, str | None, int]
@@ -59,8 +65,9 @@ class Slot(Protocol):
     idx: int  # its attempts' history idx: STEP_ONLY for a step, a branch's index
     key: str  # its idempotency key, as its StepContext gives it
 
-    def prior(self) -> tuple[int, str | None, int | None]:
-        """The attempts counted so far, the last one's error, the next one's earliest."""
+    def prior(self) -> tuple[int, str | None, int | None, str | None]:
+        """The attempts counted so far, the last one's error, the next one's earliest,
+        and the last one's cut (kinds.CUT_OPEN, the host's kind, or None: it ended)."""
 
     def budget_spent(self, now: int) -> bool:
         """Whether the event's budget of new attempts is spent."""
@@ -87,20 +94,22 @@ def attempt(front: Frontier, pos: int, slot: Slot, fn: Callable[..., Any], retry
     """One attempt of the step in `slot` at position `pos`, or its final error if the
     attempts ran out: what the slot answers for how it ended. `tables`: a tx step's, whose
     attempt is one transaction with its record; `fn` then takes its handle."""
-    attempts, error, next_at = slot.prior()
-    cut = attempts > 0 and was_cut(error, attempts)
-    timed_out = timeouts.cut_message(error, attempts, retry.timeout_ms)
+    attempts, error, next_at, cut = slot.prior()
+    timed_out = None
+    if cut == TRAP_NARROWED_DEADLINE:  # the host cut it at the deadline its timeout set
+        why = front.attempts.reason(pos, slot.idx, attempts)
+        timed_out = timeouts.message(attempts, retry.timeout_ms, why)
     if attempts >= retry.attempts:  # the last attempt was cut: no result will come
-        if cut:
-            front.attempts.cut(pos, slot.idx, timed_out=timed_out)
-        return slot.give_up(timed_out or error or CUT.format(n=attempts), attempts)
+        if cut is not None:
+            front.attempts.cut(pos, slot.idx, attempts, timed_out)
+        return slot.give_up(timed_out or error or COUNTED.format(n=attempts), attempts)
     now = front.db.now()
     if next_at is not None and now < next_at:
         return slot.not_yet(next_at)  # a backoff is pending: an early event waits too
     if slot.budget_spent(now):
         return slot.not_yet(now)  # go on in a new event
     n = attempts + 1
-    _count(front, pos, slot, n, retry, now, timed_out if cut else None, cut)
+    _count(front, pos, slot, n, retry, now, timed_out, cut is not None)
     tx = None if tables is None else Transaction(front.db, slot.name, tables,
                                                  front.journal.made)
     ctx = StepContext(slot.name, n, pos, slot.key, timeouts.deadline(retry.timeout_ms, now),
@@ -117,8 +126,8 @@ def _count(front: Frontier, pos: int, slot: Slot, n: int, retry: Retry, now: int
     retry_at = now + retry.backoff(n)
     front.watch(retry_at, now)
     if cut:
-        front.attempts.cut(pos, slot.idx, timed_out=timed_out)
-    slot.count(n, CUT.format(n=n), retry_at, now)
+        front.attempts.cut(pos, slot.idx, n - 1, timed_out)
+    slot.count(n, COUNTED.format(n=n), retry_at, now)
     front.begin_attempt(pos, slot.idx, n, now)
 
 
@@ -186,9 +195,14 @@ class StepSlot:
         self.key = f"{front.journal.run_id}-{pos}"
         self.pending = front.pending_at(pos, STEP_RETRYING, STEP, name)
 
-    def prior(self) -> tuple[int, str | None, int | None]:
+    def prior(self) -> tuple[int, str | None, int | None, str | None]:
         p = self.pending
-        return (0, None, None) if p is None else (p.attempts, p.error, p.next_attempt_at)
+        if p is None:
+            return 0, None, None, None
+        # The cut, and the error as a run that noted the cut left it (cuts.py): read
+        # again, only for a step with an attempt counted before (never a first attempt).
+        cut, error = self.front.store.attempt_at(self.pos)
+        return p.attempts, error, p.next_attempt_at, cut
 
     def budget_spent(self, now: int) -> bool:
         return self.front.budget_spent(now)

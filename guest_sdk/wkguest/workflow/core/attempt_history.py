@@ -19,9 +19,9 @@ A row is written when its attempt ends, with one plain write that the run's last
 write syncs, as it syncs the step's result: no fsync of its own, and no write before the
 function runs (the step's row already counts the attempt, with its start time, before
 it). An attempt that was cut has no end: the step's row still holds it (its attempts,
-its updated_at, and the cut's reason that the runner's note_trap puts on its error), and
-its row is copied from there when the next attempt begins or the step gives up; until
-then the steps route shows it from the step's row (events/routes.py).
+its updated_at, its `cut`). Its row is written when a run notes why (cuts.py), or else,
+the host having said nothing (a kill), copied from the step's row when the next attempt
+begins or the step gives up; until then the steps route shows it from the step's row.
 
 The table is made when an instance first needs it, not by the schema: an instance made
 by an older SDK has none. Its trigger forgets a position's attempts with its journal
@@ -34,61 +34,36 @@ import weakref
 from typing import Any, NamedTuple
 
 from ..backend import Backend
-from .kinds import STEP_RETRYING
+from .kinds import CUT_OPEN, STEP_RETRYING
+from .schema import ATTEMPTS
 from .store import Store
-from .timeouts import NARROWED_REASON
 
 TABLE = "_wk_wf_attempt"
 STEP = -1  # the idx of a step's own attempts (a branch's is its index in the group)
 
+# The outcomes of an attempt (`outcome`): CUT is an attempt that never ended.
 RETURNED, FAILED, CUT = "returned", "failed", "cut"
 TIMED_OUT = "timed-out"  # an attempt that passed its step's timeout (timeouts.py)
-# The error an attempt is counted with (frontier.py): what it leaves if it never ends.
-COUNTED = "attempt {n} ended without a result (the instance trapped, or the event was cut)"
 
-# One script, no parameters: the host and FakeBackend both run it as one call.
-_SCHEMA = (
-    f"/*wk:attempt-table*/ CREATE TABLE IF NOT EXISTS {TABLE} ("
-    " pos INTEGER NOT NULL, idx INTEGER NOT NULL, attempt INTEGER NOT NULL,"
-    " started_at INTEGER NOT NULL, ended_at INTEGER, outcome TEXT NOT NULL, error TEXT,"
-    " fuel INTEGER, memory_grown INTEGER,"
-    " PRIMARY KEY (pos, idx, attempt)) WITHOUT ROWID;"
-    f" CREATE TRIGGER IF NOT EXISTS {TABLE}_forget AFTER DELETE ON _wk_wf_step"
-    f" BEGIN DELETE FROM {TABLE} WHERE pos = OLD.pos; END"
-)
 _END = (f"/*wk:attempt-end*/ INSERT OR REPLACE INTO {TABLE} (pos, idx, attempt, started_at,"
         " ended_at, outcome, error, fuel, memory_grown) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
-# The cut's reason without the step row's "attempt n was cut: " (store.note_trap's).
-_REASON = ("CASE WHEN error LIKE 'attempt % was cut: %'"
-           " THEN substr(error, instr(error, ' was cut: ') + 10) ELSE error END")
+# A cut attempt the host said nothing of: its history row, from its step's (or branch's).
 _CUT_STEP = (f"/*wk:attempt-cut*/ INSERT OR IGNORE INTO {TABLE} (pos, idx, attempt,"
              f" started_at, outcome, error) SELECT pos, {STEP}, attempts, updated_at, '{CUT}',"
-             f" {_REASON} FROM _wk_wf_step WHERE pos = ? AND kind = '{STEP_RETRYING}'"
+             f" error FROM _wk_wf_step WHERE pos = ? AND kind = '{STEP_RETRYING}'"
              " AND attempts > 0")
 _CUT_BRANCH = (f"/*wk:attempt-cut*/ INSERT OR IGNORE INTO {TABLE} (pos, idx, attempt,"
                f" started_at, outcome, error) SELECT pos, idx, attempts, updated_at, '{CUT}',"
-               f" {_REASON} FROM _wk_wf_branch WHERE pos = ? AND idx = ?"
+               " error FROM _wk_wf_branch WHERE pos = ? AND idx = ?"
                f" AND kind = '{STEP_RETRYING}' AND attempts > 0")
-
-# The latest cut row of a position's step (or branch) as timed out.
+# Attempt ?4's row, cut at the deadline its timeout narrowed: its error says so.
 _TIMED_OUT = (f"/*wk:attempt-timed-out*/ UPDATE {TABLE} SET outcome = '{TIMED_OUT}',"
-              f" error = ?1 WHERE pos = ?2 AND idx = ?3 AND outcome = '{CUT}' AND attempt ="
-              f" (SELECT max(attempt) FROM {TABLE} WHERE pos = ?2 AND idx = ?3)")
+              " error = ?1 WHERE pos = ?2 AND idx = ?3 AND attempt = ?4 AND ended_at IS NULL")
+_REASON = f"SELECT error FROM {TABLE} WHERE pos = ? AND idx = ? AND attempt = ?"
 
 # The Stores (one per Runner, so per actor object) whose database is known to hold the
 # table: made once per warm cache, not once per attempt.
 _KNOWN: weakref.WeakSet[Store] = weakref.WeakSet()
-
-
-def was_cut(error: str | None, attempt: int) -> bool:
-    """Whether a retrying row's `error` says its attempt `attempt` never ended: the
-    error it was counted with, or the cut's reason note_trap put over it."""
-    return error is not None and (error == COUNTED.format(n=attempt)
-                                  or error.startswith(_cut_prefix(attempt)))
-
-
-def _cut_prefix(attempt: int) -> str:
-    return f"attempt {attempt} was cut: "
 
 
 class Meter(NamedTuple):
@@ -115,14 +90,15 @@ class Attempts:
         # does between two attempts, a journal append, counts to the second).
         self._fuel: int | None = None
 
-    def _ready(self) -> None:
+    def ready(self) -> None:
+        """Make the table, unless this Store knows it is there."""
         if self.store not in _KNOWN:
-            self.db.exec(_SCHEMA)
+            self.db.exec(ATTEMPTS)
             _KNOWN.add(self.store)
 
     def begin(self, pos: int, idx: int, attempt: int, now: int) -> Meter:
         """Attempt `attempt` begins (its row counted it at `now`): read the meters."""
-        self._ready()
+        self.ready()
         fuel = self.db.fuel_used() if self._fuel is None else self._fuel
         return Meter(pos, idx, attempt, now, fuel, self.db.memory_bytes())
 
@@ -135,18 +111,24 @@ class Attempts:
                             self.db.now() if now is None else now, outcome, error,
                             _grown(m.fuel, fuel), _grown(m.memory, memory)))
 
-    def cut(self, pos: int, idx: int = STEP, *, timed_out: str | None = None) -> None:
-        """The step's (or branch `idx`'s) last counted attempt was cut: copy it from its
-        row, before the next attempt's count or the final error writes over it.
-        `timed_out`: it was cut at its narrowed deadline (timeouts.py), and this is its
-        error: the row says timed-out."""
-        self._ready()
+    def cut(self, pos: int, idx: int, attempt: int, timed_out: str | None = None) -> None:
+        """The step's (or branch `idx`'s) `attempt` was cut: its row, copied from the
+        step's (or branch's) if no run noted the cut (cuts.py), before the next attempt's
+        count or the final error writes over it. `timed_out`: it was cut at its narrowed
+        deadline, and this is its error."""
+        self.ready()
         if idx == STEP:
             self.db.exec(_CUT_STEP, (pos,))
         else:
             self.db.exec(_CUT_BRANCH, (pos, idx))
         if timed_out is not None:  # rare: one more write rather than a second copy query
-            self.db.exec(_TIMED_OUT, (timed_out, pos, idx))
+            self.db.exec(_TIMED_OUT, (timed_out, pos, idx, attempt))
+
+    def reason(self, pos: int, idx: int, attempt: int) -> str | None:
+        """Why `attempt` was cut, as the run that noted it wrote (cuts.py), if one did."""
+        self.ready()
+        got = self.store.rows(_REASON, (pos, idx, attempt))
+        return None if not got else got[0][0]
 
 
 def _grown(before: int | None, after: int | None) -> int | None:
@@ -167,8 +149,11 @@ _HISTORY = (
     f" count(*) OVER (PARTITION BY pos) AS total FROM {TABLE} WHERE pos BETWEEN ?1 AND ?2)"
     " WHERE rn <= ?4 ORDER BY pos, idx, attempt"
 )
-_BRANCHES = ("SELECT pos, idx, kind, name, attempts, substr(error, 1, ?3), updated_at"
+_BRANCHES = ("SELECT pos, idx, kind, name, attempts, substr(error, 1, ?3), updated_at, cut"
              " FROM _wk_wf_branch WHERE pos BETWEEN ?1 AND ?2 ORDER BY pos, idx")
+# A step's attempt cut with no run noting why: shown from its row.
+_OPEN_STEPS = ("SELECT pos, attempts, substr(error, 1, ?3), updated_at FROM _wk_wf_step"
+               f" WHERE pos BETWEEN ?1 AND ?2 AND kind = '{STEP_RETRYING}' AND cut = '{CUT_OPEN}'")
 _VALUES = "SELECT pos, substr(result, 1, ?3) FROM _wk_wf_step WHERE pos BETWEEN ?1 AND ?2"
 
 
@@ -186,7 +171,7 @@ def history(store: Store, first: int, last: int) -> list[list[Any]]:
 
 def branches(store: Store, first: int, last: int) -> list[list[Any]]:
     """The branch rows of positions `first` to `last`: [pos, idx, kind, name,
-    attempts, error, updated_at]."""
+    attempts, error, updated_at, cut]."""
     return store.rows(_BRANCHES, (first, last, MAX_HISTORY_ERROR))
 
 
@@ -221,26 +206,19 @@ def add_history(store: Store, page: list[dict[str, Any]], rows: list[list[Any]])
         seen.add((r[0], r[1], r[2]))
         shown[r[0]] = shown.get(r[0], 0) + 1
         more[r[0]] = r[9] - shown[r[0]]
-    open_rows = [(r[0], STEP, None, r[1], r[3], r[4], r[9]) for r in rows]
-    open_rows += [(b[0], b[1], b[3], b[2], b[4], b[5], b[6]) for b in brows]
-    for pos, idx, name, kind, n, error, at in open_rows:
-        if kind == STEP_RETRYING and (pos, idx, n) not in seen and was_cut(error, n):
+    open_rows = [] if not any(r[1] == STEP_RETRYING for r in rows) else [
+        (r[0], STEP, None, r[1], r[2], r[3])
+        for r in store.rows(_OPEN_STEPS, (first, last, MAX_HISTORY_ERROR))]
+    open_rows += [(b[0], b[1], b[3], b[4], b[5], b[6]) for b in brows
+                  if b[2] == STEP_RETRYING and b[7] == CUT_OPEN]
+    for pos, idx, name, n, error, at in open_rows:
+        if (pos, idx, n) not in seen:
             by_pos.setdefault(pos, []).append(_attempt_map(
-                [pos, idx, n, at, None, _cut_outcome(error, n), _reason(error, n), None,
-                 None], name))
+                [pos, idx, n, at, None, CUT, error, None, None], name))
     for m in page:
         h = by_pos.get(m["pos"], [])
         h.sort(key=lambda a: (-1 if a["branch"] is None else a["branch"], a["attempt"]))
         m["history"], m["history_more"] = h, max(more.get(m["pos"], 0), 0)
-
-
-def _cut_outcome(error: str, attempt: int) -> str:
-    """A cut attempt is timed out if the host cut it at its narrowed deadline."""
-    return TIMED_OUT if _reason(error, attempt).startswith(NARROWED_REASON) else CUT
-
-
-def _reason(error: str, attempt: int) -> str:
-    return error.removeprefix(_cut_prefix(attempt))
 
 
 def _attempt_map(r: list[Any], name: str | None) -> dict[str, Any]:

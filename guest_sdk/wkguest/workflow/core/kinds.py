@@ -72,27 +72,34 @@ class Kind(NamedTuple):
     call: str  # the primitive that records it: STEP, SLEEP, WAIT, NOW, ... PATCHED
     final: bool  # it ends its position
     state: str  # the position's state in the steps route
+    # The tag of the store's statement that writes it (`TAGS`), if the store writes it.
+    tag: str = ""
 
 
 KINDS: dict[str, Kind] = {
-    STEP_RETURNED: Kind(STEP, True, "done"),
-    STEP_RETURNED_TAGGED: Kind(STEP, True, "done"),
-    STEP_FAILED: Kind(STEP, True, "failed"),
-    SLEEP_PASSED: Kind(SLEEP, True, "done"),
-    WAIT_TOOK_EVENT: Kind(WAIT, True, "done"),
-    WAIT_TOOK_EVENT_TAGGED: Kind(WAIT, True, "done"),
-    WAIT_TIMED_OUT: Kind(WAIT, True, "timed-out"),
+    STEP_RETURNED: Kind(STEP, True, "done", "result"),
+    STEP_RETURNED_TAGGED: Kind(STEP, True, "done", "result"),
+    STEP_FAILED: Kind(STEP, True, "failed", "step-error"),
+    SLEEP_PASSED: Kind(SLEEP, True, "done", "sleep-done"),
+    WAIT_TOOK_EVENT: Kind(WAIT, True, "done", "take-event"),
+    WAIT_TOOK_EVENT_TAGGED: Kind(WAIT, True, "done", "take-event"),
+    WAIT_TIMED_OUT: Kind(WAIT, True, "timed-out", "timeout"),
     NOW_TAKEN: Kind(NOW, True, "done"),
     RANDOM_TAKEN: Kind(RANDOM, True, "done"),
     UUID_TAKEN: Kind(UUID, True, "done"),
     PATCH_MARKER: Kind(PATCHED, True, "done"),
     EMITTED: Kind("emit", True, "done"),
-    GROUP_SETTLED: Kind(GROUP, True, "done"),
-    STEP_RETRYING: Kind(STEP, False, "retrying"),
-    SLEEPING: Kind(SLEEP, False, "sleeping"),
-    WAITING: Kind(WAIT, False, "waiting"),
+    GROUP_SETTLED: Kind(GROUP, True, "done", "group"),
+    STEP_RETRYING: Kind(STEP, False, "retrying", "attempt"),
+    SLEEPING: Kind(SLEEP, False, "sleeping", "sleep"),
+    WAITING: Kind(WAIT, False, "waiting", "wait"),
     GROUP_OPEN: Kind(GROUP, False, "open"),
 }
+
+# Each statement of the store's that changes what the instance reports starts with a tag
+# comment, so that a test host can kill itself at a named moment (wkhost's crash points);
+# SQLite ignores it.
+TAGS = {k: f"/*wk:{v.tag}*/" for k, v in KINDS.items() if v.tag}
 
 FINAL_KINDS = "".join(k for k, v in KINDS.items() if v.final)  # "STXZEFONRUVMG"
 PENDING_KINDS = "".join(k for k, v in KINDS.items() if not v.final)  # "pwqg"
@@ -121,6 +128,21 @@ class Pending(NamedTuple):
     next_attempt_at: int | None  # a step in backoff: the earliest next attempt
     wake_at: int | None  # a sleep's wake time, a wait's deadline
     error: str | None  # a step's last attempt's error
+
+
+# A pending attempt's cut, the `cut` column of a `p` row (_wk_wf_step, _wk_wf_branch;
+# format version 6): NULL once its last counted attempt has ended; CUT_OPEN from its count
+# until it ends, so that a run that finds it so knows it was cut; the host's kind of the
+# cut (backend.LastTrap.kind) once a run noted why (cuts.py).
+CUT_OPEN = "open"
+# The errors a `p` row's attempt n leaves: counted, and cut with the host's reason.
+COUNTED = "attempt {n} ended without a result (the instance trapped, or the event was cut)"
+CUT_BECAUSE = "attempt {n} was cut: "
+
+
+def per_attempt(template: str) -> str:
+    """`template` (COUNTED, CUT_BECAUSE) as an SQL expression over a row's `attempts`."""
+    return "'" + template.replace("'", "''").replace("{n}", "' || attempts || '") + "'"
 
 
 def sql_list(kinds: str) -> str:

@@ -66,6 +66,9 @@ class ReadOnly:
     def last_trap(self) -> None:
         return None  # asking has an effect (the reason is kept until an event asked)
 
+    def last_trap_info(self) -> None:
+        return None  # as last_trap
+
     def fuel_used(self) -> int:
         return self._db.fuel_used()
 

@@ -37,13 +37,13 @@ from typing import Any, Protocol
 
 from ..backend import Backend
 from ..errors import Fail, JournalError, StepFailed, StoreFault, WorkflowSignal
+from . import cuts
 from .config import Config
 from .cursor import Cursor
 from .explain import describe
 from .frontier import Frontier
 from .instance import FINISHED, HELD, RESTING, Loaded
 from .journal import Cache, Journal
-from .kinds import STEP_RETRYING
 from .readonly import ReadOnly
 from .settle import Endings, Settler
 from .store import Store
@@ -178,22 +178,17 @@ class Runner:
 
     def note_trap(self) -> str | None:
         """Why the instance's last event was cut (a trap, a budget), as the host tells
-        it: recorded on the attempt it cut, if a step's was pending, and as the
-        instance's error, which its status shows and a final failure quotes. Returns
-        that error, or None if no cut is pending. (Asked by runs, and by the status: the
-        first event after a cut records it.)"""
-        reason = self.db.last_trap()
-        return None if reason is None else self.store.note_trap(reason)
+        it: noted on the attempt it cut, if a step's or a group's branch's was pending,
+        and as the instance's error, which its status shows and a final failure quotes
+        (cuts.py). Returns that error, or None if no cut is pending. (Asked by runs, and
+        by the status: the first event after a cut records it.)"""
+        trap = self.db.last_trap_info()
+        return None if trap is None else cuts.note(self.store, trap)
 
     def _note_trap(self, loaded: Loaded) -> None:
         error = self.note_trap()
-        if error is None:
-            return
-        loaded.error = error
-        p = loaded.pending
-        if p is not None and p.kind == STEP_RETRYING:  # as the row now says
-            reason = error.removeprefix("its last event was cut: ")
-            loaded.pending = p._replace(error=f"attempt {p.attempts} was cut: {reason}")
+        if error is not None:
+            loaded.error = error
 
     def _retain(self, loaded: Loaded, now: int) -> None:
         due = (loaded.finished_at or now) + self.config.retention_ms

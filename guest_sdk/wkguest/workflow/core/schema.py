@@ -17,6 +17,33 @@ RUNS = """CREATE TABLE IF NOT EXISTS _wk_wf_run (
         runs INTEGER NOT NULL,
         previous_run_id TEXT NOT NULL)"""
 
+# A position's columns, which a group's branch row has too (groups/rows.py): its kind
+# (kinds.py), what it recorded, a step's attempts and its pending attempt's cut (kinds.py's
+# CUT_OPEN; format version 6, added to older tables by migration.py).
+ENTRY_COLUMNS = """kind TEXT NOT NULL,
+        name TEXT NOT NULL,
+        result TEXT,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        error TEXT,
+        next_attempt_at INTEGER,
+        wake_at INTEGER,
+        event_seq INTEGER,
+        updated_at INTEGER NOT NULL,
+        cut TEXT"""
+
+# Each attempt's history (attempt_history.py), made when an instance first needs it; its
+# trigger forgets a position's attempts with its journal entry. One script, no
+# parameters: the host and FakeBackend both run it as one call.
+ATTEMPTS = (
+    "/*wk:attempt-table*/ CREATE TABLE IF NOT EXISTS _wk_wf_attempt ("
+    " pos INTEGER NOT NULL, idx INTEGER NOT NULL, attempt INTEGER NOT NULL,"
+    " started_at INTEGER NOT NULL, ended_at INTEGER, outcome TEXT NOT NULL, error TEXT,"
+    " fuel INTEGER, memory_grown INTEGER,"
+    " PRIMARY KEY (pos, idx, attempt)) WITHOUT ROWID;"
+    " CREATE TRIGGER IF NOT EXISTS _wk_wf_attempt_forget AFTER DELETE ON _wk_wf_step"
+    " BEGIN DELETE FROM _wk_wf_attempt WHERE pos = OLD.pos; END"
+)
+
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS _wk_wf (
         id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -34,17 +61,9 @@ SCHEMA = (
         created_at INTEGER NOT NULL,
         updated_at INTEGER NOT NULL,
         finished_at INTEGER)""",
-    """CREATE TABLE IF NOT EXISTS _wk_wf_step (
+    f"""CREATE TABLE IF NOT EXISTS _wk_wf_step (
         pos INTEGER PRIMARY KEY,
-        kind TEXT NOT NULL,
-        name TEXT NOT NULL,
-        result TEXT,
-        attempts INTEGER NOT NULL DEFAULT 0,
-        error TEXT,
-        next_attempt_at INTEGER,
-        wake_at INTEGER,
-        event_seq INTEGER,
-        updated_at INTEGER NOT NULL)""",
+        {ENTRY_COLUMNS})""",
     """CREATE TABLE IF NOT EXISTS _wk_wf_event (
         seq INTEGER PRIMARY KEY AUTOINCREMENT,
         name TEXT NOT NULL,

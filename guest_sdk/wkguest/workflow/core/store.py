@@ -24,22 +24,10 @@ from typing import Any
 
 from ..backend import Backend, Param
 from ..errors import StoreFault
+from . import migration
 from .continuation import RunChain
 from .instance import FINISHED_SQL, LOAD, PARKED, STATUS, STATUS_FROM, Loaded, StatusRow
-from .kinds import (
-    GROUP_SETTLED,
-    SLEEP_PASSED,
-    SLEEPING,
-    STEP_FAILED,
-    STEP_RETRYING,
-    STEP_RETURNED,
-    STEP_RETURNED_TAGGED,
-    WAIT_TIMED_OUT,
-    WAIT_TOOK_EVENT,
-    WAIT_TOOK_EVENT_TAGGED,
-    WAITING,
-    Pending,
-)
+from .kinds import CUT_OPEN, STEP_RETRYING, TAGS, WAIT_TOOK_EVENT, WAIT_TOOK_EVENT_TAGGED, Pending
 from .publish import Publisher
 from .schema import SCHEMA
 from .stream import Stream
@@ -52,6 +40,7 @@ class Store:
         self.stream = Stream(backend)  # the emitted events (stream.py)
         self.chain = RunChain(backend)  # continue-as-new (continuation.py)
         self.publish = Publisher(backend)  # the state, for the host's index (publish.py)
+        self.current = False  # its tables are known to be of this format (migration.py)
 
     def durable(self, sql: str, params: tuple[Param, ...] = ()) -> int:
         """Run `sql` through exec_durable, counted in `syncs`."""
@@ -74,11 +63,19 @@ class Store:
     def init_schema(self) -> None:
         # One script in one transaction: one crossing and one commit, not six of each.
         self.db.exec("/*wk:schema*/ BEGIN; " + "; ".join(SCHEMA) + "; COMMIT")
-        self.stream.ready = self.chain.known = True
+        self.stream.ready = self.chain.known = self.current = True
+
+    def migrate(self) -> None:
+        """Bring tables an older runner made to this format, once per Store: before an
+        event's first read (`load`, `status`)."""
+        if not self.current:
+            migration.migrate(self.db, self.rows)
+            self.current = True
 
     # -- reading -------------------------------------------------------------------
 
     def load(self, since: int, run_id: str) -> Loaded | None:
+        self.migrate()
         row = self.db.query_row(LOAD, (since, run_id))
         if row is None:
             return None
@@ -100,6 +97,7 @@ class Store:
                       "", "", "[]", None)
 
     def status(self) -> StatusRow | None:
+        self.migrate()
         got = self.chain.status_rows(self.rows, STATUS, STATUS_FROM)
         if not got:
             return None
@@ -156,17 +154,6 @@ class Store:
             " updated_at = ?",
             (bad_runs, retry_at, retry_at, now),
         )
-
-    def note_trap(self, reason: str) -> str:
-        """A cut's reason on the instance, and on the step attempt it cut, if one is
-        pending (the last position, a step retrying). Returns the instance's error."""
-        error = f"its last event was cut: {reason}"
-        self.db.exec("UPDATE _wk_wf SET error = ?", (error,))
-        self.db.exec("UPDATE _wk_wf_step SET error = 'attempt ' || attempts || ' was cut: ' "
-                     f"|| ? WHERE kind = '{STEP_RETRYING}'"
-                     " AND pos = (SELECT max(pos) FROM _wk_wf_step)",
-                     (reason,))
-        return error
 
     def clear_bad_runs(self) -> None:
         self.db.exec("UPDATE _wk_wf SET bad_runs = 0, retry_at = NULL")
@@ -226,25 +213,34 @@ class Store:
 
     def count_attempt(self, pos: int, name: str, attempts: int, error: str,
                       next_attempt_at: int, now: int) -> None:
+        """Attempt `attempts` counted before it runs: open (kinds.CUT_OPEN) until it ends."""
         self.db.exec(
             "/*wk:attempt*/ INSERT INTO _wk_wf_step (pos, kind, name, attempts, error,"
             " next_attempt_at,"
-            f" updated_at) VALUES (?, '{STEP_RETRYING}', ?, ?, ?, ?, ?)"
+            f" updated_at, cut) VALUES (?, '{STEP_RETRYING}', ?, ?, ?, ?, ?, '{CUT_OPEN}')"
             " ON CONFLICT (pos) DO UPDATE SET"
             " attempts = excluded.attempts, error = excluded.error,"
-            " next_attempt_at = excluded.next_attempt_at, updated_at = excluded.updated_at",
+            " next_attempt_at = excluded.next_attempt_at, updated_at = excluded.updated_at,"
+            " cut = excluded.cut",
             (pos, name, attempts, error, next_attempt_at, now),
         )  # the trigger _wk_wf_attempt_wake copies next_attempt_at to the status
 
     def retry_later(self, pos: int, error: str, next_attempt_at: int, now: int) -> None:
         self.db.exec(
-            "UPDATE _wk_wf_step SET error = ?, next_attempt_at = ?, updated_at = ? WHERE pos = ?",
+            "UPDATE _wk_wf_step SET error = ?, next_attempt_at = ?, updated_at = ?, cut = NULL"
+            " WHERE pos = ?",
             (error, next_attempt_at, now, pos),
         )
 
+    def attempt_at(self, pos: int) -> tuple[str | None, str | None]:
+        """The pending step at `pos`: its last attempt's cut (kinds.CUT_OPEN, a kind, or
+        None: it ended) and error, as a run that noted a cut left them (cuts.py)."""
+        got = self.rows("SELECT cut, error FROM _wk_wf_step WHERE pos = ?", (pos,))
+        return (got[0][0], got[0][1]) if got else (None, None)
+
     def put_pending(self, pos: int, kind: str, name: str, wake_at: int, now: int) -> None:
         self.durable(
-            _PENDING_TAGS[kind] + " INSERT INTO _wk_wf_step (pos, kind, name, wake_at,"
+            TAGS[kind] + " INSERT INTO _wk_wf_step (pos, kind, name, wake_at,"
             " updated_at) VALUES (?, ?, ?, ?, ?)",
             (pos, kind, name, wake_at, now),
         )
@@ -253,7 +249,7 @@ class Store:
                   error: str | None = None, wake_at: int | None = None,
                   durable: bool = True) -> None:
         write = self.durable if durable else self.db.exec
-        write(_FINAL_TAGS[kind] + _PUT_FINAL, (pos, kind, name, result, error, wake_at, None,
+        write(TAGS[kind] + _PUT_FINAL, (pos, kind, name, result, error, wake_at, None,
                                                now))
 
     def take_event(self, pos: int, name: str, wake_at: int, seq: int, payload: str,
@@ -277,19 +273,11 @@ class Store:
             raise
 
 
-# Each statement that changes what the instance reports starts with a tag comment, so a
-# test host can kill itself at a named moment (wkhost's crash points); SQLite ignores it.
-_FINAL_TAGS = {STEP_RETURNED: "/*wk:result*/", STEP_RETURNED_TAGGED: "/*wk:result*/",
-               STEP_FAILED: "/*wk:step-error*/", SLEEP_PASSED: "/*wk:sleep-done*/",
-               WAIT_TIMED_OUT: "/*wk:timeout*/", WAIT_TOOK_EVENT: "/*wk:take-event*/",
-               WAIT_TOOK_EVENT_TAGGED: "/*wk:take-event*/", GROUP_SETTLED: "/*wk:group*/"}
-_PENDING_TAGS = {SLEEPING: "/*wk:sleep*/", WAITING: "/*wk:wait*/",
-                 STEP_RETRYING: "/*wk:attempt*/"}
 _PUT_FINAL = (
     "INSERT INTO _wk_wf_step (pos, kind, name, result, error, wake_at, event_seq, updated_at)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (pos) DO UPDATE SET kind = excluded.kind,"
     " result = excluded.result, error = excluded.error,"
     " wake_at = coalesce(excluded.wake_at, wake_at), event_seq = excluded.event_seq,"
-    " next_attempt_at = NULL,"
+    " next_attempt_at = NULL, cut = NULL,"
     " updated_at = excluded.updated_at"
 )

@@ -17,7 +17,7 @@ from ..core.kinds import STEP_FAILED, STEP_RETRYING, STEP_RETURNED, STEP_RETURNE
 from ..core.tx import Transaction
 from ..core.values import encode
 from ..errors import UnsupportedValue, ValueTooLarge
-from .rows import Branches, Row
+from .rows import BranchRows, Row
 
 Outcome = list[Any]  # [kind, result]: a settled branch, as the group's entry records it
 Later = Callable[..., None]  # later(at, running=..., waiting=...): when to look again
@@ -43,7 +43,7 @@ class BranchSlot:
 
     __slots__ = ("front", "rows", "row", "idx", "name", "key", "later", "budget", "done")
 
-    def __init__(self, front: Frontier, rows: Branches, row: Row | None, idx: int,
+    def __init__(self, front: Frontier, rows: BranchRows, row: Row | None, idx: int,
                  name: str, key: str, later: Later, budget: Budget,
                  done: Callable[[Any, int], Outcome | None] | None = None) -> None:
         self.front, self.rows, self.row = front, rows, row
@@ -53,9 +53,11 @@ class BranchSlot:
         # start waits for its notice instead)
         self.done = done
 
-    def prior(self) -> tuple[int, str | None, int | None]:
+    def prior(self) -> tuple[int, str | None, int | None, str | None]:
         r = self.row
-        return (0, None, None) if r is None else (r.attempts, r.error, r.next_attempt_at)
+        if r is None:
+            return 0, None, None, None
+        return r.attempts, r.error, r.next_attempt_at, r.cut
 
     def budget_spent(self, now: int) -> bool:
         return self.budget.check(now)

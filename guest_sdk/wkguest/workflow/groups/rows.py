@@ -18,41 +18,30 @@ from __future__ import annotations
 import contextlib
 from typing import Any, NamedTuple
 
-from ..core.attempt import CUT
-from ..core.kinds import GROUP_OPEN, STEP_RETRYING
+from ..core.kinds import CUT_OPEN, GROUP_OPEN, STEP_RETRYING
+from ..core.schema import ENTRY_COLUMNS
 from ..core.store import Store
 from ..errors import StoreFault
 
-TABLE = """CREATE TABLE IF NOT EXISTS _wk_wf_branch (
+TABLE = f"""CREATE TABLE IF NOT EXISTS _wk_wf_branch (
         pos INTEGER NOT NULL,
         idx INTEGER NOT NULL,
-        kind TEXT NOT NULL,
-        name TEXT NOT NULL,
-        result TEXT,
-        attempts INTEGER NOT NULL DEFAULT 0,
-        error TEXT,
-        next_attempt_at INTEGER,
-        wake_at INTEGER,
-        event_seq INTEGER,
-        updated_at INTEGER NOT NULL,
+        {ENTRY_COLUMNS},
         PRIMARY KEY (pos, idx)) WITHOUT ROWID"""
 
 # The table is made with the first group's entry, not by the schema: an instance made by
 # an older SDK has none, and one that never groups never needs it.
 _OPEN = ("/*wk:group-open*/ INSERT INTO _wk_wf_step (pos, kind, name, updated_at)"
          " VALUES (?, ?, ?, ?)")
-# With each row, the instance's error: where a cut's reason is (store.note_trap's).
-_LOAD = ("SELECT idx, kind, name, result, attempts, error, next_attempt_at, wake_at,"
-         " (SELECT error FROM _wk_wf) FROM _wk_wf_branch WHERE pos = ? ORDER BY idx")
-_CUT_PREFIX = "its last event was cut: "
-_NOTE_CUT = "/*wk:branch-cut*/ UPDATE _wk_wf_branch SET error = ? WHERE pos = ? AND idx = ?"
+_LOAD = ("SELECT idx, kind, name, result, attempts, error, next_attempt_at, wake_at, cut"
+         " FROM _wk_wf_branch WHERE pos = ? ORDER BY idx")
 _PUT = ("/*wk:branch*/ INSERT INTO _wk_wf_branch (pos, idx, kind, name, result, attempts,"
-        " error, next_attempt_at, wake_at, event_seq, updated_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (pos, idx) DO UPDATE SET"
+        " error, next_attempt_at, wake_at, event_seq, updated_at, cut)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (pos, idx) DO UPDATE SET"
         " kind = excluded.kind, result = excluded.result, attempts = excluded.attempts,"
         " error = excluded.error, next_attempt_at = excluded.next_attempt_at,"
         " wake_at = coalesce(excluded.wake_at, wake_at), event_seq = excluded.event_seq,"
-        " updated_at = excluded.updated_at")
+        " updated_at = excluded.updated_at, cut = excluded.cut")
 
 
 class Row(NamedTuple):
@@ -66,9 +55,13 @@ class Row(NamedTuple):
     error: str | None
     next_attempt_at: int | None
     wake_at: int | None
+    cut: str | None  # its attempt's cut (core/kinds.py's CUT_OPEN), None if it ended
 
 
-class Branches:
+class BranchRows:
+    """The rows of the branches of the group at `pos`, `_wk_wf_branch`: its pending
+    entry's opening, each branch's row written as it moves, and their reading."""
+
     def __init__(self, store: Store, pos: int) -> None:
         self.store = store
         self.db = store.db
@@ -80,37 +73,22 @@ class Branches:
         self.db.exec(_OPEN, (self.pos, GROUP_OPEN, name, now))
 
     def load(self) -> dict[int, Row]:
-        rows = {}
-        for r in self.store.rows(_LOAD, (self.pos,)):
-            row = Row(*r[:8])
-            rows[row.idx] = self._note_cut(row, r[8])
-        return rows
-
-    def _note_cut(self, row: Row, instance_error: object) -> Row:
-        """A step branch's attempt that was cut still holds the error it was counted
-        with: the cut's reason goes on it, as store.note_trap puts it on a step's (the
-        instance's error says it until the run ends), for its history and its final
-        error."""
-        n = row.attempts
-        if (row.kind != STEP_RETRYING or n == 0 or row.error != CUT.format(n=n)
-                or not isinstance(instance_error, str)
-                or not instance_error.startswith(_CUT_PREFIX)):
-            return row
-        error = f"attempt {n} was cut: {instance_error.removeprefix(_CUT_PREFIX)}"
-        self.db.exec(_NOTE_CUT, (error, self.pos, row.idx))
-        return row._replace(error=error)
+        rows = (Row(*r) for r in self.store.rows(_LOAD, (self.pos,)))
+        return {row.idx: row for row in rows}
 
     def put(self, idx: int, kind: str, name: str, now: int, *, result: str | None = None,
             attempts: int = 0, error: str | None = None, next_attempt_at: int | None = None,
-            wake_at: int | None = None, event_seq: int | None = None) -> None:
+            wake_at: int | None = None, event_seq: int | None = None,
+            cut: str | None = None) -> None:
         self.db.exec(_PUT, (self.pos, idx, kind, name, result, attempts, error,
-                            next_attempt_at, wake_at, event_seq, now))
+                            next_attempt_at, wake_at, event_seq, now, cut))
 
     def count_attempt(self, idx: int, name: str, attempt: int, error: str, retry_at: int,
                       now: int) -> None:
-        """A step branch's attempt, counted before its function runs (as a step's is)."""
+        """A step branch's attempt, counted before its function runs (as a step's is):
+        open until it ends."""
         self.put(idx, STEP_RETRYING, name, now, attempts=attempt, error=error,
-                 next_attempt_at=retry_at)
+                 next_attempt_at=retry_at, cut=CUT_OPEN)
 
     def take_event(self, idx: int, kind: str, name: str, seq: int, payload: str,
                    deadline: int | None, now: int) -> None:

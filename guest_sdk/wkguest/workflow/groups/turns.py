@@ -47,7 +47,7 @@ from ..core.values import decode, encode
 from ..errors import Reordered, Suspend, UnsupportedValue, ValueTooLarge
 from .branch_attempts import BranchSlot, Budget, Outcome
 from .branches import ALL, ANY, CANCEL, Checked, Child, Sleep, Step, Wait
-from .rows import Branches, Row
+from .rows import BranchRows, Row
 
 # A group that waits only for children has no time to wake at: their notices set its
 # alarm. It still looks again this often, in case an alarm was lost with a crash.
@@ -68,7 +68,7 @@ class Turns:
         self.losers = losers
         self.key = key  # a branch's idempotency key, by index
         self.guard = guard  # the cursor's no-nesting rule
-        self.rows = Branches(front.store, pos)
+        self.rows = BranchRows(front.store, pos)
         self.wakes: list[int] = []
         self.running = False  # a step branch is due or in backoff: the state is running
         self.waiting_for: str | None = None
@@ -175,13 +175,19 @@ class Turns:
         out: Outcome | None = attempt(self.front, self.pos, slot, fn, c.retry)
         return out
 
+    def _wake_at(self, i: int, kind: str, name: str, ms: object, what: str, row: Row | None,
+                 now: int) -> int:
+        """Branch `i`'s time to wake (a sleep's) or give up (a wait's deadline): recorded
+        on its row, as `kind`, the first time it is reached, `ms` from `now`."""
+        if row is not None and row.wake_at is not None:
+            return row.wake_at
+        at = now + check_duration(ms, what)
+        self.rows.put(i, kind, name, now, wake_at=at)
+        return at
+
     def _sleep(self, i: int, b: Sleep, row: Row | None) -> Outcome | None:
         now = self.db.now()
-        if row is None or row.wake_at is None:
-            wake = now + check_duration(b.ms, f"sleep {b.name!r}")
-            self.rows.put(i, SLEEPING, b.name, now, wake_at=wake)
-        else:
-            wake = row.wake_at
+        wake = self._wake_at(i, SLEEPING, b.name, b.ms, f"sleep {b.name!r}", row, now)
         if now < wake:
             self._later(wake)
             return None
@@ -190,11 +196,8 @@ class Turns:
 
     def _wait(self, i: int, b: Wait, row: Row | None) -> Outcome | None:
         now = self.db.now()
-        if row is None or row.wake_at is None:
-            deadline = now + check_duration(b.timeout, f"the wait for {b.name!r}: its timeout")
-            self.rows.put(i, WAITING, b.name, now, wake_at=deadline)
-        else:
-            deadline = row.wake_at
+        deadline = self._wake_at(i, WAITING, b.name, b.timeout,
+                                 f"the wait for {b.name!r}: its timeout", row, now)
         got = self.rows.oldest_event(b.name, deadline)
         if got is not None:
             seq, text, tagged = got

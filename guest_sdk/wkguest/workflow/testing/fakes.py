@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..backend import CallFailed, Param
+from ..backend import TRAP_UNKNOWN, CallFailed, LastTrap, Param
 from ..errors import StoreFault
 
 START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z: far from 0, so off-by-epoch bugs show
@@ -50,8 +50,9 @@ class FakeBackend:
         self.alarm: int | None = None
         self.alarm_touched = False  # did this event set or clear the alarm? (host rule)
         self.deleted = False
-        # The host's `lifecycle.last-trap`: kept until an event that read it ends cleanly.
-        self.trap: str | None = None
+        # The host's `lifecycle.last-trap-info` (`trap`: its message, last-trap's text):
+        # kept until an event that read it ends cleanly.
+        self.trap_info: LastTrap | None = None
         self.trap_read = False
         self.fail_when: Callable[[str, str], bool] | None = None  # (method, sql) → fault?
         # How `call` reaches other actors: FakeHost sets it (a nested event of the callee).
@@ -139,9 +140,23 @@ class FakeBackend:
     def self_ref(self) -> tuple[str, str]:
         return self.ref
 
+    @property
+    def trap(self) -> str | None:
+        return None if self.trap_info is None else self.trap_info.message
+
+    @trap.setter
+    def trap(self, message: str | None) -> None:
+        """A trap's message alone: its kind "unknown", as a host that kept only the text
+        tells it."""
+        self.trap_info = None if message is None else LastTrap(TRAP_UNKNOWN, message)
+
     def last_trap(self) -> str | None:
         self.trap_read = True
         return self.trap
+
+    def last_trap_info(self) -> LastTrap | None:
+        self.trap_read = True
+        return self.trap_info
 
     def fuel_used(self) -> int:
         return self.fuel

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import cbor
+from ..core import migration
 from ..core.config import Config
 from ..core.store import Store
 from ..protocol import Protocol
@@ -26,6 +27,10 @@ from ..status import PREFIX, Status
 from .fakes import FakeBackend, FakeClock
 
 FORMAT = "wk-workflow-history/1"
+# A history document keeps the rows as format version 5 wrote them: a pending attempt's
+# cut is in its error's words, and `seed` sets the column from them, as the migration of
+# an older instance does (core/migration.py).
+_LATER = ("cut",)
 _TABLES = {"instance": ("_wk_wf", "id"), "steps": ("_wk_wf_step", "pos"),
            "events": ("_wk_wf_event", "seq")}
 
@@ -36,7 +41,8 @@ def export_history(backend: FakeBackend, note: str = "") -> dict[str, Any]:
     for key, (table, order) in _TABLES.items():
         cur = backend.conn.execute(f"SELECT * FROM {table} ORDER BY {order}")
         cols = [d[0] for d in cur.description]
-        doc[key] = [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
+        doc[key] = [{c: v for c, v in zip(cols, row, strict=True) if c not in _LATER}
+                    for row in cur.fetchall()]
     doc["instance"] = doc["instance"][0] if doc["instance"] else None
     return doc
 
@@ -52,6 +58,7 @@ def seed(doc: dict[str, Any], clock: FakeClock | None = None) -> FakeBackend:
             "steps": doc["steps"], "events": doc["events"]}
     for key, (table, _) in _TABLES.items():
         insert_rows(backend, table, rows[key])
+    backend.exec(migration.script(branches=False, alter=False))
     return backend
 
 

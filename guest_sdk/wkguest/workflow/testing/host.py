@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..backend import CallFailed
+from ..backend import TRAP_GUEST, CallFailed, LastTrap
 from ..client import Client
 from ..core.config import Config
 from ..errors import WorkflowSignal
@@ -118,7 +118,8 @@ class FakeHost:
         try:
             out = action(inst)
         except (Exception, Trap, WorkflowSignal) as e:
-            b.trap = f"guest trapped: {type(e).__name__}: {e}"
+            # As wasm traps: no exception reported (wkguest.export reports an uncaught one)
+            b.trap_info = LastTrap(TRAP_GUEST, f"guest trapped: {type(e).__name__}: {e}")
             self._trap(cls, inst, alarm)
             out = TRAPPED
         else:
