@@ -13,11 +13,12 @@ class, never by its text.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import DeadlineExceeded, HostError, NotThatProtocol, call_kind
 from ..types import ActorRef, Sender
-from .ports import ActorCalls, E, RunningEvent
+from .ports import ActorCalls, E
 from .records import record
 
 # WIT `call-error-kind`, by errors.py's `call_kind`; "error" is `other` but for the
@@ -28,13 +29,13 @@ _KINDS = {"unknown": "unknown-class", "invalid": "invalid", "refused": "refused"
           "storage": "storage"}
 
 
-def error_kind(e: HostError, caller: RunningEvent) -> str:
+def error_kind(e: HostError, cut_by_limit: Callable[[], bool]) -> str:
     """The WIT `call-error-kind` of the call's failure `e`. A deadline passed is the one
-    the caller set itself when the host's call path found it so (core/requests.py asks
-    the same of the caller, just before)."""
+    the caller set itself when its event's `cut_by_limit` says so (core/requests.py asks
+    the same, just before, to word it)."""
     if isinstance(e, NotThatProtocol):
         return "not-declared"
-    if isinstance(e, DeadlineExceeded) and caller.cut_by_limit():
+    if isinstance(e, DeadlineExceeded) and cut_by_limit():
         return "narrowed-deadline"
     return _KINDS.get(call_kind(e), "other")
 
@@ -55,7 +56,7 @@ def register(root: Any, guard: Any, host: ActorCalls[E]) -> None:
             return call_actor(ref, req, sender, caller)
         except HostError as e:
             why = f"{call_kind(e)}: {e}"
-            caller.call_error = (error_kind(e, caller), why)
+            caller.call_error = (error_kind(e, caller.cut_by_limit), why)
             return why
 
     def last_error(_store: Any) -> Any:

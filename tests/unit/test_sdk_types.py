@@ -62,6 +62,10 @@ def test_error_tree() -> None:
         assert issubclass(cls, WkError)
     assert CallError("refused: re-entry").reason == "refused: re-entry"
     assert SqliteError("no such table: t").message == "no such table: t"
+    # The kind the host gave beside the text, or (made without one) the plainest.
+    assert CallError("refused: re-entry", "refused").kind == "refused"
+    assert CallError("x").kind == "other" and SqliteError("x").kind == "sql"
+    assert str(SqliteError("interrupted: ...", "narrowed-deadline")) == "interrupted: ..."
 
 
 @pytest.mark.parametrize(
