@@ -5,8 +5,8 @@ every host and imported by core/ and storage/, inert unless a test turns them on
   environment when the process starts; storage/ calls them at its durable points;
 - the fake clock (`clock`, `serve --fake-clock`, moved by an operator's request) and
   always-fresh instances: core/ reads both, and the crash points, through `Switches`;
-- a private PostgreSQL for the cluster's tests and demos (`postgres`): no production
-  module imports it.
+- a private PostgreSQL for the cluster's tests and demos (`postgres`, over what it needs
+  of the machine: `pg_machine`): no production module imports it.
 
 A test kit for users' own workflows will grow here, from these."""
 

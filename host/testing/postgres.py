@@ -25,15 +25,25 @@ import pwd
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 from types import TracebackType
 
-USER = "wkpg"
-SETUP = "bash tests/cluster/setup_postgres.sh"
+from .pg_machine import (
+    USER,
+    PgMissing,
+    alive,
+    as_owner,
+    bindir,
+    children,
+    free_port,
+    reachable,
+    wait_gone,
+)
+
+__all__ = ["PgMissing", "PgServer", "free_port", "main"]
+
 _STARTS = 5  # ports tried before giving up: another process may take the one we picked
 _NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
@@ -48,53 +58,6 @@ shared_buffers = 32MB
 """
 
 
-class PgMissing(RuntimeError):
-    """PostgreSQL, or the user it runs as, is not installed here."""
-
-
-def bindir() -> Path:
-    """Where initdb, pg_ctl and psql are: `pg_config --bindir`, else the newest
-    /usr/lib/postgresql/*/bin (Debian's layout)."""
-    found: list[Path] = []
-    if shutil.which("pg_config"):
-        out = subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True)
-        if out.returncode == 0:
-            found.append(Path(out.stdout.strip()))
-
-    def version(p: Path) -> tuple[int, ...]:
-        return tuple(int(x) for x in re.findall(r"\d+", p.parent.name)) or (0,)
-
-    found += sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=version, reverse=True)
-    for d in found:
-        if (d / "initdb").is_file() and (d / "pg_ctl").is_file():
-            return d
-    raise PgMissing(f"PostgreSQL's server programs (initdb, pg_ctl) are not installed: "
-                    f"run `{SETUP}` (as root), or apt-get install postgresql")
-
-
-def _as_owner() -> list[str]:
-    """The prefix that runs a server program as the user that owns the data: as root,
-    `wkpg` through runuser; otherwise oneself."""
-    if os.geteuid() != 0:
-        return []
-    try:
-        pwd.getpwnam(USER)
-    except KeyError:
-        raise PgMissing(f"running as root, PostgreSQL needs the unprivileged user "
-                        f"{USER!r}: run `{SETUP}`") from None
-    return ["runuser", "-u", USER, "--"]
-
-
-def free_port() -> int:
-    """A port that was free a moment ago (bound to 0 and released); never 5432."""
-    while True:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            s.bind(("127.0.0.1", 0))
-            port = int(s.getsockname()[1])
-        if port != 5432:
-            return port
-
-
 class PgServer:
     """A running private server; made by `PgServer.start()`."""
 
@@ -106,7 +69,7 @@ class PgServer:
         self.port = 0
         self._remove_root = remove_root
         self._bin = bindir
-        self._owner = _as_owner()
+        self._owner = as_owner()
         self._pid: int | None = None
 
     # -- life ------------------------------------------------------------------------
@@ -127,11 +90,11 @@ class PgServer:
     @classmethod
     def _made(cls, base_dir: Path | None) -> PgServer:
         where = bindir()
-        owner = _as_owner()
+        owner = as_owner()
         if base_dir is not None:
             fresh = not base_dir.exists()
             base_dir.mkdir(parents=True, exist_ok=True)
-            if not owner or _reachable(base_dir, owner):
+            if not owner or reachable(base_dir, owner):
                 return cls(base_dir, fresh, where)
             if fresh:
                 base_dir.rmdir()
@@ -177,7 +140,7 @@ class PgServer:
         """A clean shutdown (fast mode: sessions are ended). Nothing if not running."""
         if self._pid is None:
             return
-        if _alive(self._pid):
+        if alive(self._pid):
             self._run(self._owner + [str(self._bin / "pg_ctl"), "-D", str(self.data),
                                      "-m", "fast", "-w", "-t", "60", "stop"], "pg_ctl stop")
         self._pid = None
@@ -188,11 +151,11 @@ class PgServer:
         pid = self._pid
         if pid is None:
             return
-        children = _children(pid)
-        for p in [pid, *children]:
+        kids = children(pid)
+        for p in [pid, *kids]:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(p, signal.SIGKILL)
-        _wait_gone([pid, *children])
+        wait_gone([pid, *kids])
         # Dead but maybe not yet reaped by init, the postmaster would still look alive
         # to a new one, which would refuse to start: its lock files go with it.
         for lock in [self.data / "postmaster.pid", *self.sock.glob(".s.PGSQL.*.lock")]:
@@ -272,41 +235,6 @@ class PgServer:
             return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return "(no server log)"
-
-
-def _reachable(path: Path, owner: list[str]) -> bool:
-    done = subprocess.run(owner + ["test", "-x", str(path)], capture_output=True)
-    return done.returncode == 0
-
-
-def _alive(pid: int) -> bool:
-    """Running (a zombie, killed and not yet reaped by init, counts as gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-def _children(pid: int) -> list[int]:
-    """The processes whose parent is `pid` (Linux /proc)."""
-    out = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            out.append(int(stat.parent.name))
-    return out
-
-
-def _wait_gone(pids: list[int], timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while any(_alive(p) for p in pids):
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"PostgreSQL's processes {pids} outlived SIGKILL")
-        time.sleep(0.02)
 
 
 def main() -> None:
