@@ -38,7 +38,7 @@ from ..errors import (
     StorageFailed,
 )
 from ..partition import shard_of
-from ..storage import changes
+from ..storage import changes, restore
 from ..storage.actordb import ActorDb
 from ..storage.files import delete_db_files
 from ..types import ActorRef
@@ -249,8 +249,8 @@ class Replication:
         slot.path.parent.mkdir(parents=True, exist_ok=True)
         changesets = [cs for _, cs in loaded.changes]
         try:
-            changes.restore(slot.path, loaded.snapshot, changesets)
-        except changes.RestoreMismatch as e:
+            restore.restore(slot.path, loaded.snapshot, changesets)
+        except restore.RestoreMismatch as e:
             log.error("%s cannot be restored: %s", slot.ref, e)
             raise StorageFailed(f"{slot.ref} cannot be restored: {e}") from None
         log.info("%s: restored from the cluster's store (seq %d, %d changesets) in %.1f ms",

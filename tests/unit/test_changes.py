@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from wkhost.storage import changes, files
 from wkhost.storage.actordb import ActorDb
-from wkhost.storage.changes import Capture, RestoreMismatch, digest, restore, snapshot_image
+from wkhost.storage.changes import Capture, digest, snapshot_image
+from wkhost.storage.restore import RestoreMismatch, restore
 
 GUEST_SCHEMA = """
 CREATE TABLE kv (k TEXT PRIMARY KEY, v);
