@@ -4,12 +4,13 @@ journal position (`StepSlot`).
 
 One attempt per slot and run, at most: it is counted before its function runs (so a trap
 inside it counts, and the watchdog alarm brings the next), then run under the step's
-timeout (timeouts.py), and it ends returned (its result recorded), failed (retried after
-its backoff, policy.py) or given up (the final error). Where the attempts are counted and
-how each end is recorded is the slot's: a journal position (`StepSlot`; a tx step's
-attempt is one transaction with its record, tx.py) or a group's branch row
-(groups/branch_attempts.py). The machine keeps no state of its own between calls: the
-slot and the frontier hold it.
+timeout (timeouts.py), and it ends returned (its value encoded, then recorded), failed
+(retried after its backoff, policy.py) or given up (the final error). The machine makes
+each attempt an object (under_way.py's `Attempt`), and records its end in one place
+(`_ended`, `_returned`: `Attempt.end`); where attempts are counted and what they came to
+recorded is the slot's: a journal position (`StepSlot`; a tx step's attempt is one
+transaction with its record, tx.py) or a group's branch row (groups/branch_attempts.py).
+The machine keeps no state of its own between calls: the slot and the frontier hold it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from ..backend import TRAP_NARROWED_DEADLINE
 from ..errors import NonRetryable, Suspend, UnsupportedValue, ValueTooLarge
@@ -25,7 +26,6 @@ from . import policy, timeouts
 from .attempt_history import FAILED, RETURNED, TIMED_OUT
 from .attempt_history import STEP as STEP_ONLY
 from .config import Retry
-from .context import StepContext
 from .explain import describe
 from .frontier import Frontier
 from .kinds import (
@@ -37,6 +37,7 @@ from .kinds import (
     STEP_RETURNED_TAGGED,
 )
 from .tx import Tables, Transaction
+from .under_way import Attempt, Slot
 from .values import encode, revive
 
 # Exact types, not subclasses: an IntEnum or a str subclass decodes as its base type.
@@ -56,37 +57,6 @@ class StepResult:
     value: Any = None
     error: str | None = None
     attempts: int = 0
-
-
-class Slot(Protocol):
-    """Where a step's attempts are counted and their ends recorded."""
-
-    name: str
-    idx: int  # its attempts' history idx: STEP_ONLY for a step, a branch's index
-    key: str  # its idempotency key, as its StepContext gives it
-
-    def prior(self) -> tuple[int, str | None, int | None, str | None]:
-        """The attempts counted so far, the last one's error, the next one's earliest,
-        and the last one's cut (kinds.CUT_OPEN, the host's kind, or None: it ended)."""
-
-    def budget_spent(self, now: int) -> bool:
-        """Whether the event's budget of new attempts is spent."""
-
-    def not_yet(self, at: int) -> Any:
-        """No attempt now: the next is due at `at` (a backoff, or the budget spent)."""
-
-    def count(self, attempt: int, error: str, retry_at: int, now: int) -> None:
-        """Count `attempt` before it runs, with the `error` it leaves if it never ends."""
-
-    def retry_later(self, attempt: int, error: str, at: int, now: int) -> Any:
-        """`attempt` failed with `error`: the next is due at `at`."""
-
-    def returned(self, value: Any, attempt: int, tx: Transaction | None) -> Any:
-        """`attempt` returned `value` (`tx`: its transaction, still open)."""
-
-    def give_up(self, error: str, attempts: int, outcome: str = FAILED) -> Any:
-        """The step failed for good with `error` after `attempts` (the attempt under
-        way, if any, ended as `outcome`)."""
 
 
 def attempt(front: Frontier, pos: int, slot: Slot, fn: Callable[..., Any], retry: Retry,
@@ -109,16 +79,14 @@ def attempt(front: Frontier, pos: int, slot: Slot, fn: Callable[..., Any], retry
     if slot.budget_spent(now):
         return slot.not_yet(now)  # go on in a new event
     n = attempts + 1
-    _count(front, pos, slot, n, retry, now, timed_out, cut is not None)
+    att = _count(front, pos, slot, n, retry, now, timed_out, cut is not None)
     tx = None if tables is None else Transaction(front.db, slot.name, tables,
                                                  front.journal.made)
-    ctx = StepContext(slot.name, n, pos, slot.key, timeouts.deadline(retry.timeout_ms, now),
-                      front.journal)
-    return _run(front, slot, ctx, fn, retry, tx, now)
+    return _run(front, att, fn, retry, tx)
 
 
 def _count(front: Frontier, pos: int, slot: Slot, n: int, retry: Retry, now: int,
-           timed_out: str | None, cut: bool) -> None:
+           timed_out: str | None, cut: bool) -> Attempt:
     """Count attempt `n` before its function runs: a trap inside the function then
     counts, and the watchdog alarm brings the next attempt. `cut`: the attempt before it
     never ended; its history row is copied from the slot's row first
@@ -128,50 +96,70 @@ def _count(front: Frontier, pos: int, slot: Slot, n: int, retry: Retry, now: int
     if cut:
         front.attempts.cut(pos, slot.idx, n - 1, timed_out)
     slot.count(n, COUNTED.format(n=n), retry_at, now)
-    front.begin_attempt(pos, slot.idx, n, now)
+    return front.begin_attempt(slot, pos, n, now, retry.timeout_ms)
 
 
-def _run(front: Frontier, slot: Slot, ctx: StepContext, fn: Callable[..., Any],
-         retry: Retry, tx: Transaction | None, now: int) -> Any:
-    """Run the attempt counted at `now`, and record how it ended."""
-    n, limit, db = ctx.attempt, retry.timeout_ms, front.db
-    front.context = ctx
+def _run(front: Frontier, att: Attempt, fn: Callable[..., Any], retry: Retry,
+         tx: Transaction | None) -> Any:
+    """Run the attempt counted at `att.started_at`, and end it."""
+    n, limit, db, now = att.n, retry.timeout_ms, front.db, att.started_at
+    front.running = att
     try:
         # A tx attempt's exception has rolled its writes back before it gets here.
         value = timeouts.call(db, fn if tx is None else lambda: tx.run(fn), limit)
     except NonRetryable as e:
         error = describe(e)
         if timeouts.overran(db, limit, now, e):
-            return slot.give_up(timeouts.message(n, limit, error), n, TIMED_OUT)
-        return slot.give_up(error, n)
+            return _ended(front, att, retry, TIMED_OUT, timeouts.message(n, limit, error))
+        return _ended(front, att, retry, FAILED, error)
     except Exception as e:
         if not timeouts.overran(db, limit, now, e):
-            return _failed(front, slot, ctx, describe(e), retry, e)
+            return _ended(front, att, retry, FAILED, describe(e), e)
         error = timeouts.message(n, limit, describe(e))
-        return _failed(front, slot, ctx, error, retry, timeouts.exception(error, e), TIMED_OUT)
+        return _ended(front, att, retry, TIMED_OUT, error, timeouts.exception(error, e))
     finally:
-        front.context = None
+        front.running = None
     if timeouts.overran(db, limit, now):
         if tx is not None:
             tx.rollback()
         error = timeouts.message(n, limit)
-        return _failed(front, slot, ctx, error, retry, timeouts.exception(error, None),
-                       TIMED_OUT)
-    return slot.returned(value, n, tx)
+        return _ended(front, att, retry, TIMED_OUT, error, timeouts.exception(error, None))
+    return _returned(front, att, retry, value, tx)
 
 
-def _failed(front: Frontier, slot: Slot, ctx: StepContext, error: str, retry: Retry,
-            exc: Exception, outcome: str = FAILED) -> Any:
-    n = ctx.attempt
-    front.end_attempt(outcome, error)
-    if n >= retry.attempts:
+def _ended(front: Frontier, att: Attempt, retry: Retry, outcome: str, error: str,
+           exc: Exception | None = None) -> Any:
+    """`att` failed (as `outcome`) with `error`: its end, then the next attempt after
+    the backoff, or the final error if the attempts ran out or nothing is retried (`exc`
+    None: a NonRetryable, a value that cannot be recorded)."""
+    n, slot = att.n, att.slot
+    att.end(outcome, error)
+    if exc is None or n >= retry.attempts:
         return slot.give_up(error, n)
     try:
-        wait = policy.wait_after(retry, n, ctx, exc)
+        wait = policy.wait_after(retry, n, att.context, exc)
     except policy.DelayFailed as e:
         return slot.give_up(policy.delay_failed(e, n, error), n)
     now = front.db.now()
     return slot.retry_later(n, error, now + wait, now)
+
+
+def _returned(front: Frontier, att: Attempt, retry: Retry, value: Any,
+              tx: Transaction | None) -> Any:
+    """`att` returned `value`: encoded (a value that cannot be recorded fails the step,
+    not retried: the same code would most likely return the same kind of value), its
+    end, then its record (a tx step's end and record inside its transaction)."""
+    slot, text, tagged = att.slot, None, False
+    if slot.records:
+        try:
+            text, tagged = encode(value, front.limit, f"the result of step {slot.name!r}")
+        except (UnsupportedValue, ValueTooLarge) as e:
+            if tx is not None:
+                tx.rollback()
+            return _ended(front, att, retry, FAILED, str(e))
+    now = front.db.now()
+    att.end(RETURNED, None, now)
+    return slot.returned(value, text, tagged, att.n, now, tx)
 
 
 # -- a step's slot: its journal position ------------------------------------------------
@@ -189,6 +177,7 @@ class StepSlot:
     the position's final entry. An attempt not due yet stops the run (Suspend)."""
 
     __slots__ = ("front", "pos", "name", "idx", "key", "pending")
+    records = True
 
     def __init__(self, front: Frontier, pos: int, name: str) -> None:
         self.front, self.pos, self.name, self.idx = front, pos, name, STEP_ONLY
@@ -218,18 +207,11 @@ class StepSlot:
         self.front.store.retry_later(self.pos, error, at, now)
         raise Suspend("running", at)
 
-    def returned(self, value: Any, attempt: int, tx: Transaction | None) -> Outcome:
-        front, pos, name = self.front, self.pos, self.name
-        try:
-            text, tagged = encode(value, front.limit, f"the result of step {name!r}")
-        except (UnsupportedValue, ValueTooLarge) as e:
-            # Not retried: the same code would most likely return the same kind of value.
-            if tx is not None:
-                tx.rollback()
-            return self.give_up(str(e), attempt)
+    def returned(self, value: Any, text: str | None, tagged: bool, attempt: int, now: int,
+                 tx: Transaction | None) -> Outcome:
+        front, pos, name, store = self.front, self.pos, self.name, self.front.store
+        assert text is not None  # a step's value is recorded
         kind = STEP_RETURNED_TAGGED if tagged else STEP_RETURNED
-        store, now = front.store, front.db.now()
-        front.end_attempt(RETURNED, None, now)  # a tx step's: inside its transaction
         if tx is None:
             store.put_final(pos, kind, name, text, now, durable=False)
         else:  # the result inside the attempt's transaction, then its COMMIT
@@ -242,18 +224,13 @@ class StepSlot:
         # attempts 0: a replay cannot tell how many attempts a success took, so no run can
         return True, (revive(raw) if tagged else raw), None, 0
 
-    def give_up(self, error: str, attempts: int, outcome: str = FAILED) -> Outcome:
-        return give_up(self.front, self.pos, self.name, error, attempts, outcome)
-
-
-def give_up(front: Frontier, pos: int, name: str, error: str, attempts: int,
-            outcome: str = FAILED) -> Outcome:
-    """The step at `pos` failed for good with `error` after `attempts`: recorded."""
-    front.end_attempt(outcome, error)
-    text = json.dumps([error, attempts], ensure_ascii=False, separators=(",", ":"))
-    front.store.put_final(pos, STEP_FAILED, name, text, front.db.now(), error=error,
-                          durable=False)
-    front.unsynced = True
-    front.journal.append(STEP_FAILED, name, text, [error, attempts])
-    front.pending = None
-    return False, None, error, attempts
+    def give_up(self, error: str, attempts: int) -> Outcome:
+        """The step failed for good with `error` after `attempts`: recorded."""
+        front, pos, name = self.front, self.pos, self.name
+        text = json.dumps([error, attempts], ensure_ascii=False, separators=(",", ":"))
+        front.store.put_final(pos, STEP_FAILED, name, text, front.db.now(), error=error,
+                              durable=False)
+        front.unsynced = True
+        front.journal.append(STEP_FAILED, name, text, [error, attempts])
+        front.pending = None
+        return False, None, error, attempts

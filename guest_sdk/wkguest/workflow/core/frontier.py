@@ -8,8 +8,8 @@ journal.
 
 The Frontier is the run's new work's state: the pending entry at the last position, the
 alarm this event set, what is still to be synced, the event's budget of new steps, and
-the attempt under way. A step's attempt machine (attempt.py) and a group's turns use it
-through its public methods.
+the attempts under way (under_way.py). A step's attempt machine (attempt.py) and a
+group's turns use it through its public methods.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any, cast
 
 from ..backend import Backend
 from ..errors import Suspend, WorkflowSignal
-from .attempt_history import Attempts, Meter
+from .attempt_history import Attempts
 from .context import StepContext
 from .explain import reordered
 from .helper_records import put_recorded
@@ -39,10 +39,14 @@ from .kinds import (
     call_of,
 )
 from .store import Store
+from .under_way import Attempt, Slot
 from .values import encode, revive
 
 
 class Frontier:
+    """Where one run's replay meets its new work (see the module's docstring): what the
+    new positions of one run share, from the run's start to its end (settle.py)."""
+
     def __init__(self, store: Store, db: Backend, journal: Journal, pending: Pending | None,
                  limit: int, budget_ms: int, started_at: int) -> None:
         self.store = store
@@ -60,8 +64,8 @@ class Frontier:
         # instead of one per step, and nothing is reported before that last write.
         self.unsynced = False
         self.attempts = Attempts(store)  # each attempt's history row (attempt_history.py)
-        self.meter: Meter | None = None  # the attempt under way
-        self.context: StepContext | None = None  # its context, while its function runs
+        self.in_flight: list[Attempt] = []  # the attempts under way, oldest first
+        self.running: Attempt | None = None  # the one whose function runs now
         # A run that may do no new work (a cancel with compensation, saga/cancelling.py):
         # what stops it at the first new position.
         self.refusal: Callable[[int], WorkflowSignal] | None = None
@@ -98,26 +102,27 @@ class Frontier:
         if armed is None or not now < armed <= by:
             self.arm(by)
 
-    # -- the attempt under way (a step's, a branch's) ----------------------------------
+    # -- the attempts under way (a step's, a branch's) ----------------------------------
+
+    @property
+    def context(self) -> StepContext | None:
+        """The context of the attempt whose function runs now (wf.step_context), if any."""
+        return None if self.running is None else self.running.context
 
     def budget_spent(self, now: int) -> bool:
         """Whether this event's budget is spent: a new step then goes on in a new event."""
         return bool(self.new_steps) and now - self.started_at >= self.budget_ms
 
-    def begin_attempt(self, pos: int, idx: int, attempt: int, now: int) -> None:
-        """Attempt `attempt` of the step at `pos` (or of branch `idx`) was counted at
-        `now`: this run got into a step (not a bad run), and its history row begins."""
+    def begin_attempt(self, slot: Slot, pos: int, n: int, now: int,
+                      timeout_ms: int | None) -> Attempt:
+        """Attempt `n` of the step in `slot` at `pos` was counted at `now`: this run got
+        into a step (not a bad run), and the attempt is under way until it ends."""
         if self.bad_runs_open:
             self.store.clear_bad_runs()  # this run got into a step: not a bad run
             self.bad_runs_open = False
         self.new_steps += 1
-        self.meter = self.attempts.begin(pos, idx, attempt, now)
-
-    def end_attempt(self, outcome: str, error: str | None, now: int | None = None) -> None:
-        """The attempt under way ended: its history row (attempt_history.py), once."""
-        m, self.meter = self.meter, None
-        if m is not None:
-            self.attempts.end(m, outcome, error, now)
+        return Attempt(slot, pos, n, now, timeout_ms, self.journal, self.attempts,
+                       self.in_flight)
 
     # -- sleeps and waits ----------------------------------------------------------
 

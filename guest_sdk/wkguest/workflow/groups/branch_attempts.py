@@ -11,12 +11,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from ..core.attempt_history import FAILED, RETURNED
 from ..core.frontier import Frontier
 from ..core.kinds import STEP_FAILED, STEP_RETRYING, STEP_RETURNED, STEP_RETURNED_TAGGED
 from ..core.tx import Transaction
-from ..core.values import encode
-from ..errors import UnsupportedValue, ValueTooLarge
 from .rows import BranchRows, Row
 
 Outcome = list[Any]  # [kind, result]: a settled branch, as the group's entry records it
@@ -41,7 +38,8 @@ class Budget:
 class BranchSlot:
     """Branch `idx` of the group whose rows are `rows`: its attempts' slot."""
 
-    __slots__ = ("front", "rows", "row", "idx", "name", "key", "later", "budget", "done")
+    __slots__ = ("front", "rows", "row", "idx", "name", "key", "later", "budget", "done",
+                 "records")
 
     def __init__(self, front: Frontier, rows: BranchRows, row: Row | None, idx: int,
                  name: str, key: str, later: Later, budget: Budget,
@@ -52,6 +50,7 @@ class BranchSlot:
         # what a returned attempt does: record the step branch's value (a child branch's
         # start waits for its notice instead)
         self.done = done
+        self.records = done is None
 
     def prior(self) -> tuple[int, str | None, int | None, str | None]:
         r = self.row
@@ -74,21 +73,16 @@ class BranchSlot:
                       next_attempt_at=at)
         self.later(at, running=True)
 
-    def returned(self, value: Any, attempt: int, tx: Transaction | None) -> Outcome | None:
+    def returned(self, value: Any, text: str | None, tagged: bool, attempt: int, now: int,
+                 tx: Transaction | None) -> Outcome | None:
         if self.done is not None:
             return self.done(value, attempt)
-        try:
-            text, tagged = encode(value, self.front.limit, f"the result of step {self.name!r}")
-        except (UnsupportedValue, ValueTooLarge) as e:
-            return self.give_up(str(e), attempt)
+        assert text is not None  # a step branch's value is recorded
         kind = STEP_RETURNED_TAGGED if tagged else STEP_RETURNED
-        self.front.end_attempt(RETURNED, None)
-        self.rows.put(self.idx, kind, self.name, self.front.db.now(), result=text,
-                      attempts=attempt)
+        self.rows.put(self.idx, kind, self.name, now, result=text, attempts=attempt)
         return [kind, json.loads(text)]
 
-    def give_up(self, error: str, attempts: int, outcome: str = FAILED) -> Outcome:
-        self.front.end_attempt(outcome, error)
+    def give_up(self, error: str, attempts: int) -> Outcome:
         text = json.dumps([error, attempts], ensure_ascii=False, separators=(",", ":"))
         self.rows.put(self.idx, STEP_FAILED, self.name, self.front.db.now(), result=text,
                       attempts=attempts, error=error)

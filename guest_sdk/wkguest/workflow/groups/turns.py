@@ -24,7 +24,6 @@ from typing import Any
 
 from ..children import calls as _child
 from ..core.attempt import attempt
-from ..core.attempt_history import RETURNED
 from ..core.frontier import Frontier
 from ..core.kinds import (
     FINAL_KINDS,
@@ -56,6 +55,10 @@ IDLE_WAKE_MS = 86_400_000
 
 
 class Turns:
+    """One run's turns of the open group at `pos` (see the module's docstring): each
+    branch, in the code's order, moved on as far as it can go now, over the group's
+    branch rows (rows.py) and, for a step branch, the one attempt machine."""
+
     def __init__(self, front: Frontier, pos: int, sig: str, checked: list[Checked],
                  call: str, losers: str, key: Callable[[int], str],
                  guard: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
@@ -211,7 +214,6 @@ class Turns:
         return None
 
     def _child_started(self, i: int, name: str) -> None:
-        self.front.end_attempt(RETURNED, None)  # the start's attempt
         self.rows.put(i, WAITING, name, self.db.now())
         self.started.add(i)
         self._later(None, waiting=name)
