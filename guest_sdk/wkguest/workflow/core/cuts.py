@@ -20,10 +20,8 @@ from __future__ import annotations
 
 from ..backend import TRAP_GUEST, TRAP_NARROWED_DEADLINE, LastTrap
 from .attempt_history import CUT, STEP, TIMED_OUT, Attempts
-from .kinds import CUT_BECAUSE, CUT_OPEN, GROUP_OPEN, STEP_RETRYING, per_attempt
+from .kinds import CUT_BECAUSE, CUT_OPEN, GROUP_OPEN, STEP_RETRYING, WAS_CUT, per_attempt
 from .store import Store
-
-WAS_CUT = "its last event was cut: "  # the instance's error while a cut is unsettled
 
 _LAST = "SELECT pos, kind FROM _wk_wf_step WHERE pos = (SELECT max(pos) FROM _wk_wf_step)"
 _BECAUSE = per_attempt(CUT_BECAUSE)

@@ -135,9 +135,11 @@ class Pending(NamedTuple):
 # until it ends, so that a run that finds it so knows it was cut; the host's kind of the
 # cut (backend.LastTrap.kind) once a run noted why (cuts.py).
 CUT_OPEN = "open"
-# The errors a `p` row's attempt n leaves: counted, and cut with the host's reason.
+# The errors a `p` row's attempt n leaves: counted, and cut with the host's reason; and
+# the instance's error while a cut is unsettled (cuts.py).
 COUNTED = "attempt {n} ended without a result (the instance trapped, or the event was cut)"
 CUT_BECAUSE = "attempt {n} was cut: "
+WAS_CUT = "its last event was cut: "
 
 
 def per_attempt(template: str) -> str:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..backend import TRAP_NARROWED_DEADLINE, TRAP_UNKNOWN, Backend
-from .kinds import COUNTED, CUT_BECAUSE, CUT_OPEN, STEP_RETRYING, per_attempt
+from .kinds import COUNTED, CUT_BECAUSE, CUT_OPEN, STEP_RETRYING, WAS_CUT, per_attempt
 from .schema import ATTEMPTS
 from .timeouts import NARROWED_REASON
 
@@ -31,7 +31,6 @@ _BRANCHES = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_wk_wf
 
 Rows = Callable[[str], list[list[Any]]]  # Store.rows
 
-_WAS_CUT = "its last event was cut: "  # the instance's error, as version 5 noted a cut
 _COUNTED, _BECAUSE = per_attempt(COUNTED), per_attempt(CUT_BECAUSE)
 _NARROWED = _BECAUSE + " || '" + NARROWED_REASON.replace("'", "''") + "'"
 _OPEN = f"kind = '{STEP_RETRYING}' AND attempts > 0"
@@ -57,9 +56,9 @@ def _history(table: str, idx: str) -> str:
 # since): noted as its load would have.
 _BRANCH_NOTE = (
     f"UPDATE _wk_wf_branch SET error = {_BECAUSE} || substr((SELECT error FROM _wk_wf),"
-    f" {len(_WAS_CUT) + 1}) WHERE {_OPEN} AND error = {_COUNTED}"
+    f" {len(WAS_CUT) + 1}) WHERE {_OPEN} AND error = {_COUNTED}"
     " AND pos = (SELECT max(pos) FROM _wk_wf_step)"
-    f" AND (SELECT substr(error, 1, {len(_WAS_CUT)}) FROM _wk_wf) = '{_WAS_CUT}'")
+    f" AND (SELECT substr(error, 1, {len(WAS_CUT)}) FROM _wk_wf) = '{WAS_CUT}'")
 
 _STEPS = [_kinds("_wk_wf_step"), _history("_wk_wf_step", "-1")]
 _BRANCHES_ROWS = [_BRANCH_NOTE, _kinds("_wk_wf_branch"), _history("_wk_wf_branch", "idx")]
