@@ -36,8 +36,8 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from typing import Protocol
 
+from .connections import StoreUnavailable
 from .placement import SHARDS, preferred
-from .store import StoreUnavailable
 
 log = logging.getLogger("wkhost")
 

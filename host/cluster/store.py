@@ -2,44 +2,27 @@
 actor's changesets and snapshots, fenced by its shard's lease. The tables are in
 cluster/schema.py, the statements, and what each guarantees, in cluster/statements.py.
 
-One connection per thread (autocommit). A broken connection raises StoreUnavailable
+One connection per thread (cluster/connections.py): a broken one raises StoreUnavailable
 and is replaced on the next call; reads, and writes that mean the same when repeated
-(renewals, heartbeats), are tried once more on a new connection first, since a
-connection that PostgreSQL closed while it idled (a restart) says so only when used.
+(renewals, heartbeats), are tried once more on a new connection first.
 """
 
 from __future__ import annotations
 
-import hashlib
-import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
-
-import psycopg
-from psycopg.conninfo import conninfo_to_dict
+from typing import Any
 
 from ..errors import ClusterRefused
+from .connections import Conn, Connections, StoreUnavailable
+from .loaded import CorruptStore, Loaded, checked, sha256
 from .schema import migrate
 from .statements import ACQUIRE, APPEND, DELETE, LOAD, RELEASE, RENEW, SNAPSHOT
 
-T = TypeVar("T")
-Conn = psycopg.Connection[Any]
+__all__ = ["AppendRow", "ClusterStore", "CorruptStore", "Loaded", "StoreUnavailable",
+           "append_params"]
 
 JOIN_KEY = 0x776B6A6F696E  # pg_advisory_xact_lock's key for joins ("wkjoin")
-# A dead server is found in seconds, not at the kernel's TCP timeout of minutes.
-_CONNECT: dict[str, Any] = {"connect_timeout": 5, "keepalives": 1, "keepalives_idle": 10,
-                            "keepalives_interval": 5, "keepalives_count": 3}
-
-
-class StoreUnavailable(Exception):
-    """PostgreSQL cannot be reached, or the connection broke during the call (whether a
-    write in it committed is then unknown)."""
-
-
-class CorruptStore(Exception):
-    """An actor's data in the store fails its checks: a blob whose sha256 differs, or a
-    gap in its sequence numbers."""
 
 
 @dataclass
@@ -58,93 +41,29 @@ class AppendRow:
     id: str
 
 
-@dataclass
-class Loaded:
-    """An actor as the store holds it: its snapshot (None: no snapshot, only a log) and
-    the changesets after it, in order; `last_seq` is the newest of all."""
-
-    snapshot_seq: int
-    snapshot: bytes | None
-    changes: list[tuple[int, bytes]]
-    last_seq: int
-
-
-def sha256(blob: bytes) -> bytes:
-    return hashlib.sha256(blob).digest()
-
-
 class ClusterStore:
     """The store, shared by the node's threads (each with its own connection)."""
 
     def __init__(self, url: str, shards: int = 256) -> None:
         self.url = url
         self.shards = shards
-        self._local = threading.local()
-        self._open: dict[threading.Thread, Conn] = {}  # each thread's, to close them
-        self._lock = threading.Lock()
-        info = conninfo_to_dict(url)
-        self._where = (f"PostgreSQL at {info.get('host', 'localhost')}:"
-                       f"{info.get('port', 5432)}/{info.get('dbname', '')}")
+        self._db = Connections(url)
 
     # -- connections -------------------------------------------------------------------
 
     def connect_check(self) -> None:
         """Connect and migrate the schema. Raises StoreUnavailable if PostgreSQL cannot
         be reached, ClusterRefused if its schema is newer than this code's."""
-        self._run(lambda conn: migrate(conn, self.shards), retry=True)
+        self._db.run(lambda conn: migrate(conn, self.shards), retry=True)
 
     def close(self) -> None:
         """Close every thread's connection (a later call opens a new one)."""
-        with self._lock:
-            conns, self._open = list(self._open.values()), {}
-        for conn in conns:
-            conn.close()
-        self._local = threading.local()
-
-    def _conn(self) -> Conn:
-        conn: Conn | None = getattr(self._local, "conn", None)
-        if conn is not None and not conn.closed:
-            return conn
-        try:
-            conn = psycopg.connect(self.url, autocommit=True, **_CONNECT)
-        except psycopg.OperationalError as e:
-            raise StoreUnavailable(f"{self._where}: {_first_line(e)}") from None
-        self._local.conn = conn
-        with self._lock:
-            ended = [t for t in self._open if not t.is_alive()]
-            gone = [self._open.pop(t) for t in ended]  # threads that ended left theirs
-            self._open[threading.current_thread()] = conn
-        for old in gone:
-            old.close()
-        return conn
-
-    def _drop(self, conn: Conn) -> None:
-        with self._lock:
-            if self._open.get(threading.current_thread()) is conn:
-                del self._open[threading.current_thread()]
-        if getattr(self._local, "conn", None) is conn:
-            self._local.conn = None
-        conn.close()
-
-    def _run(self, work: Callable[[Conn], T], retry: bool = False) -> T:
-        """`work` on this thread's connection; a failure of the connection is
-        StoreUnavailable. With `retry`, once more on a new connection if the failed one
-        was an old one (it may have been closed by the server while it idled)."""
-        reused = getattr(self._local, "conn", None) is not None
-        conn = self._conn()
-        try:
-            return work(conn)
-        except psycopg.OperationalError as e:
-            if conn.broken or conn.closed:
-                self._drop(conn)
-                if retry and reused:
-                    return self._run(work)
-            raise StoreUnavailable(f"{self._where}: {_first_line(e)}") from e
+        self._db.close()
 
     def rows(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()
              ) -> list[tuple[Any, ...]]:
         """A read of the caller's (the listing: cluster/listing.py)."""
-        return self._run(lambda conn: conn.execute(sql, params).fetchall(), retry=True)
+        return self._db.rows(sql, params)
 
     # -- nodes -------------------------------------------------------------------------
 
@@ -169,10 +88,10 @@ class ClusterStore:
                     " ON CONFLICT (node_id) DO UPDATE SET address = excluded.address,"
                     " heartbeat_at = excluded.heartbeat_at, started_at = excluded.started_at",
                     [node_id, address])
-        self._run(work, retry=True)
+        self._db.run(work, retry=True)
 
     def heartbeat(self, node_id: str) -> None:
-        self._run(lambda conn: conn.execute(
+        self._db.run(lambda conn: conn.execute(
             "UPDATE nodes SET heartbeat_at = clock_timestamp() WHERE node_id = %s",
             [node_id]), retry=True)
 
@@ -185,7 +104,7 @@ class ClusterStore:
     def leave(self, node_id: str) -> None:
         """This node is stopping: it counts as live no more, so the others take the
         shards it released at their next round, not once its heartbeat is a TTL old."""
-        self._run(lambda conn: conn.execute(
+        self._db.run(lambda conn: conn.execute(
             "UPDATE nodes SET heartbeat_at = '-infinity' WHERE node_id = %s",
             [node_id]), retry=True)
 
@@ -194,7 +113,7 @@ class ClusterStore:
     def acquire(self, shard: int, node_id: str, ttl_s: float) -> int | None:
         """Take `shard` at a new epoch if its lease has expired or is this node's
         already (a restarted node takes its own again); the epoch, or None."""
-        got = self._run(lambda conn: conn.execute(
+        got = self._db.run(lambda conn: conn.execute(
             ACQUIRE, {"node": node_id, "ttl": ttl_s, "shard": shard}).fetchone())
         return None if got is None else int(got[0])
 
@@ -202,12 +121,12 @@ class ClusterStore:
         """Extend the leases of `held` (shard -> epoch) that are still this node's at
         that epoch, in one statement; those shards."""
         params = _held(node_id, held) | {"ttl": ttl_s}
-        got = self._run(lambda conn: conn.execute(RENEW, params).fetchall(), retry=True)
+        got = self._db.run(lambda conn: conn.execute(RENEW, params).fetchall(), retry=True)
         return {int(r[0]) for r in got}
 
     def release(self, node_id: str, held: dict[int, int]) -> None:
         """Let go of `held` at once (expired now), where still this node's at that epoch."""
-        self._run(lambda conn: conn.execute(RELEASE, _held(node_id, held)), retry=True)
+        self._db.run(lambda conn: conn.execute(RELEASE, _held(node_id, held)), retry=True)
 
     def owners(self) -> dict[int, tuple[str | None, int, bool]]:
         """shard -> (owner, epoch, whether the lease is still valid)."""
@@ -241,7 +160,7 @@ class ClusterStore:
         if not rows:
             return []
         params = append_params(rows)
-        got = self._run(lambda conn: conn.execute(APPEND, params).fetchall())
+        got = self._db.run(lambda conn: conn.execute(APPEND, params).fetchall())
         written = {(str(a), int(s)) for a, s in got}
         if len(written) < len(rows):  # a retry of a batch whose first try committed?
             written |= self._already(rows, written)
@@ -257,7 +176,7 @@ class ClusterStore:
         the same changeset: written by this batch's earlier try, whose answer was lost
         with its connection. Counted as written, not as refused."""
         left = [r for r in rows if (r.actor, r.seq) not in written]
-        got = self._run(lambda conn: conn.execute(
+        got = self._db.run(lambda conn: conn.execute(
             "SELECT c.actor, c.seq FROM changelog c JOIN unnest(%s::text[], %s::bigint[], "
             "%s::bigint[], %s::bytea[]) AS r(actor, seq, epoch, sha256) ON c.actor = r.actor "
             "AND c.seq = r.seq AND c.epoch = r.epoch AND c.sha256 = r.sha256",
@@ -273,13 +192,13 @@ class ClusterStore:
         params = {"actor": actor, "shard": shard, "epoch": epoch, "node": node_id,
                   "seq": seq, "db": db, "sha256": sha256(db), "alarm": alarm_at_ms,
                   "attrs": attrs, "cls": cls, "id": id}
-        got = self._run(lambda conn: conn.execute(SNAPSHOT, params).fetchone())
+        got = self._db.run(lambda conn: conn.execute(SNAPSHOT, params).fetchone())
         return bool(got and got[0])
 
     def delete_actor(self, actor: str, shard: int, epoch: int, node_id: str) -> bool:
         """Remove every row of the actor (it deleted itself), fenced; False if fenced out."""
         params = {"actor": actor, "shard": shard, "epoch": epoch, "node": node_id}
-        got = self._run(lambda conn: conn.execute(DELETE, params).fetchone())
+        got = self._db.run(lambda conn: conn.execute(DELETE, params).fetchone())
         return bool(got and got[0])
 
     def load(self, actor: str) -> Loaded | None:
@@ -288,7 +207,7 @@ class ClusterStore:
         got = self.rows(LOAD, {"actor": actor})
         if not got:
             return None
-        return _checked(actor, got)
+        return checked(actor, got)
 
     def alarms_in(self, shards: list[int]) -> list[tuple[str, int]]:
         """(actor, alarm_at_ms) of the actors of `shards` that have an alarm."""
@@ -333,37 +252,3 @@ def _check_classes(known: dict[str, str], mine: dict[str, str]) -> None:
             [f"the cluster has no {', '.join(extra)}"] if extra else [])
         raise ClusterRefused("every node must serve the cluster's classes, no more and no "
                              "fewer: " + "; ".join(said))
-
-
-def _checked(actor: str, got: list[tuple[Any, ...]]) -> Loaded:
-    """Loaded from LOAD's rows, each blob's sha256 verified and the seqs contiguous."""
-    last: int | None = None
-    snap_seq, snap, changes = 0, None, []
-    for kind, seq, blob, digest in got:
-        if kind == "a":
-            last = int(seq)
-            continue
-        if sha256(blob) != bytes(digest):
-            what = "snapshot" if kind == "s" else "changeset"
-            raise CorruptStore(f"{actor}: the {what} at seq {seq} fails its sha256 check")
-        if kind == "s":
-            snap_seq, snap = int(seq), bytes(blob)
-        else:
-            changes.append((int(seq), bytes(blob)))
-    newest = changes[-1][0] if changes else snap_seq
-    expected = list(range(snap_seq + 1, newest + 1))
-    if [s for s, _ in changes] != expected or (last is not None and last != newest):
-        have = [s for s, _ in changes]
-        raise CorruptStore(f"{actor}: its sequence numbers have a gap (snapshot at "
-                           f"{snap_seq}, changesets {_ranges(have)}, last written {last})")
-    return Loaded(snap_seq, snap, changes, newest)
-
-
-def _ranges(seqs: list[int]) -> str:
-    if not seqs:
-        return "none"
-    return f"{seqs[0]}..{seqs[-1]} ({len(seqs)})"
-
-
-def _first_line(e: BaseException) -> str:
-    return (str(e).strip().splitlines() or [type(e).__name__])[0]
