@@ -41,7 +41,9 @@ ErrorKind = Literal["unknown", "finished", "call", "refused", "not-a-workflow", 
                     "exists"]
 
 # What the host says when a class does not declare the workflow protocol (wkhost's
-# NotThatProtocol): a client seeing it knows the class is not a workflow class.
+# NotThatProtocol). Inside an actor a call's kind tells it ("not-declared": CallError,
+# CallFailed); the front door's answer to `wkhost workflow` carries no kind, only a 404
+# and this text, so the CLI tells it by the words (host/cli/client.py).
 NOT_DECLARED = "does not declare the protocol"
 
 
