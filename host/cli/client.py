@@ -217,6 +217,8 @@ class WorkflowAdmin:
             # The host delivers it only to a class that declares the protocol: another
             # class runs none of its code for it.
             {"Content-Type": CONTENT_TYPE, "wk-protocol": PROTOCOL}, self.timeout + wait)
+        # The front door answers a host error with its status and one line of text, and
+        # no kind: an unknown class is a 404 too, so the words tell this one.
         if status == 404 and NOT_DECLARED in _text(body):
             raise WorkflowError("not-a-workflow", f"class {cls!r} is not a workflow class; "
                                 f"nothing of it was run ({_text(body)})", status)
