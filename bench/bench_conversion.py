@@ -83,7 +83,7 @@ def child(mode: str, wasm: Path, repeats: int, calls: int, per_event: int) -> di
         from wkhost.engine import fastconv
 
         assert fastconv.install()
-    from wkhost.core.config import HostConfig
+    from wkhost.config import HostConfig
     from wkhost.core.host import Host
     from wkhost.types import Request, Sender
 

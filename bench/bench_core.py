@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from wasmtime.component import Component
-from wkhost.core.config import HostConfig
+from wkhost.config import HostConfig
 from wkhost.core.host import Host
 from wkhost.core.instance import ComponentExports, Instance
 from wkhost.engine.components import load_component, make_engine

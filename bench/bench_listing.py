@@ -73,7 +73,7 @@ class _Meter:
 
 
 def make_host(data: Path) -> Any:
-    from wkhost.core.config import HostConfig
+    from wkhost.config import HostConfig
     from wkhost.core.host import Host
 
     class CountingHost(Host):

@@ -149,7 +149,7 @@ def _probed_linker() -> Iterator[None]:
 
 
 def make_host(data: Path, **config: Any) -> Any:
-    from wkhost.core.config import HostConfig
+    from wkhost.config import HostConfig
     from wkhost.core.host import Host
 
     class ProbeHost(Host):

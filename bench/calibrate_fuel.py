@@ -15,7 +15,7 @@ import statistics
 import time
 from typing import Any
 
-from wkhost.core.config import HostConfig
+from wkhost.config import HostConfig
 from wkhost.core.host import Host
 from wkhost.engine.components import FUEL_PER_MS
 from wkhost.errors import BudgetExceeded

@@ -34,7 +34,7 @@ from .errors import (
 from .types import ActorRef, Request, Response, Sender
 
 if TYPE_CHECKING:
-    from .core.config import HostConfig
+    from .config import HostConfig
     from .core.host import Host
 
 __version__ = "0.1.0"
@@ -53,7 +53,7 @@ def __getattr__(name: str) -> Any:
 
         return Host
     if name == "HostConfig":
-        from .core.config import HostConfig
+        from .config import HostConfig
 
         return HostConfig
     raise AttributeError(f"module 'wkhost' has no attribute {name!r}")

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from .. import logs
-from ..core.config import HostConfig
+from ..config import HostConfig
 from ..core.host import Access
 from ..errors import HostError
 from ..fetch import FetchPolicy

@@ -1,7 +1,7 @@
 """`wkhost serve`'s options, and the HostConfig they make.
 
 The options that set a HostConfig field are made from the field (`flag(...)` in
-host/core/config.py): its option, its help, its default in the option's unit. Only the
+host/config.py): its option, its help, its default in the option's unit. Only the
 options of the command itself are written here: which classes to serve, where to
 listen, how many processes, the token, the log's level and format, and the fake clock.
 They take their places in --help between the fields', before the field each is keyed to.
@@ -14,7 +14,7 @@ from dataclasses import Field
 from pathlib import Path
 from typing import Any
 
-from ..core.config import Flag, HostConfig, serve_flags
+from ..config import Flag, HostConfig, serve_flags
 from ..logs import LOG_FORMATS
 
 

@@ -23,13 +23,13 @@ from typing import Any
 
 from .. import metrics
 from ..clock import Clock
+from ..config import HostConfig
 from ..errors import GuestFailed, HostError, LeaseLost
 from ..logs import actor
 from ..storage import alarm_store
 from ..storage.actordb import ActorDb
 from ..storage.index import Index
 from ..types import ActorRef
-from .config import HostConfig
 from .event import ActorGone, Chain, Event
 from .scheduler import Scheduler
 from .slot import ActorSlot

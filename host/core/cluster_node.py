@@ -21,13 +21,13 @@ from ..cluster.leases import LeaseKeeper
 from ..cluster.listing import Filters, count_sql, page_sql
 from ..cluster.placement import ClusterPlacement
 from ..cluster.store import ClusterStore, StoreUnavailable
+from ..config import HostConfig
 from ..errors import ClusterRefused
 from ..partition import shard_of
 from ..storage.attributes import decoded
 from ..storage.index import Index
 from ..storage.listing import Listed, ListQuery
 from .alarms import Alarms
-from .config import HostConfig
 from .replication import Replication, ref_of
 
 

@@ -7,12 +7,12 @@ import heapq
 import time
 from operator import attrgetter
 
+from ..config import HostConfig
 from ..storage.files import delete_db_files
 from ..storage.index import Index
 from ..testing import Switches
 from .admission import Admission
 from .alarms import Alarms
-from .config import HostConfig
 from .instance import Instance
 from .registry import ActorClass
 from .slot import ActorSlot

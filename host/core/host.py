@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import tracing
 from ..clock import Clock, SystemClock
+from ..config import HostConfig
 from ..engine.components import EpochTicker, make_engine
 from ..engine.pool import pool_memory
 from ..errors import HostError, UnknownClass
@@ -41,7 +42,6 @@ from ..testing import Switches
 from ..types import ActorRef, Request, Response, Sender
 from .admission import Admission
 from .alarms import Alarms
-from .config import HostConfig
 from .event import CallGraph, Chain, Event, RunGate
 from .eviction import Eviction
 from .executor import EventExecutor

@@ -4,8 +4,8 @@ for when the instance pool is full."""
 from __future__ import annotations
 
 from .. import metrics
+from ..config import HostConfig
 from ..errors import Overloaded
-from .config import HostConfig
 from .eviction import Eviction
 from .instance import Engine, Instance, Output, PoolExhausted
 from .registry import ActorClass

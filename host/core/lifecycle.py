@@ -16,6 +16,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import metrics, tracing
+from ..config import HostConfig
 from ..errors import GuestFailed, StorageFailed
 from ..logs import actor, one_line
 from ..storage.actordb import ActorDb, StorageError
@@ -29,7 +30,6 @@ from ..types import ActorRef
 from . import event
 from .admission import Admission
 from .alarms import Alarms
-from .config import HostConfig
 from .event import ActorGone, CallGraph, Chain, Event, RunGate
 from .eviction import Eviction
 from .holds import Holds

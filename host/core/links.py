@@ -9,11 +9,11 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from ..clock import Clock
+from ..config import HostConfig
 from ..fetch import FetchPolicy
 from ..partition import Partition
 from ..types import ActorRef, Sender
 from . import event
-from .config import HostConfig
 from .event import Event
 
 

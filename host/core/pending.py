@@ -9,8 +9,8 @@ from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from .. import metrics
+from ..config import HostConfig
 from ..errors import Overloaded
-from .config import HostConfig
 from .executor import EventExecutor
 
 T = TypeVar("T")

@@ -10,12 +10,12 @@ from concurrent.futures import Future
 from contextlib import AbstractContextManager
 from typing import Any
 
+from ..config import HostConfig
 from ..errors import BudgetExceeded, DeadlineExceeded, NotOwnerNow, TooLarge, call_kind
 from ..interfaces.records import request_record, response_from_record, sender_variant
 from ..testing import Switches
 from ..types import ActorRef, Request, Response, Sender
 from . import holds
-from .config import HostConfig
 from .event import Chain, Event
 from .lifecycle import CallExport
 from .registry import ActorClass, check_access, check_protocol

@@ -8,13 +8,13 @@ from __future__ import annotations
 import logging
 import time
 
+from ..config import HostConfig
 from ..logs import actor
 from ..storage.actordb import ActorDb, StorageError
 from ..storage.attributes import decoded
 from ..storage.index import Index
 from ..testing import Switches
 from .alarms import Alarms
-from .config import HostConfig
 from .event import Event
 from .eviction import Eviction
 from .guest_log import flush_output

@@ -5,10 +5,10 @@ from __future__ import annotations
 import threading
 
 from .. import metrics
+from ..config import HostConfig
 from ..errors import NotServedHere, Overloaded
 from ..storage import paths
 from ..types import ActorRef
-from .config import HostConfig
 from .slot import ActorSlot
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..clock import Clock
+from ..config import HostConfig
 from ..core.cluster_node import ClusterNode, class_hashes, discard_working_copies
-from ..core.config import HostConfig
 from ..core.host import Host
 from .cluster_calls import ClusterCalls
 

@@ -40,7 +40,7 @@ from .peer_clients import Exchange
 from .peers import passed_answer
 
 if TYPE_CHECKING:
-    from ..core.config import HostConfig
+    from ..config import HostConfig
     from ..core.host import Host
 
 __all__ = ["NodeClients", "cluster_middlewares", "not_owner", "to_owner"]

@@ -18,7 +18,7 @@ from typing import Any, cast
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
-from ..core.config import HostConfig
+from ..config import HostConfig
 from ..errors import HostError
 from ..logs import ClientFaults
 

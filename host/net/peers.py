@@ -47,7 +47,7 @@ from ..wire import HOP_BY_HOP, answer_headers
 from .peer_clients import PeerClients, lost, unavailable
 
 if TYPE_CHECKING:
-    from ..core.config import HostConfig
+    from ..config import HostConfig
     from ..core.host import Host
 
 CBOR = "application/cbor"

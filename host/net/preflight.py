@@ -16,7 +16,7 @@ from typing import cast
 
 import wkguest
 
-from ..core.config import HostConfig
+from ..config import HostConfig
 from ..core.host import Access
 from ..engine.component_file import World, check_component
 from ..errors import HostError

@@ -22,7 +22,7 @@ from pathlib import Path
 from aiohttp import web
 
 from ..clock import SystemClock
-from ..core.config import HostConfig
+from ..config import HostConfig
 from ..core.host import Access, Host
 from ..engine.components import compile_classes
 from ..errors import HostError

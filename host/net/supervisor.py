@@ -34,7 +34,7 @@ import sys
 import threading
 import time
 
-from ..core.config import HostConfig
+from ..config import HostConfig
 from ..engine.components import compile_classes, make_engine
 from ..storage import paths
 from ..storage.files import make_dirs

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from wkhost.core.config import HostConfig
+from wkhost.config import HostConfig
 from wkhost.core.host import Host
 from wkhost.testing import FakeClock
 

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from wkhost.config import HostConfig
 from wkhost.core import schema_learning
-from wkhost.core.config import HostConfig
 from wkhost.core.host import Host
 from wkhost.errors import BudgetExceeded
 from wkhost.storage import files, functions, images

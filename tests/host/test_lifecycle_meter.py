@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from wkhost.core.config import HostConfig
+from wkhost.config import HostConfig
 from wkhost.core.host import Host
 from wkhost.errors import GuestFailed
 from wkhost.testing import FakeClock

@@ -16,7 +16,7 @@ COUNT_AN_EVENT = """
 import json, sys, tempfile
 from pathlib import Path
 from wkhost import metrics
-from wkhost.core.config import HostConfig
+from wkhost.config import HostConfig
 from wkhost.core.host import Host
 from wkhost.types import Request, Sender
 

@@ -21,7 +21,7 @@ from io import BytesIO
 from pathlib import Path
 
 import pytest
-from wkhost.core.config import HostConfig
+from wkhost.config import HostConfig
 from wkhost.core.host import Host
 from wkhost.engine.componentize import componentize_command
 from wkhost.errors import GuestFailed

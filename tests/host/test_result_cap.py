@@ -8,7 +8,7 @@ import json
 import tracemalloc
 
 import pytest
-from wkhost.core.config import MiB
+from wkhost.config import MiB
 
 from .support import MakeProbe, Probe
 

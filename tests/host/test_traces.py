@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 from wkhost import tracing
-from wkhost.core.config import HostConfig
+from wkhost.config import HostConfig
 from wkhost.core.host import Host
 from wkhost.errors import BudgetExceeded, GuestFailed, HostError
 from wkhost.fetch import FetchPolicy

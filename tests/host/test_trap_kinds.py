@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from wkhost.core.config import HostConfig
+from wkhost.config import HostConfig
 from wkhost.core.host import Host
 from wkhost.core.instance import CPU_BUDGET, NARROWED, WALL_CLOCK
 from wkhost.errors import BudgetExceeded, GuestFailed

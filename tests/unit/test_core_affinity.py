@@ -1,5 +1,5 @@
 """Which cores each process of `serve --processes N` runs on (host/net/supervisor.py), and
-what a process pinned to fewer cores runs at once (host/core/config.py)."""
+what a process pinned to fewer cores runs at once (host/config.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from wkhost.core.config import HostConfig, usable_cores
+from wkhost.config import HostConfig, usable_cores
 from wkhost.net.supervisor import core_shares, pin_to_cores
 
 
@@ -47,7 +47,7 @@ def test_a_pinned_process_and_its_later_threads_run_on_its_cores_alone() -> None
     first = min(os.sched_getaffinity(0))
     code = f"""
 import json, os, threading
-from wkhost.core.config import HostConfig, usable_cores
+from wkhost.config import HostConfig, usable_cores
 from wkhost.net.supervisor import pin_to_cores
 pin_to_cores([{first}])
 seen = []

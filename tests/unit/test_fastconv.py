@@ -589,7 +589,7 @@ def test_bulk_lifted_lists_are_freed(fctest: tuple[Engine, Component]) -> None:
 # --------------------------------------------------------------------------- real Host
 @pytest.mark.e2e
 def test_real_host_request_and_sqlite(build_guest: Callable[[Path], Path]) -> None:
-    from wkhost.core.config import HostConfig
+    from wkhost.config import HostConfig
     from wkhost.core.host import Host
     from wkhost.types import ActorRef, Request, Sender
 

@@ -1,5 +1,5 @@
 """`wkhost serve`'s options and HostConfig agree: each option that sets a field takes its
-default and help from the field (host/core/config.py), in the option's unit, and a serve
+default and help from the field (host/config.py), in the option's unit, and a serve
 with no options configures the host as HostConfig() does. An option with a default of
 its own, written beside the field's, fails here."""
 
@@ -13,7 +13,7 @@ import pytest
 from wkhost.cli.main import make_parser
 from wkhost.cli.serve import serve_options
 from wkhost.cli.serve_flags import host_config, option_dest
-from wkhost.core.config import HostConfig, serve_flags
+from wkhost.config import HostConfig, serve_flags
 from wkhost.fetch import FetchPolicy
 from wkhost.net.serve import ServeOptions
 

@@ -13,11 +13,11 @@ from dataclasses import Field, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ..engine.components import default_cache_dir
-from ..engine.pool import InstancePool
-from ..fetch import FetchError, FetchPolicy
-from ..fetch.policy import entry_for
-from ..partition import Partition
+from .engine.components import default_cache_dir
+from .engine.pool import InstancePool
+from .fetch import FetchError, FetchPolicy
+from .fetch.policy import entry_for
+from .partition import Partition
 
 KiB = 1 << 10
 MiB = 1 << 20
@@ -268,7 +268,7 @@ class HostConfig:
         return allowed
 
     def fuel_per_event(self) -> int:
-        from ..engine.components import FUEL_PER_MS
+        from .engine.components import FUEL_PER_MS
 
         return self.cpu_budget_ms * FUEL_PER_MS
 
