@@ -16,8 +16,8 @@ from typing import Any
 from wasmtime.component import Component
 from wkhost.config import HostConfig
 from wkhost.core.host import Host
-from wkhost.core.instance import ComponentExports, Instance
 from wkhost.engine.components import load_component, make_engine
+from wkhost.engine.instance import ComponentExports, Instance
 from wkhost.types import Request, Sender
 
 from bench.common import (

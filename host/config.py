@@ -159,8 +159,9 @@ class HostConfig:
     # asked something within this time (a client following a workflow it just started).
     followed_s: float = 5.0
     # Classes served with reuse_instances (`--reuse-instances`) keep up to this many
-    # instances that their actors let go, for their next new actors (host/core/spares.py),
-    # each for at most spare_idle_s: a quiet host still gets to release the pool's pages.
+    # instances that their actors let go, for their next new actors
+    # (host/engine/spare_instances.py), each for at most spare_idle_s: a quiet host still
+    # gets to release the pool's pages.
     spare_instances: int = 16
     spare_idle_s: float = 5.0
     # New actors of a class whose on-init ran one schema-only script start from an image

@@ -8,16 +8,16 @@ import time
 from operator import attrgetter
 
 from ..config import HostConfig
+from ..engine.instance import Instance
+from ..engine.spare_instances import SpareInstances
 from ..storage.files import delete_db_files
 from ..storage.index import Index
 from ..testing import Switches
 from .admission import Admission
 from .alarms import Alarms
-from .instance import Instance
 from .registry import ActorClass
 from .slot import ActorSlot
 from .slots import SlotTable
-from .spares import SpareInstances
 
 
 class Eviction:

@@ -29,6 +29,7 @@ from ..clock import Clock, SystemClock
 from ..config import HostConfig
 from ..engine.components import EpochTicker, make_engine
 from ..engine.pool import pool_memory
+from ..engine.spare_instances import SpareInstances
 from ..errors import HostError, UnknownClass
 from ..interfaces.linker import make_linker
 from ..storage import images, paths
@@ -58,7 +59,6 @@ from .scheduler import Scheduler
 from .settle import Settle
 from .slot import ActorSlot
 from .slots import SlotTable
-from .spares import SpareInstances
 
 if TYPE_CHECKING:
     from .cluster_node import ClusterNode

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from .. import metrics
 from ..config import HostConfig
+from ..engine.instance import Engine, Instance, Output, PoolExhausted
+from ..engine.spare_instances import SpareInstances
 from ..errors import Overloaded
 from .eviction import Eviction
-from .instance import Engine, Instance, Output, PoolExhausted
 from .registry import ActorClass
 from .slot import ActorSlot
 from .slots import SlotTable
-from .spares import SpareInstances
 
 
 class InstanceSource:

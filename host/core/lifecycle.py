@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import metrics, tracing
 from ..config import HostConfig
+from ..engine.instance import failure
 from ..errors import GuestFailed, StorageFailed
 from ..logs import actor, one_line
 from ..storage.actordb import ActorDb, StorageError
@@ -33,7 +34,6 @@ from .alarms import Alarms
 from .event import ActorGone, CallGraph, Chain, Event, RunGate
 from .eviction import Eviction
 from .holds import Holds
-from .instance import failure
 from .instances import InstanceSource
 from .registry import ActorClass
 from .schema_learning import image_for, learn_schema

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Literal
 
 from ..engine.components import component_protocols, load_served_component
+from ..engine.instance import ComponentExports, Engine, Linker
 from ..errors import Forbidden, NotThatProtocol
 from ..storage import paths
 from ..storage.images import SchemaImage
 from ..types import Sender
-from .instance import ComponentExports, Engine, Linker
 
 Access = Literal["public", "internal"]
 
@@ -24,7 +24,7 @@ class ActorClass:
     exports: ComponentExports
     linker: Linker  # this class's own: see interfaces/linker.py's make_linker
     access: Access = "public"
-    reuse_instances: bool = False  # see core/spares.py
+    reuse_instances: bool = False  # see engine/spare_instances.py
     # What the class's new actors' databases start as, once learnt (core/schema_learning.py,
     # storage/images.py); learning stops for good once an on-init did not match its image.
     schema_image: SchemaImage | None = None

@@ -8,11 +8,11 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..engine.instance import Instance
 from ..storage.actordb import ActorDb
 from ..storage.alarm_store import AlarmRow
 from ..traps import TrapReason
 from ..types import ActorRef
-from .instance import Instance
 
 # Without the output pipe (engine/guest_output.py), every write is a call into the host:
 # writes past the cap are dropped quietly this many times, then fail with EIO, so that

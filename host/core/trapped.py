@@ -1,5 +1,5 @@
 """How a trapped call into the guest ended: the kind its instance read from wasmtime
-(core/instance.py's classify_trap), made precise by what the host knows of the event, and
+(engine/instance.py's classify_trap), made precise by what the host knows of the event, and
 the outcome the metrics count it under.
 
 - An epoch trap while the deadline the guest set itself was its Store's is that
@@ -17,8 +17,8 @@ the outcome the metrics count it under.
 from __future__ import annotations
 
 from .. import metrics
+from ..engine.instance import NARROWED
 from ..traps import GuestException, TrapKind, TrapReason
-from .instance import NARROWED
 from .slot import GuestOutput
 
 _OUTCOMES = {TrapKind.CPU: metrics.CPU_CUT, TrapKind.WALL: metrics.WALL_CUT,

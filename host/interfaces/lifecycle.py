@@ -30,7 +30,7 @@ def register(root: Any, guard: Any, host: Lifecycle[E]) -> None:
         current().delete_requested = True
 
     def fuel_used(store: Any) -> int:
-        # Every call into the guest starts with the whole budget (core/instance.py's
+        # Every call into the guest starts with the whole budget (engine/instance.py's
         # Instance.call). `store` is the calling Store's context, which has no get_fuel of
         # its own: Store's reads the fuel through the context alone.
         return max(0, budget - Store.get_fuel(store))

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from wkhost.core.instance import NARROWED, WALL_CLOCK
+from wkhost.engine.instance import NARROWED, WALL_CLOCK
 
 from ..conftest import BuildGuest
 from .local_http import late_site

@@ -216,7 +216,7 @@ def test_idle_pooled_slots_give_their_pages_back_only_while_no_instance_lives(
         make_probe) -> None:  # type: ignore[no-untyped-def]
     import json
 
-    from wkhost.core.instance import Instance
+    from wkhost.engine.instance import Instance
 
     p = make_probe(max_live_instances=8, idle_instance_s=3600, instance_pool=True)
     pool = p.host.pool_memory
@@ -316,7 +316,7 @@ def test_without_the_pool_instances_come_and_go_the_same(make_probe) -> None:  #
 def test_when_every_pooled_slot_is_taken_idle_actors_make_room_else_a_clear_refusal(
         make_probe) -> None:  # type: ignore[no-untyped-def]
     import pytest
-    from wkhost.core.instance import Instance
+    from wkhost.engine.instance import Instance
     from wkhost.errors import Overloaded
 
     p = make_probe(max_live_instances=4, workers=1, idle_instance_s=3600, instance_pool=True)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from wkhost.config import HostConfig
 from wkhost.core.host import Host
-from wkhost.core.instance import CPU_BUDGET, NARROWED, WALL_CLOCK
+from wkhost.engine.instance import CPU_BUDGET, NARROWED, WALL_CLOCK
 from wkhost.errors import BudgetExceeded, GuestFailed
 from wkhost.testing import FakeClock
 

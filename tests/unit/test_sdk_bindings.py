@@ -259,10 +259,10 @@ def test_lifecycle_fuel_used_and_holder(wit: ModuleType, monkeypatch: pytest.Mon
 def test_lifecycle_narrow_deadline_and_its_trap_reason(
         wit: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
     """The reason is spelled on both sides of the WIT boundary, which can share no module:
-    the host makes it (wkhost.core.instance), the guest SDK tells a timed-out attempt by
+    the host makes it (wkhost.engine.instance), the guest SDK tells a timed-out attempt by
     it (wkguest.lifecycle)."""
     from wkguest import lifecycle
-    from wkhost.core import instance
+    from wkhost.engine import instance
 
     seen: list[int | None] = []
     monkeypatch.setattr(wit.lifecycle, "narrow_deadline", seen.append)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from wkhost.core.spares import MAX_ACTORS_PER_INSTANCE, SpareInstances
+from wkhost.engine.spare_instances import MAX_ACTORS_PER_INSTANCE, SpareInstances
 
 
 @dataclass

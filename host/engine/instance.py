@@ -2,7 +2,7 @@
 
 By default an instance serves one id for its whole life, so a guest's module globals
 never leak between actors. A class served with `--reuse-instances` hands an instance that
-ended cleanly to its next new actor (`core/spares.py`), whose on-init comes first.
+ended cleanly to its next new actor (`spare_instances.py`), whose on-init comes first.
 
 Any trap (fuel, epoch, a guest exception, memory, a host-side failure) leaves the
 instance and its Store unusable ("cannot enter component instance"), so the caller drops
@@ -24,12 +24,12 @@ from wasmtime import Store, WasiConfig, WasmtimeError
 from wasmtime.component import Component, ExportIndex, Func
 from wasmtime.component import Linker as Linker
 
-from ..engine import guest_output
-from ..engine.components import ticks_for
-from ..engine.guest_output import OutputPipe
-from ..engine.pool import pool_exhausted, pool_memory
 from ..errors import BudgetExceeded, GuestFailed
 from ..traps import TrapKind, TrapReason, take_host_failure
+from . import guest_output
+from .components import ticks_for
+from .guest_output import OutputPipe
+from .pool import pool_exhausted, pool_memory
 
 log = logging.getLogger("wkhost.instance")
 
