@@ -18,7 +18,6 @@ from wkguest.errors import CallError, FetchError, SqliteError
 from wkguest.workflow import NonRetryable, Run, Step, StepContext, Tables, TxDb
 from wkguest.workflow.backend import TRAP_NARROWED_DEADLINE, CallFailed, LastTrap
 from wkguest.workflow.core.timeouts import NARROWED_REASON
-from wkguest.workflow.errors import StoreFault
 from wkguest.workflow.testing import FakeHost, Trap
 
 from .conftest import Raw
@@ -163,43 +162,6 @@ def test_a_late_tx_attempt_rolls_its_writes_back(any_host: FakeHost) -> None:
     assert [h[1] for h in history(any_host)] == ["timed-out", "returned"]
 
 
-def test_a_tx_statement_cut_at_the_deadline_keeps_its_kind(any_host: FakeHost) -> None:
-    """The runner's Backend raises a StoreFault for a failed statement while handling the
-    SDK's SqliteError (as RealBackend does): the SqliteError the tx handle raises keeps
-    that error's kind, and raises it again for a later statement. So an attempt whose
-    statement the host cut at the step's timeout is timed out on a clock held still."""
-    seen: list[str] = []
-
-    def cut(method: str, sql: str) -> bool:
-        if "app:book" in sql and not seen:
-            try:
-                raise SqliteError(NARROWED_TEXT, "narrowed-deadline")
-            except SqliteError as e:
-                raise StoreFault(f"sqlite: {e}") from None
-        return False
-
-    def book(db: TxDb) -> Any:
-        try:
-            db.exec("/*app:book*/ INSERT INTO ledger (n) VALUES (1)")
-        except SqliteError as e:
-            seen.append(e.kind)
-        return db.scalar("SELECT count(*) FROM ledger")
-
-    any_host.serve("w", lambda wf, _: wf.step("book", book, tx=LEDGER, timeout="1s",
-                                              delay=10))
-    c = any_host.client("w")
-    c.start("1")
-    any_host.instance("w", "1").backend.fail_when = cut
-    any_host.run_due()
-    any_host.advance(10)
-    assert seen == ["narrowed-deadline"]
-    assert [h[1] for h in history(any_host)] == ["timed-out", "returned"]
-    assert history(any_host)[0][2].endswith(f"(SqliteError: {NARROWED_TEXT} (an earlier "
-                                            "statement of this attempt failed: it is "
-                                            "rolled back))")
-    assert c.status("1").output == 1
-
-
 def test_a_step_without_a_timeout_makes_no_deadline_call(any_host: FakeHost) -> None:
     def wf(run: Run, _: Any) -> Any:
         return [run.step("a", lambda: 1), run.try_step("b", lambda: 1 / 0, attempts=1).ok,
@@ -325,14 +287,15 @@ NARROWED_TEXT = ("interrupted: the statement ran past the deadline the event set
     CallError("timeout: the call to a/b passed the deadline the event set itself "
               "(lifecycle.narrow-deadline): callee-budget: ...", "narrowed-deadline"),
     CallFailed("timeout: the call to a/b passed ...", "narrowed-deadline"),
-    FetchError("narrowed-deadline", "no answer in 300 ms, at the deadline the event set "
-               "itself (lifecycle.narrow-deadline)"),
+    FetchError("timeout", "no answer in 300 ms, at the deadline the event set itself "
+               "(lifecycle.narrow-deadline)"),
 ], ids=["sql", "call", "backend-call", "fetch"])
 def test_a_host_call_cut_at_the_deadline_is_timed_out_on_a_clock_held_still(
         any_host: FakeHost, cut: Exception) -> None:
     """A test's host clock may not move while the host's real deadline passes: the
-    kind the host gave the error of a call it cut tells the attempt timed out all the
-    same, also when the step's code wrapped that error in its own."""
+    kind the host gave the error of a call it cut (a fetch's words: it has no such kind)
+    tells the attempt timed out all the same, also when the step's code wrapped that
+    error in its own."""
     calls: list[int] = []
 
     def f() -> Any:
@@ -363,10 +326,7 @@ def test_a_host_call_cut_at_the_deadline_is_timed_out_on_a_clock_held_still(
     CutCall(NARROWED_TEXT),  # the host's words, no kind: a guest's own exception
     SqliteError(NARROWED_TEXT, "deadline"),  # the event's own deadline, not the step's
     CallError("timeout: ... (lifecycle.narrow-deadline)", "deadline"),
-    # A fetch's timeout whose words read as cut: the kind is the fetch's own timeout's.
-    FetchError("timeout", "no answer in 300 ms, at the deadline the event set itself "
-               "(lifecycle.narrow-deadline)"),
-], ids=["words-only", "sql-deadline", "call-deadline", "fetch-words-only"])
+], ids=["words-only", "sql-deadline", "call-deadline"])
 def test_an_error_that_only_reads_as_cut_is_an_ordinary_failure(
         any_host: FakeHost, cut: Exception) -> None:
     calls: list[int] = []
@@ -401,12 +361,8 @@ def test_an_error_naming_the_deadline_without_a_timeout_is_an_ordinary_failure(
     assert [h[1] for h in history(any_host)] == ["failed", "returned"]
 
 
-# What the host's text for a call it cut at the narrowed deadline ends with: for people,
-# since code reads the kind the host gives beside it.
-CUT_MARK = "(lifecycle.narrow-deadline)"
-
-
-def test_the_host_words_its_cut_calls_as_before() -> None:
+def test_the_host_words_its_cut_calls_with_the_mark_the_runner_looks_for() -> None:
+    from wkguest.workflow.core.timeouts import CUT_MARK
     from wkhost.engine import instance
     from wkhost.interfaces import sqlite
 
