@@ -8,7 +8,7 @@
 - At a durable point (ActorDb.sync_if_pending), the changes since the last write go as
   one changeset, fenced by the epoch, and the event waits for PostgreSQL's commit
   (`Copy.durable`). At an event's end, what `exec` committed goes the same way without
-  waiting (`Copy.lazy`), in the writer's next batch (core/replica_writer.py).
+  waiting (`Copy.lazy`), in the writer's next batch (cluster/writer.py).
 - An actor's first write, and any after DDL, is a snapshot; so is the write after
   --snapshot-every changesets or --snapshot-mb of them, which folds the log.
 - A write that the store refuses (another node holds the shard now) breaks the copy:
@@ -29,6 +29,7 @@ from typing import Any
 
 from ..cluster.leases import LeaseKeeper
 from ..cluster.store import AppendRow, ClusterStore, CorruptStore, StoreUnavailable
+from ..cluster.writer import DeleteWrite, SnapshotWrite, Writer
 from ..errors import (
     DeadlineExceeded,
     HostError,
@@ -42,7 +43,6 @@ from ..storage import changes, restore
 from ..storage.actordb import ActorDb
 from ..storage.files import delete_db_files
 from ..types import ActorRef
-from .replica_writer import DeleteWrite, SnapshotWrite, Writer
 from .slot import ActorSlot
 
 log = logging.getLogger("wkhost")

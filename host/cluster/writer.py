@@ -28,7 +28,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any
 
-from ..cluster.store import AppendRow, ClusterStore, StoreUnavailable
+from .store import AppendRow, ClusterStore, StoreUnavailable
 
 log = logging.getLogger("wkhost")
 
