@@ -1,7 +1,7 @@
 """An actor's one durable alarm, from the guest's set to its fire and retries.
 
 Where its state lives, and who keeps each part true:
-- the actor's `_wk_host_alarm` row (storage/alarm_store.py) is the truth: the guest sets
+- the actor's `_wk_host_alarm` row (storage/host_rows.py) is the truth: the guest sets
   and clears it (interfaces/alarm.py), and a fire clears it or re-sets it for a retry;
 - the index (storage/index.py) holds every actor's next time, so that a start finds them
   all without opening every database; `sync` keeps it to the row after each event;
@@ -9,7 +9,7 @@ Where its state lives, and who keeps each part true:
 - `slot.alarm_seen` is the row as last synced, so that an unchanged row costs nothing.
 
 A fire runs the actor's on-alarm. On success the row is cleared; on a failure it is
-re-set with a growing delay (alarm_store.retry_delay_ms); if the event itself fails
+re-set with a growing delay (host_rows.retry_delay_ms); if the event itself fails
 before either could be written (a full disk), the scheduler retries from memory.
 Unless the event set or cleared the alarm itself: its choice wins.
 """
@@ -26,7 +26,7 @@ from ..clock import Clock
 from ..config import HostConfig
 from ..errors import GuestFailed, HostError, LeaseLost
 from ..logs import actor
-from ..storage import alarm_store
+from ..storage import host_rows
 from ..storage.actordb import ActorDb
 from ..storage.index import Index
 from ..types import ActorRef
@@ -59,7 +59,7 @@ class Alarms:
     def opened(self, slot: ActorSlot, db: ActorDb) -> None:
         """The actor's database has just been opened: what its row holds."""
         # A database just made holds the template's alarm row: nothing to read.
-        slot.alarm_seen = alarm_store.NONE if db.created else alarm_store.read(db)
+        slot.alarm_seen = host_rows.NONE if db.created else host_rows.read(db)
 
     def after_event(self, slot: ActorSlot, ev: Event) -> None:
         if ev.alarm_touched or ev.kind != "request":
@@ -69,7 +69,7 @@ class Alarms:
         """Tell the scheduler and the index what the actor's database now holds. After a
         fire the scheduler has let go of the actor, so it is told even an unchanged time
         (an alarm re-set to the time that just fired)."""
-        row = alarm_store.read(slot.require_db())
+        row = host_rows.read(slot.require_db())
         if fired or slot.alarm_seen is None or row.at_ms != slot.alarm_seen.at_ms:
             self.scheduler.set(slot.ref, row.at_ms)
             self._index.set_alarm(slot.ref, row.at_ms)
@@ -122,7 +122,7 @@ class Alarms:
 
     def _on_alarm(self, slot: ActorSlot, ev: Event) -> None:
         db = slot.require_db()
-        before = alarm_store.read(db)
+        before = host_rows.read(db)
         now_ms = self._clock.now_ms()
         if before.at_ms is None or before.at_ms > now_ms:
             return  # stale: cleared or moved since it was scheduled
@@ -133,10 +133,10 @@ class Alarms:
             # The actor is going away; leave its alarm as it is, so that a crash before
             # the files are gone brings the event (and its delete-self) back.
             return
-        if alarm_store.read(db).gen != before.gen:
+        if host_rows.read(db).gen != before.gen:
             return  # the event set or cleared the alarm: its choice wins
         if failure is None:
-            alarm_store.host_clear(db)
+            host_rows.host_clear(db)
         else:
             self._retry(slot, db, before, failure)
 
@@ -148,11 +148,11 @@ class Alarms:
             return str(e)
         return None if err is None else f"on-alarm returned an error: {err}"
 
-    def _retry(self, slot: ActorSlot, db: ActorDb, before: alarm_store.AlarmRow,
+    def _retry(self, slot: ActorSlot, db: ActorDb, before: host_rows.AlarmRow,
                failure: str) -> None:
         config = self._config
-        delay = alarm_store.retry_delay_ms(before.retries, config.alarm_retry_base_ms,
+        delay = host_rows.retry_delay_ms(before.retries, config.alarm_retry_base_ms,
                                            config.alarm_retry_max_ms)
-        alarm_store.host_retry(db, self._clock.now_ms() + delay, before.retries + 1)
+        host_rows.host_retry(db, self._clock.now_ms() + delay, before.retries + 1)
         log.warning("%s: %s; retrying in %d ms", slot.ref, failure, delay,
                     extra=actor(slot.ref, event="alarm", reason=failure, retry_ms=delay))

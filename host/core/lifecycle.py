@@ -20,6 +20,7 @@ from ..config import HostConfig
 from ..engine.instance import failure
 from ..errors import GuestFailed, StorageFailed
 from ..logs import actor, one_line
+from ..storage import host_rows
 from ..storage.actordb import ActorDb, StorageError
 from ..storage.files import delete_db_files, is_storage_failure
 from ..storage.index import Index
@@ -261,7 +262,7 @@ class EventRunner:
         """Whether the actor was created, and why its last event trapped, from its db."""
         db = slot.require_db()
         # A database just made has no meta yet: nothing to read.
-        meta = {} if db.created else dict(db.host_exec("SELECT k, v FROM main._wk_host_meta"))
+        meta = {} if db.created else host_rows.read_meta(db)
         slot.initialized = meta.get("initialized") == 1
         trap = meta.get("trap")
         slot.last_trap = (None if trap is None
@@ -280,8 +281,7 @@ class EventRunner:
     def create(self, slot: ActorSlot, ev: Event) -> None:
         """Make the actor: its meta rows, its on-init, and its place in the index."""
         db = slot.require_db()
-        db.first_host_write("INSERT OR REPLACE INTO main._wk_host_meta VALUES ('class', ?), "
-                            "('id', ?), ('initialized', 0)", (slot.ref.cls, slot.ref.id))
+        host_rows.first_meta(db, slot.ref.cls, slot.ref.id)
         self._run_on_init(slot, ev, db)
         learn_schema(self._classes[slot.ref.cls], db, self._config.schema_images)
         db.end_event()
@@ -290,7 +290,7 @@ class EventRunner:
         # Committed like an exec, not fsynced: a power loss that loses it loses every later
         # commit of this database too (WAL frames survive as a prefix), so the actor is
         # then simply not created yet; the first exec-durable makes it durable.
-        db.host_exec("UPDATE main._wk_host_meta SET v = 1 WHERE k = 'initialized'")
+        host_rows.mark_initialized(db)
         slot.initialized = True
         self._index.add_actor(slot.ref)
 

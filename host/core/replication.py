@@ -39,15 +39,13 @@ from ..errors import (
     StorageFailed,
 )
 from ..partition import shard_of
-from ..storage import changes, restore
+from ..storage import changes, host_rows, restore
 from ..storage.actordb import ActorDb
 from ..storage.files import delete_db_files
 from ..types import ActorRef
 from .slot import ActorSlot
 
 log = logging.getLogger("wkhost")
-
-ALARM_AT = "SELECT at_ms FROM main._wk_host_alarm"
 
 
 def actor_key(ref: ActorRef) -> str:
@@ -102,7 +100,7 @@ class Copy:
         if self.lost is not None:
             raise self.lost
         assert db.capture is not None
-        alarm = db.host_exec(ALARM_AT)[0][0]  # read first: nothing is taken if these fail
+        alarm = host_rows.alarm_at(db)  # read first: nothing is taken if these fail
         attrs = db.published()
         cs = db.capture.take()
         # DDL (and VACUUM) move the schema's version: changesets carry none of it.

@@ -10,6 +10,7 @@ import time
 
 from ..config import HostConfig
 from ..logs import actor
+from ..storage import host_rows
 from ..storage.actordb import ActorDb, StorageError
 from ..storage.attributes import decoded
 from ..storage.index import Index
@@ -115,11 +116,10 @@ def keep_trap(slot: ActorSlot, ev: Event, db: ActorDb) -> None:
             log.warning("%s: its %s event trapped: %s", slot.ref, ev.kind, trapped.message,
                         extra=actor(slot.ref, event=ev.kind, reason=trapped.message))
             slot.last_trap = trapped
-            db.host_exec("INSERT OR REPLACE INTO main._wk_host_meta VALUES ('trap', ?), "
-                         "('trap_detail', ?)", (trapped.message, trapped.encoded_detail()))
+            host_rows.keep_trap(db, (trapped.message, trapped.encoded_detail()))
         elif ev.trap_read and slot.last_trap is not None:
             slot.last_trap = None
-            db.host_exec("DELETE FROM main._wk_host_meta WHERE k IN ('trap', 'trap_detail')")
+            host_rows.forget_trap(db)
     except StorageError as e:
         log.warning("%s: why its last event trapped was not kept: %s", slot.ref, e,
                     extra=actor(slot.ref, event=ev.kind, reason=str(e)))

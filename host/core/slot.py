@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..engine.instance import Instance
 from ..storage.actordb import ActorDb
-from ..storage.alarm_store import AlarmRow
+from ..storage.host_rows import AlarmRow
 from ..traps import TrapReason
 from ..types import ActorRef
 

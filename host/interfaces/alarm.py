@@ -1,11 +1,11 @@
 """The `alarm` WIT interface: the guest sets, reads and clears its one durable alarm,
-whose row storage/alarm_store.py keeps (and core/alarms.py follows after the event)."""
+whose row storage/host_rows.py keeps (and core/alarms.py follows after the event)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..storage.alarm_store import guest_set, read
+from ..storage.host_rows import guest_set, read
 from ..storage.readonly import refusal
 from .ports import E, Events
 

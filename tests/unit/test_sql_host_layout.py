@@ -16,7 +16,7 @@ from pathlib import Path
 
 import apsw
 import pytest
-from wkhost.storage import alarm_store as alarms
+from wkhost.storage import host_rows as alarms
 from wkhost.storage.actordb import ActorDb, SqlError
 
 HOST_AUTOINDEX = "sqlite_autoindex__wk_host_meta_1"

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import apsw
 import pytest
-from wkhost.storage import alarm_store as alarms
 from wkhost.storage import functions as sql_functions
+from wkhost.storage import host_rows as alarms
 from wkhost.storage import policy as sql_policy
 from wkhost.storage.actordb import ActorDb, SqlError
 

@@ -1,14 +1,19 @@
-"""One durable alarm per actor: its row in the actor's database.
+"""The host's own rows in an actor's database: its one durable alarm, and its meta.
 
 The actor's `_wk_host_alarm` row is the truth. `gen` is bumped by every set or clear the
 guest makes, so after an event the host can tell whether the event touched the alarm,
 from what was committed and not from what the guest attempted: a set inside a transaction
 that was rolled back does not count.
+
+`_wk_host_meta` holds the actor's class and id, whether its on-init finished
+(`initialized`), and why its last event trapped (`trap`, `trap_detail`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .actordb import ActorDb
 
@@ -30,6 +35,11 @@ def read(db: ActorDb) -> AlarmRow:
     return AlarmRow(at_ms, gen, retries)
 
 
+def alarm_at(db: ActorDb) -> int | None:
+    at_ms: int | None = db.host_exec("SELECT at_ms FROM main._wk_host_alarm")[0][0]
+    return at_ms
+
+
 def guest_set(db: ActorDb, at_ms: int | None) -> None:
     db.host_exec("UPDATE main._wk_host_alarm SET at_ms = ?, gen = gen + 1, retries = 0", (at_ms,))
     if db.replica is not None:  # cluster mode: committed like exec-durable, to survive failover
@@ -47,3 +57,28 @@ def host_retry(db: ActorDb, at_ms: int, retries: int) -> None:
 
 def retry_delay_ms(retries: int, base_ms: int, max_ms: int) -> int:
     return int(min(max_ms, base_ms * (2 ** min(retries, 30))))
+
+
+# -- meta --------------------------------------------------------------------------------
+def read_meta(db: ActorDb) -> dict[str, Any]:
+    return dict(db.host_exec("SELECT k, v FROM main._wk_host_meta"))
+
+
+def first_meta(db: ActorDb, cls: str, actor_id: str) -> None:
+    """A new actor's meta, as its database's first write (ActorDb.first_host_write)."""
+    db.first_host_write("INSERT OR REPLACE INTO main._wk_host_meta VALUES ('class', ?), "
+                        "('id', ?), ('initialized', 0)", (cls, actor_id))
+
+
+def mark_initialized(db: ActorDb) -> None:
+    db.host_exec("UPDATE main._wk_host_meta SET v = 1 WHERE k = 'initialized'")
+
+
+def keep_trap(db: ActorDb, detail: Sequence[Any]) -> None:
+    """`detail`: the message and the encoded detail, written and removed together."""
+    db.host_exec("INSERT OR REPLACE INTO main._wk_host_meta VALUES ('trap', ?), "
+                 "('trap_detail', ?)", detail)
+
+
+def forget_trap(db: ActorDb) -> None:
+    db.host_exec("DELETE FROM main._wk_host_meta WHERE k IN ('trap', 'trap_detail')")
