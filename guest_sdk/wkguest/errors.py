@@ -6,14 +6,14 @@
     ├── AlarmError          alarm.set / alarm.clear failed
     ├── CallError           actors.call failed; `.reason` is the host's one-line reason,
     │                       `.kind` why (unknown-class, not-declared, refused, ...)
-    ├── FetchError          http.fetch failed; `.kind` (denied, timeout, too-large,
-    │                       incomplete, connect, invalid) and `.message`
+    ├── FetchError          http.fetch failed; `.kind` (denied, timeout, narrowed-deadline,
+    │                       too-large, incomplete, connect, invalid) and `.message`
     ├── ReadOnlyError       a change asked for while code that may only read runs
     │                       (`wkguest.readonly`: a workflow's query handler)
     └── InitError           raise it from `Actor.on_init` to refuse creation cleanly
 
 Code tells failures apart by `.kind`, which the host gives beside the text (WIT
-`sqlite.last-error`, `actors.last-error`); the text is for people.
+`sqlite.last-error`, `actors.last-error`, `http.last-error`); the text is for people.
 
 A guest that lets a WkError escape from `handle` traps like any other exception (the
 caller gets 500); catch the ones you expect. Misuse of the SDK itself (a wrong argument
@@ -22,10 +22,16 @@ type) raises the usual TypeError/ValueError, not a WkError.
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Literal, cast, get_args
 
-FetchKind = Literal["denied", "timeout", "too-large", "incomplete", "connect", "invalid"]
+# WIT `http.fetch-error-kind`: a fetch's failure. Its text begins with the kind, but for
+# a fetch cut at the narrowed deadline, whose text begins "timeout: " as it did before
+# the kind was given beside it.
+FetchKind = Literal["denied", "timeout", "narrowed-deadline", "too-large", "incomplete",
+                    "connect", "invalid"]
 FETCH_KINDS: frozenset[str] = frozenset(get_args(FetchKind))
+_WORD = {"narrowed-deadline": "timeout"}  # a kind's first word in the text, if not its own
+_WORDS = FETCH_KINDS - _WORD.keys()
 
 # WIT `sqlite.sql-error-kind`: a statement's failure ("read-only" is a ReadOnlyError).
 SqlErrorKind = Literal["sql", "read-only", "deadline", "narrowed-deadline", "storage"]
@@ -69,11 +75,11 @@ class CallError(WkError):
 
 
 class FetchError(WkError):
-    """An outgoing HTTP request failed. `kind` is parsed from the host's "kind: message"
-    reason; a reason without a known kind prefix gets kind "invalid" and keeps its text."""
+    """An outgoing HTTP request failed: `kind` says why (WIT `http.fetch-error-kind`),
+    `message` is the host's reason after its first word."""
 
     def __init__(self, kind: FetchKind, message: str) -> None:
-        super().__init__(f"{kind}: {message}")
+        super().__init__(f"{_WORD.get(kind, kind)}: {message}")
         self.kind: FetchKind = kind
         self._message = message
 
@@ -82,13 +88,19 @@ class FetchError(WkError):
         return self._message
 
     @classmethod
-    def from_reason(cls, reason: str) -> FetchError:
-        """Parse the host's "kind: message" string. Never raises."""
+    def from_reason(cls, reason: str, kind: FetchKind | None = None) -> FetchError:
+        """The error for the host's "word: message" string, of `kind` (the host's, given
+        beside it), else of the kind its word names; a reason without a known first word
+        is kind "invalid" and keeps its text. The text is the one the word gives, as it
+        was before the host gave kinds, whatever `kind` is. Never raises."""
         head, sep, rest = reason.partition(":")
-        kind = head.strip()
-        if sep and kind in FETCH_KINDS:
-            return cls(kind, rest.strip())  # type: ignore[arg-type]  # checked just above
-        return cls("invalid", reason.strip())
+        word = head.strip()
+        if not (sep and word in _WORDS):
+            word, rest = "invalid", reason
+        e = cls(cast(FetchKind, word), rest.strip())
+        if kind is not None:
+            e.kind = kind
+        return e
 
 
 class ReadOnlyError(WkError):

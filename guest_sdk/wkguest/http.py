@@ -10,11 +10,12 @@ The host enforces an allow-list, a body size cap and the event's deadline.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, cast
 
 from wkguest import _bindings as _b
 from wkguest import readonly
 from wkguest.codec import from_wire, to_wire
-from wkguest.errors import FetchError
+from wkguest.errors import FetchError, FetchKind
 from wkguest.types import HttpResponse
 
 __all__ = ["HttpResponse", "fetch"]
@@ -30,10 +31,12 @@ def fetch(
     """Fetch an absolute http(s) `url` (redirects followed, each one allow-listed).
 
     `body` may be str (sent as UTF-8). `timeout_ms` is capped by the event's time left.
-    Raises FetchError with `.kind` one of: "denied" (not allowed), "timeout", "too-large"
-    (body over the host's cap), "incomplete" (body cut short), "connect", "invalid"
-    (malformed request); ValueError for a negative `timeout_ms`; ReadOnlyError while
-    code that may only read runs (`wkguest.readonly`), before anything is sent.
+    Raises FetchError with `.kind` one of: "denied" (not allowed), "timeout" (its own
+    timeout or the event's deadline), "narrowed-deadline" (cut at the deadline the event
+    set itself, `lifecycle.narrow_deadline`), "too-large" (body over the host's cap),
+    "incomplete" (body cut short), "connect", "invalid" (malformed request);
+    ValueError for a negative `timeout_ms`; ReadOnlyError while code that may only read
+    runs (`wkguest.readonly`), before anything is sent.
     """
     readonly.refuse("an HTTP fetch")
     if timeout_ms is not None and timeout_ms < 0:
@@ -49,5 +52,13 @@ def fetch(
     try:
         r = _b.http.fetch(req)
     except _b.Err as e:
-        raise FetchError.from_reason(str(e.value)) from None
+        raise _error(e) from None
     return HttpResponse(int(r.status), list(r.headers), from_wire(r.body))
+
+
+def _error(e: Any) -> FetchError:
+    """The FetchError for the host's `result` error `e`, of the kind the host gives
+    beside it (WIT `http.last-error`): read only when a fetch failed."""
+    info = _b.http.last_error()
+    kind = None if info is None else info.kind.name.lower().replace("_", "-")
+    return FetchError.from_reason(str(e.value), cast(FetchKind | None, kind))

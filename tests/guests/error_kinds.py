@@ -1,15 +1,18 @@
-"""A guest whose SQL and actor calls fail in each way the host tells apart by a kind
-(WIT `sqlite.last-error`, `actors.last-error`), and that answers what the SDK raised.
+"""A guest whose SQL, actor calls and fetches fail in each way the host tells apart by a
+kind (WIT `sqlite.last-error`, `actors.last-error`, `http.last-error`), and that answers
+what the SDK raised.
 
     POST /sql    {"sql": S, "read_only": bool?, "narrow": ms?}   runs S with sqlite.exec,
                  inside wkguest.readonly.read_only("test") if read_only, after
                  lifecycle.narrow_deadline(ms) if narrow
     POST /call   {"cls": C, "id": I, "path": P?, "protocol": NAME?, "narrow": ms?}
                  actors.call(C, I, "POST", P), with the header wk-protocol: NAME if given
+    POST /fetch  {"url": U, "timeout_ms": ms?, "narrow": ms?}   http.fetch(U), after
+                 lifecycle.narrow_deadline(ms) if narrow; {"ok": the status} if it answers
     POST /raise  raises RuntimeError, uncaught (a callee that traps)
     POST /spin   loops, calling the WASI clock, until a deadline cuts it
-    Each of /sql and /call answers {"ok": ...} or {"type": the exception's class, "kind":
-    its `.kind` (null if it has none), "error": str(e)}.
+    Each of /sql, /call and /fetch answers {"ok": ...} or {"type": the exception's class,
+    "kind": its `.kind` (null if it has none), "error": str(e)}.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from wkguest import Actor, Request, Response, actors, export, lifecycle, readonly, sqlite
+from wkguest import Actor, Request, Response, actors, export, http, lifecycle, readonly, sqlite
 from wkguest.errors import WkError
 
 
@@ -38,6 +41,12 @@ def _call(doc: dict[str, Any]) -> Any:
     return r.status
 
 
+def _fetch(doc: dict[str, Any]) -> Any:
+    if doc.get("narrow") is not None:
+        lifecycle.narrow_deadline(doc["narrow"])
+    return http.fetch(doc["url"], timeout_ms=doc.get("timeout_ms")).status
+
+
 def _spin() -> None:
     while True:  # each turn calls the clock: a narrowed deadline traps at a call
         time.monotonic()
@@ -49,7 +58,7 @@ class ErrorKinds(Actor):
             raise RuntimeError("error_kinds: raised on purpose")
         if req.path == "/spin":
             _spin()
-        run = {"/sql": _sql, "/call": _call}.get(req.path)
+        run = {"/sql": _sql, "/call": _call, "/fetch": _fetch}.get(req.path)
         if run is None:
             return Response.json({"error": f"no route {req.path}"}, status=404)
         try:

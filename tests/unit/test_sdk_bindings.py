@@ -203,10 +203,11 @@ def test_each_error_kind_of_the_wit_is_one_the_sdk_names(wit: ModuleType) -> Non
     the WIT's enums is one of the SDK's kinds, and the SDK names no other."""
     from typing import get_args
 
-    from wkguest.errors import CallErrorKind, SqlErrorKind
+    from wkguest.errors import CallErrorKind, FetchKind, SqlErrorKind
 
     for enum_type, kinds in ((wit.sqlite.SqlErrorKind, SqlErrorKind),
-                             (wit.actors.CallErrorKind, CallErrorKind)):
+                             (wit.actors.CallErrorKind, CallErrorKind),
+                             (wit.http.FetchErrorKind, FetchKind)):
         named = [case.name.lower().replace("_", "-") for case in enum_type]
         assert named == list(get_args(kinds))
 
@@ -228,9 +229,19 @@ def test_http_fetch(wit: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
     r = http.fetch("http://a/", "POST", [("k", "v")], b"\x80", timeout_ms=250)
     assert (r.status, r.json()) == (500, {"x": 1})
     assert (seen[0].body, seen[0].timeout_ms, seen[0].headers) == ("\x80", 250, [("k", "v")])
+    H = wit.http  # noqa: N806
+    monkeypatch.setattr(H, "last_error", lambda: H.FetchError(
+        kind=H.FetchErrorKind.DENIED, message="denied: 10.0.0.1 is not allowed"))
     with pytest.raises(FetchError) as info:
         http.fetch("http://blocked/")
     assert (info.value.kind, info.value.message) == ("denied", "10.0.0.1 is not allowed")
+    # The host's kind, whatever the words; the text stays the host's.
+    monkeypatch.setattr(H, "last_error", lambda: H.FetchError(
+        kind=H.FetchErrorKind.NARROWED_DEADLINE, message="timeout: ..."))
+    with pytest.raises(FetchError) as info:
+        http.fetch("http://blocked/")
+    assert (info.value.kind, str(info.value)) == ("narrowed-deadline",
+                                                  "denied: 10.0.0.1 is not allowed")
 
 
 def test_lifecycle(wit: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -287,15 +287,14 @@ NARROWED_TEXT = ("interrupted: the statement ran past the deadline the event set
     CallError("timeout: the call to a/b passed the deadline the event set itself "
               "(lifecycle.narrow-deadline): callee-budget: ...", "narrowed-deadline"),
     CallFailed("timeout: the call to a/b passed ...", "narrowed-deadline"),
-    FetchError("timeout", "no answer in 300 ms, at the deadline the event set itself "
-               "(lifecycle.narrow-deadline)"),
+    FetchError("narrowed-deadline", "no answer in 300 ms, at the deadline the event set "
+               "itself (lifecycle.narrow-deadline)"),
 ], ids=["sql", "call", "backend-call", "fetch"])
 def test_a_host_call_cut_at_the_deadline_is_timed_out_on_a_clock_held_still(
         any_host: FakeHost, cut: Exception) -> None:
     """A test's host clock may not move while the host's real deadline passes: the
-    kind the host gave the error of a call it cut (a fetch's words: it has no such kind)
-    tells the attempt timed out all the same, also when the step's code wrapped that
-    error in its own."""
+    kind the host gave the error of a call it cut tells the attempt timed out all the
+    same, also when the step's code wrapped that error in its own."""
     calls: list[int] = []
 
     def f() -> Any:
@@ -326,7 +325,10 @@ def test_a_host_call_cut_at_the_deadline_is_timed_out_on_a_clock_held_still(
     CutCall(NARROWED_TEXT),  # the host's words, no kind: a guest's own exception
     SqliteError(NARROWED_TEXT, "deadline"),  # the event's own deadline, not the step's
     CallError("timeout: ... (lifecycle.narrow-deadline)", "deadline"),
-], ids=["words-only", "sql-deadline", "call-deadline"])
+    # A fetch's timeout whose words read as cut: the kind is the fetch's own timeout's.
+    FetchError("timeout", "no answer in 300 ms, at the deadline the event set itself "
+               "(lifecycle.narrow-deadline)"),
+], ids=["words-only", "sql-deadline", "call-deadline", "fetch-words-only"])
 def test_an_error_that_only_reads_as_cut_is_an_ordinary_failure(
         any_host: FakeHost, cut: Exception) -> None:
     calls: list[int] = []
@@ -361,8 +363,12 @@ def test_an_error_naming_the_deadline_without_a_timeout_is_an_ordinary_failure(
     assert [h[1] for h in history(any_host)] == ["failed", "returned"]
 
 
-def test_the_host_words_its_cut_calls_with_the_mark_the_runner_looks_for() -> None:
-    from wkguest.workflow.core.timeouts import CUT_MARK
+# What the host's text for a call it cut at the narrowed deadline ends with: for people,
+# since code reads the kind the host gives beside it.
+CUT_MARK = "(lifecycle.narrow-deadline)"
+
+
+def test_the_host_words_its_cut_calls_as_before() -> None:
     from wkhost.engine import instance
     from wkhost.interfaces import sqlite
 

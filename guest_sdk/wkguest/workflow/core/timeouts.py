@@ -58,14 +58,11 @@ def deadline(timeout_ms: int | None, started: int) -> int | None:
     return None if timeout_ms is None else started + timeout_ms
 
 
-# The kind the host gives a statement's or an actor call's error when it cut the call at
-# the narrowed deadline (WIT sqlite.last-error, actors.last-error; CallFailed is an actor
-# call's error as the runner's Backend raises it).
+# The kind the host gives a statement's, an actor call's or a fetch's error when it cut
+# the call at the narrowed deadline (WIT sqlite.last-error, actors.last-error,
+# http.last-error; CallFailed is an actor call's error as the runner's Backend raises it).
 _NARROWED = "narrowed-deadline"
-_KINDED = (SqliteError, CallError, CallFailed)
-# A fetch's error has no such kind (its `timeout` is its own timeout's too): the host's
-# text for one it cut at the narrowed deadline ends with this mark (WIT lifecycle).
-CUT_MARK = "(lifecycle.narrow-deadline)"
+_KINDED = (SqliteError, CallError, CallFailed, FetchError)
 
 
 def overran(db: Backend, timeout_ms: int | None, started: int,
@@ -83,8 +80,6 @@ def _cut_by_host(e: BaseException | None) -> bool:
     seen = 0
     while e is not None and seen < 8:  # the chain of causes, bounded (it may loop)
         if isinstance(e, _KINDED) and e.kind == _NARROWED:
-            return True
-        if isinstance(e, FetchError) and e.kind == "timeout" and e.message.endswith(CUT_MARK):
             return True
         e, seen = e.__cause__ or e.__context__, seen + 1
     return False
