@@ -18,6 +18,7 @@ from wkguest.errors import CallError, FetchError, SqliteError
 from wkguest.workflow import NonRetryable, Run, Step, StepContext, Tables, TxDb
 from wkguest.workflow.backend import TRAP_NARROWED_DEADLINE, CallFailed, LastTrap
 from wkguest.workflow.core.timeouts import NARROWED_REASON
+from wkguest.workflow.errors import StoreFault
 from wkguest.workflow.testing import FakeHost, Trap
 
 from .conftest import Raw
@@ -160,6 +161,43 @@ def test_a_late_tx_attempt_rolls_its_writes_back(any_host: FakeHost) -> None:
     assert c.status("1").output == 1
     assert any_host.instance("w", "1").backend.rows("SELECT n FROM ledger") == [(2,)]
     assert [h[1] for h in history(any_host)] == ["timed-out", "returned"]
+
+
+def test_a_tx_statement_cut_at_the_deadline_keeps_its_kind(any_host: FakeHost) -> None:
+    """The runner's Backend raises a StoreFault for a failed statement while handling the
+    SDK's SqliteError (as RealBackend does): the SqliteError the tx handle raises keeps
+    that error's kind, and raises it again for a later statement. So an attempt whose
+    statement the host cut at the step's timeout is timed out on a clock held still."""
+    seen: list[str] = []
+
+    def cut(method: str, sql: str) -> bool:
+        if "app:book" in sql and not seen:
+            try:
+                raise SqliteError(NARROWED_TEXT, "narrowed-deadline")
+            except SqliteError as e:
+                raise StoreFault(f"sqlite: {e}") from None
+        return False
+
+    def book(db: TxDb) -> Any:
+        try:
+            db.exec("/*app:book*/ INSERT INTO ledger (n) VALUES (1)")
+        except SqliteError as e:
+            seen.append(e.kind)
+        return db.scalar("SELECT count(*) FROM ledger")
+
+    any_host.serve("w", lambda wf, _: wf.step("book", book, tx=LEDGER, timeout="1s",
+                                              delay=10))
+    c = any_host.client("w")
+    c.start("1")
+    any_host.instance("w", "1").backend.fail_when = cut
+    any_host.run_due()
+    any_host.advance(10)
+    assert seen == ["narrowed-deadline"]
+    assert [h[1] for h in history(any_host)] == ["timed-out", "returned"]
+    assert history(any_host)[0][2].endswith(f"(SqliteError: {NARROWED_TEXT} (an earlier "
+                                            "statement of this attempt failed: it is "
+                                            "rolled back))")
+    assert c.status("1").output == 1
 
 
 def test_a_step_without_a_timeout_makes_no_deadline_call(any_host: FakeHost) -> None:

@@ -133,7 +133,7 @@ class TxDb:
         self._db = db
         self._step = step
         self._open = True
-        self._failed: str | None = None
+        self._failed: SqliteError | None = None
 
     def exec(self, sql: str, params: Sequence[Param] = ()) -> int:
         """Run one statement; return how many rows it changed."""
@@ -169,14 +169,18 @@ class TxDb:
         try:
             return op(sql, params)
         except StoreFault as e:
-            self._failed = str(e).removeprefix("sqlite: ")
-            raise SqliteError(self._failed) from None
+            # The Backend raises its StoreFault while handling the SDK's SqliteError: the
+            # statement's kind is that error's (a cut at the step's timeout, say).
+            was = e.__context__
+            kind = was.kind if isinstance(was, SqliteError) else "sql"
+            self._failed = SqliteError(str(e).removeprefix("sqlite: "), kind)
+            raise SqliteError(str(self._failed), kind) from None  # the kept one holds no frames
 
     def raise_failure(self) -> None:
         """Raise the attempt's SQL error again, if a statement failed."""
         if self._failed is not None:
             raise SqliteError(f"{self._failed} (an earlier statement of this attempt failed: "
-                              "it is rolled back)")
+                              "it is rolled back)", self._failed.kind)
 
     def close(self) -> None:
         """The function has returned: refuse any later use (a handle kept in a closure)."""
