@@ -547,7 +547,7 @@ def _rss_kib() -> int:
     """This process's RSS, once freed C heap is given back: a component compiled just
     before (no cached artifact yet) leaves hundreds of MiB free but resident, which made
     the idle host look bigger than the sleeping one."""
-    from wkhost.core.memory import _malloc_trim
+    from wkhost.runtime.memory import _malloc_trim
 
     gc.collect()
     if _malloc_trim is not None:

@@ -87,7 +87,7 @@ class HostConfig:
         "(default %(default)s); past it, the statement that asks for more fails", unit=MiB)
     # New actors are refused (507) past this many on disk, or with less than this much
     # free on the data directory's disk (or a twentieth of a disk smaller than twenty
-    # times it); existing actors are served all the same (host/core/admission.py).
+    # times it); existing actors are served all the same (host/runtime/admission.py).
     max_actors: int = flag(
         1_000_000, "--max-actors", "actors kept on disk (default %(default)s, shared among "
         "--processes); past it new actors get 507, existing ones are served. An actor that "
@@ -132,7 +132,7 @@ class HostConfig:
         16, "--workers", "event threads per process, at most (default %(default)s). Only the "
         "running events plus one work at once; the others stand in for events that wait on "
         "the network or on another actor")
-    # Events running host or guest code at once (core/event.py's RunGate). The default
+    # Events running host or guest code at once (runtime/run_gate.py's RunGate). The default
     # leaves a core spare: it takes SQLite, fsyncs, the front door's loop and the janitor.
     # On 2 cores, 1 running event beats 2, for cold wakes due at once and for three-step
     # workflows through `serve` alike: while no other thread of the host runs guest code,

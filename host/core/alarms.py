@@ -5,7 +5,7 @@ Where its state lives, and who keeps each part true:
   and clears it (interfaces/alarm.py), and a fire clears it or re-sets it for a retry;
 - the index (storage/index.py) holds every actor's next time, so that a start finds them
   all without opening every database; `sync` keeps it to the row after each event;
-- the scheduler's heap (core/scheduler.py) holds them in memory and hands due ones out;
+- the scheduler's heap (runtime/scheduler.py) holds them in memory and hands due ones out;
 - `slot.alarm_seen` is the row as last synced, so that an unchanged row costs nothing.
 
 A fire runs the actor's on-alarm. On success the row is cleared; on a failure it is
@@ -26,12 +26,12 @@ from ..clock import Clock
 from ..config import HostConfig
 from ..errors import GuestFailed, HostError, LeaseLost
 from ..logs import actor
+from ..runtime.scheduler import Scheduler
 from ..storage import host_rows
 from ..storage.actordb import ActorDb
 from ..storage.index import Index
 from ..types import ActorRef
 from .event import ActorGone, Chain, Event
-from .scheduler import Scheduler
 from .slot import ActorSlot
 
 log = logging.getLogger("wkhost")

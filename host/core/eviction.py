@@ -10,10 +10,10 @@ from operator import attrgetter
 from ..config import HostConfig
 from ..engine.instance import Instance
 from ..engine.spare_instances import SpareInstances
+from ..runtime.admission import Admission
 from ..storage.files import delete_db_files
 from ..storage.index import Index
 from ..testing import Switches
-from .admission import Admission
 from .alarms import Alarms
 from .registry import ActorClass
 from .slot import ActorSlot

@@ -15,6 +15,7 @@ The Host is a façade: it builds the parts and hands each the others it needs.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import sys
 import threading
@@ -32,30 +33,31 @@ from ..engine.pool import pool_memory
 from ..engine.spare_instances import SpareInstances
 from ..errors import HostError, UnknownClass
 from ..interfaces.linker import make_linker
+from ..runtime.admission import Admission
+from ..runtime.executor import EventExecutor
+from ..runtime.janitor import Janitor
+from ..runtime.memory import HeapTrim, release_pool_memory, tune_malloc
+from ..runtime.pending import PendingEvents
+from ..runtime.run_gate import RunGate, statement_loan
+from ..runtime.scheduler import Scheduler
 from ..storage import images, paths
 from ..storage.actordb import StorageError
 from ..storage.files import wait_new_files
 from ..storage.index import Index, prepare_layout
 from ..storage.listing import Listed, ListQuery
 from ..storage.policy import set_heap_limit
-from ..storage.watch import Loan
 from ..testing import Switches
 from ..types import ActorRef, Request, Response, Sender
-from .admission import Admission
 from .alarms import Alarms
-from .event import CallGraph, Chain, Event, RunGate
+from .event import CallGraph, Chain, Event
 from .eviction import Eviction
-from .executor import EventExecutor
 from .holds import Holds
 from .instances import InstanceSource
 from .lifecycle import Body, EventRunner, call_export
 from .links import InterfaceHost
-from .memory import HeapTrim, release_pool_memory, tune_malloc
-from .pending import PendingEvents
 from .registry import Access, ActorClass, load_class
 from .remote import NoRemote, RemoteCalls
 from .requests import Requests
-from .scheduler import Scheduler
 from .settle import Settle
 from .slot import ActorSlot
 from .slots import SlotTable
@@ -151,7 +153,8 @@ class Host:
             settle=Settle(config, self._table, self.alarms, self.eviction, self.index,
                           self.testing),
             call_export=self._call, long_wait=self.long_wait,
-            statement_loan=self._statement_loan, testing=self.testing,
+            statement_loan=functools.partial(statement_loan, self.gate, self.executor),
+            testing=self.testing,
             replication=None if self.cluster is None else self.cluster.replication)
         self._requests = Requests(
             config=config, classes=self.classes, holds=self.holds, remote=self.remote,
@@ -188,7 +191,7 @@ class Host:
         self.admission.actors = self.index.count_actors()
         self._ticker.start()
         self.scheduler.start()
-        threading.Thread(target=self._janitor, name="wk-janitor", daemon=True).start()
+        Janitor(self._stopping, self._tidy).start()
         self._started = True
 
     def close(self, timeout_s: float = 10.0) -> None:
@@ -251,7 +254,7 @@ class Host:
     def long_wait(self) -> Iterator[None]:
         """A wait of an event that may be long (the network, another process, another
         actor's event): its run slot, and its thread's place among the working ones
-        (core/executor.py), serve other events meanwhile."""
+        (runtime/executor.py), serve other events meanwhile."""
         with self.gate.waiting(), self.executor.blocking():
             yield
 
@@ -291,37 +294,12 @@ class Host:
     def _fire_alarm(self, ref: ActorRef) -> None:
         self.alarms.fire(ref)
 
-    def _statement_loan(self) -> Loan | None:
-        """On a guest statement's thread: what it lends should it run long (its run slot,
-        its place among the working event threads), as storage/watch.py's `Loan`."""
-        slot, place = self.gate.held_here(), self.executor.counted_here()
-        if not (slot or place):
-            return None
-
-        def lend() -> Callable[[], None]:
-            if place:
-                self.executor.lend_place()
-            if slot:
-                self.gate.lend()
-            return lambda: self._take_back(slot, place)
-
-        return lend
-
-    def _take_back(self, slot: bool, place: bool) -> None:
-        if place:
-            self.executor.reclaim_place()
-        if slot:
-            self.gate.reclaim()
-
-    # -- the janitor ------------------------------------------------------------------------
-    def _janitor(self) -> None:
-        trim = HeapTrim()
-        while not self._stopping.wait(1.0):
-            self.index.flush()
-            try:
-                trim.count(self.evict_idle())
-            except Exception:
-                log.exception("evicting idle actors failed")
-            trim.count(self.spares.drop_idle(self.config.spare_idle_s))
-            release_pool_memory(self.pool_memory, self.config.pool_release_idle_s)
-            trim.trim_if_due()
+    def _tidy(self, trim: HeapTrim) -> None:
+        """The janitor's round (runtime/janitor.py): what the host lets go of when idle."""
+        self.index.flush()
+        try:
+            trim.count(self.evict_idle())
+        except Exception:
+            log.exception("evicting idle actors failed")
+        trim.count(self.spares.drop_idle(self.config.spare_idle_s))
+        release_pool_memory(self.pool_memory, self.config.pool_release_idle_s)

@@ -20,6 +20,8 @@ from ..config import HostConfig
 from ..engine.instance import failure
 from ..errors import GuestFailed, StorageFailed
 from ..logs import actor, one_line
+from ..runtime.admission import Admission
+from ..runtime.run_gate import RunGate
 from ..storage import host_rows
 from ..storage.actordb import ActorDb, StorageError
 from ..storage.files import delete_db_files, is_storage_failure
@@ -30,9 +32,8 @@ from ..testing import Switches
 from ..traps import TrapKind, TrapReason
 from ..types import ActorRef
 from . import event
-from .admission import Admission
 from .alarms import Alarms
-from .event import ActorGone, CallGraph, Chain, Event, RunGate
+from .event import ActorGone, CallGraph, Chain, Event
 from .eviction import Eviction
 from .holds import Holds
 from .instances import InstanceSource
@@ -219,7 +220,7 @@ class EventRunner:
                     return False
             else:
                 self._admission.known(slot)
-        if create:  # one that holds no place in --max-actors takes one (core/admission.py)
+        if create:  # one that holds no place in --max-actors takes one (runtime/admission.py)
             self._admission.take(slot)
         if slot.db is None:
             db = self._open_db(slot)

@@ -88,7 +88,7 @@ class ActorSlot:
     output: GuestOutput = field(default_factory=lambda: GuestOutput())
     # Why its last trapped event ended, as kept in its database (core/settle.py's keep_trap).
     last_trap: TrapReason | None = None
-    place: int = 0  # its place in --max-actors: core/admission.py's NO_PLACE, HELD or KEPT
+    place: int = 0  # its place in --max-actors: runtime/admission.py's NO_PLACE, HELD or KEPT
 
     def require_db(self) -> ActorDb:
         if self.db is None:

@@ -43,7 +43,7 @@ class EventChain(Protocol):
 
 
 class EventGate(Protocol):
-    """The run gate (core/event.py's RunGate): a wait gives the event's run slot up."""
+    """The run gate (runtime/run_gate.py's RunGate): a wait gives the event's run slot up."""
 
     def waiting(self) -> AbstractContextManager[object]: ...
 

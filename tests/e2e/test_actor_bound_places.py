@@ -1,4 +1,4 @@
-"""Who holds a place in `--max-actors` (host/core/admission.py, issue 36 item 8), through a
+"""Who holds a place in `--max-actors` (host/runtime/admission.py, issue 36 item 8), through a
 real `wkhost serve`: an actor that has written nothing holds none, however warm it is,
 and new actors past the bound are refused atomically, however many arrive at once.
 

@@ -1,4 +1,4 @@
-"""Actors that keep nothing leave no file, and new actors are bounded (host/core/admission.py),
+"""Actors that keep nothing leave no file, and new actors are bounded (host/runtime/admission.py),
 through a real `wkhost serve`: the public's requests to any id cannot fill the disk, and
 filling the bound locks no existing actor out."""
 

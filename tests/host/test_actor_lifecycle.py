@@ -380,7 +380,7 @@ def test_the_host_wide_queue_is_bounded_with_a_clear_refusal(make_probe) -> None
 
 def test_the_janitor_gives_freed_heap_back_after_dropping_many_instances(
         make_probe, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from wkhost.core import memory as runtime
+    from wkhost.runtime import memory as runtime
 
     from .support import wait_until
 

@@ -7,7 +7,7 @@ import time
 from concurrent.futures import CancelledError, Future, wait
 
 import pytest
-from wkhost.core.executor import EventExecutor
+from wkhost.runtime.executor import EventExecutor
 
 from .thread_support import WAIT_S, until
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from wkhost.core.event import RunGate
+from wkhost.runtime.run_gate import RunGate
 
 from .thread_support import WAIT_S, until
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from wkhost.core.scheduler import Scheduler
+from wkhost.runtime.scheduler import Scheduler
 from wkhost.testing import FakeClock
 from wkhost.types import ActorRef
 

@@ -22,14 +22,20 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol, TypeVar
 
 from ..errors import ActorLimit
 
-if TYPE_CHECKING:
-    from .slot import ActorSlot
-
 NO_PLACE, HELD, KEPT = 0, 1, 2
+
+
+class Placed(Protocol):
+    """What admission sees of an actor (core's ActorSlot): its place, and nothing else."""
+
+    place: int
+
+
+P = TypeVar("P", bound=Placed)
 
 
 class Admission:
@@ -41,13 +47,13 @@ class Admission:
         self.actors = 0  # kept on disk, in this process's share: set at start from the index
         self.held = 0  # places held by the running events of actors that keep nothing yet
 
-    def known(self, slot: ActorSlot) -> None:
+    def known(self, slot: Placed) -> None:
         """An actor found on disk holds its place: counted at start (from the index), or
         when it first kept something."""
         if slot.place == NO_PLACE:
             slot.place = KEPT
 
-    def take(self, slot: ActorSlot) -> None:
+    def take(self, slot: Placed) -> None:
         """Before an event of an actor that holds no place: hold one for the event, or
         raise ActorLimit past either bound."""
         if slot.place != NO_PLACE:
@@ -66,7 +72,7 @@ class Admission:
             self.held += 1
         slot.place = HELD
 
-    def settle(self, slot: ActorSlot, keeps: Callable[[ActorSlot], bool]) -> None:
+    def settle(self, slot: P, keeps: Callable[[P], bool]) -> None:
         """At an event's end: an actor that now `keeps` something keeps its place (or is
         counted, should it have written without one); else a held place is given back."""
         if slot.place == KEPT:
@@ -81,7 +87,7 @@ class Admission:
                 self.actors += 1
         slot.place = KEPT if kept else NO_PLACE
 
-    def gone(self, slot: ActorSlot) -> None:
+    def gone(self, slot: Placed) -> None:
         """The actor's files went: its place, if it held one, is free."""
         with self._lock:
             if slot.place == KEPT:
