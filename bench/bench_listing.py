@@ -212,7 +212,7 @@ def unchanged_publish() -> dict[str, float]:
 
 
 def run(instances: int, repeats: int, page: int = 100) -> dict[str, Any]:
-    from wkhost.core.settle import Settle
+    from wkhost.events.settle import Settle
     from wkhost.storage.actordb import ActorDb
 
     publishes, settles = _Meter(), _Meter()

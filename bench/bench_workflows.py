@@ -238,7 +238,7 @@ def alarm_event(host: Any, ref: Any) -> dict[str, float]:
     """One on_alarm event of `ref`, run now on this thread through the host's event path
     (slot, lock, instance, the guest's on-alarm, the alarm sync after it). It skips only
     the host's check that the alarm is due (the instance is sleeping on a far sleep)."""
-    from wkhost.core.event import Chain
+    from wkhost.events.event import Chain
 
     def body(slot: Any, ev: Any) -> Any:
         return host._call(slot, ev, "on-alarm", ())

@@ -6,7 +6,7 @@ in a span only when tracing is on as its class is loaded). The SDK is the option
 `wkhost[otel]`; asked for without it, `export_to` raises a HostError that says so.
 
 What is traced:
-- each event: a span "{kind} {class}" (core/lifecycle.py), with the class, the kind, the
+- each event: a span "{kind} {class}" (events/lifecycle.py), with the class, the kind, the
   actor's id, how it ended and its fuel as attributes (the id is an attribute of a span,
   never a metric's label); a workflow instance's event also has its run id, its status
   and its journal's last position at the event's end (`workflow_ended`; read from the

@@ -1,8 +1,8 @@
 """Why a call into a guest trapped: a kind, for code to act on, and a message, for people.
 
-The kind is decided where the trap is (engine/instance.py reads wasmtime's, core/trapped.py
+The kind is decided where the trap is (engine/instance.py reads wasmtime's, events/trapped.py
 refines it with what the host knows of the event), carried as a value to where it is
-kept (core/settle.py, the actor's `_wk_host_meta`), logged (by its message alone) and
+kept (events/settle.py, the actor's `_wk_host_meta`), logged (by its message alone) and
 answered (`lifecycle.last-trap` gives the message, `lifecycle.last-trap-info` the whole).
 No code reads a kind back from a message.
 

@@ -54,7 +54,7 @@ class Response:
     status: int = 200
     headers: list[tuple[str, str]] = field(default_factory=list)
     body: bytes = b""
-    # Set when the guest asked the front door to hold this answer (host/core/holds.py): the
+    # Set when the guest asked the front door to hold this answer (host/events/holds.py): the
     # future that the actor's next event completes, and for how long to wait for it.
     # With it, what to send back as `wk-hold-state` in the request delivered again.
     hold: Future[None] | None = field(default=None, compare=False, repr=False)

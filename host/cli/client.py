@@ -44,7 +44,7 @@ from wkguest.workflow.errors import NOT_DECLARED, WorkflowError
 from wkguest.workflow.serve import PROTOCOL
 from wkguest.workflow.status import CONTENT_TYPE, PREFIX, Event, Status, check_answer, events_of
 
-from ..core.holds import MAX_HOLD_MS
+from ..events.holds import MAX_HOLD_MS
 from .admin import NoAnswer, request
 
 __all__ = ["Event", "Started", "Status", "WorkflowAdmin", "WorkflowError"]

@@ -23,12 +23,12 @@ from ..cluster.placement import ClusterPlacement
 from ..cluster.store import ClusterStore, StoreUnavailable
 from ..config import HostConfig
 from ..errors import ClusterRefused
+from ..events.alarms import Alarms
+from ..events.replication import Replication, ref_of
 from ..partition import shard_of
 from ..storage.attributes import decoded
 from ..storage.index import Index
 from ..storage.listing import Listed, ListQuery
-from .alarms import Alarms
-from .replication import Replication, ref_of
 
 
 class Served(Protocol):

@@ -4,11 +4,11 @@ Events of one actor run one at a time (the actor's lock); different actors run i
 parallel on worker threads, since wasmtime releases the GIL while a guest runs. Every
 entry point here blocks: call it from a worker thread (`submit`), never the event loop.
 
-The Host is a façade: it builds the parts and hands each the others it needs.
-- registry.py: actor classes; requests.py: requests and actor calls, routed;
-- lifecycle.py: one event, from its actor's lock to its end; settle.py: after it;
-- instances.py, eviction.py, memory.py: instances, letting actors go, the heap;
-- alarms.py: an actor's durable alarm; holds.py: held answers;
+The Host is the composition root: it builds the parts and hands each the others it needs.
+- events/: one event, from its actor's lock to its end (lifecycle.py), what it is for
+  (classes.py, requests.py, alarms.py, holds.py) and what follows it (settle.py);
+- runtime/: the machinery that knows no actor (event threads, the run gate, timers,
+  bounds, the heap, the janitor);
 - links.py: the host as the WIT interfaces see it (interfaces/ports.py).
 """
 
@@ -32,6 +32,19 @@ from ..engine.components import EpochTicker, make_engine
 from ..engine.pool import pool_memory
 from ..engine.spare_instances import SpareInstances
 from ..errors import HostError, UnknownClass
+from ..events.actor_slot import ActorSlot
+from ..events.alarms import Alarms
+from ..events.call_graph import CallGraph
+from ..events.classes import Access, ActorClass, load_class
+from ..events.event import Chain, Event
+from ..events.eviction import Eviction
+from ..events.holds import Holds
+from ..events.instance_source import InstanceSource
+from ..events.lifecycle import Body, EventRunner, call_export
+from ..events.remote import NoRemote, RemoteCalls
+from ..events.requests import Requests
+from ..events.settle import Settle
+from ..events.slot_table import SlotTable
 from ..interfaces.linker import make_linker
 from ..runtime.admission import Admission
 from ..runtime.executor import EventExecutor
@@ -48,19 +61,7 @@ from ..storage.listing import Listed, ListQuery
 from ..storage.policy import set_heap_limit
 from ..testing import Switches
 from ..types import ActorRef, Request, Response, Sender
-from .alarms import Alarms
-from .event import CallGraph, Chain, Event
-from .eviction import Eviction
-from .holds import Holds
-from .instances import InstanceSource
-from .lifecycle import Body, EventRunner, call_export
 from .links import InterfaceHost
-from .registry import Access, ActorClass, load_class
-from .remote import NoRemote, RemoteCalls
-from .requests import Requests
-from .settle import Settle
-from .slot import ActorSlot
-from .slots import SlotTable
 
 if TYPE_CHECKING:
     from .cluster_node import ClusterNode
@@ -233,7 +234,7 @@ class Host:
                 may_hold: bool = False, again: bool = False) -> Response:
         """A request from outside (the public or an operator) to `ref`'s handle.
 
-        The `wk-hold-*` headers of the answer are the host's (core/holds.py): they never
+        The `wk-hold-*` headers of the answer are the host's (events/holds.py): they never
         reach the caller. With `may_hold`, an answer that asks to be held comes back with
         `hold` set, for the caller to wait on and then deliver the request `again`."""
         return self._requests.request(ref, req, sender, may_hold, again)

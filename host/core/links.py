@@ -10,11 +10,11 @@ from typing import Any
 
 from ..clock import Clock
 from ..config import HostConfig
+from ..events import event
+from ..events.event import Event
 from ..fetch import FetchPolicy
 from ..partition import Partition
 from ..types import ActorRef, Sender
-from . import event
-from .event import Event
 
 
 class InterfaceHost:

@@ -177,7 +177,7 @@ def _fuel_left(store: Store) -> int:
 CPU_BUDGET = "the event used its CPU budget (--cpu-budget-ms)"
 WALL_CLOCK = "the event used its wall-clock budget (--wall-budget-ms)"
 # A wall-clock trap while the deadline the guest set itself was the one its Store had
-# (core/trapped.py). The guest SDK spells it too, as wkguest.lifecycle.NARROWED_REASON,
+# (events/trapped.py). The guest SDK spells it too, as wkguest.lifecycle.NARROWED_REASON,
 # for guests that read `last-trap`'s text rather than `last-trap-info`'s kind.
 NARROWED = "the event passed the deadline it set itself (lifecycle.narrow-deadline)"
 

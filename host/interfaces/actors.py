@@ -31,7 +31,7 @@ _KINDS = {"unknown": "unknown-class", "invalid": "invalid", "refused": "refused"
 
 def error_kind(e: HostError, cut_by_limit: Callable[[], bool]) -> str:
     """The WIT `call-error-kind` of the call's failure `e`. A deadline passed is the one
-    the caller set itself when its event's `cut_by_limit` says so (core/requests.py asks
+    the caller set itself when its event's `cut_by_limit` says so (events/requests.py asks
     the same, just before, to word it)."""
     if isinstance(e, NotThatProtocol):
         return "not-declared"

@@ -1,5 +1,5 @@
 """The `alarm` WIT interface: the guest sets, reads and clears its one durable alarm,
-whose row storage/host_rows.py keeps (and core/alarms.py follows after the event)."""
+whose row storage/host_rows.py keeps (and events/alarms.py follows after the event)."""
 
 from __future__ import annotations
 

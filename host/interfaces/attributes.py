@@ -1,5 +1,5 @@
 """The `attributes` WIT interface: the guest publishes what operators list it by. The
-actor's database keeps it (storage/attributes.py, ActorDb.publish); core/settle.py copies
+actor's database keeps it (storage/attributes.py, ActorDb.publish); events/settle.py copies
 what was committed into the host's index after the event."""
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ def register(root: Any, guard: Any, host: Lifecycle[E]) -> None:
 
     def narrow_deadline(_store: Any, within_ms: int | None) -> None:
         # The event sets the calling Store's epoch deadline through its instance, as a
-        # host call cut by the narrowed deadline does (core/event.py).
+        # host call cut by the narrowed deadline does (events/event.py).
         current().narrow(within_ms)
 
     funcs = {"self-ref": self_ref, "now": now, "delete-self": delete_self,
@@ -55,7 +55,7 @@ def _trap_funcs(current: Callable[[], E]) -> dict[str, Callable[..., Any]]:
     """last-trap, last-trap-info and report-exception."""
     def last_trap(_store: Any) -> str | None:
         ev = current()
-        ev.trap_read = True  # kept until this event ends without a trap (core/settle.py)
+        ev.trap_read = True  # kept until this event ends without a trap (events/settle.py)
         trap = ev.slot.last_trap
         return None if trap is None else trap.message
 

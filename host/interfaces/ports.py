@@ -24,7 +24,7 @@ from ..types import ActorRef, Sender
 
 
 class EventActor(Protocol):
-    """The actor whose event is running (core/slot.py's ActorSlot)."""
+    """The actor whose event is running (events/actor_slot.py's ActorSlot)."""
 
     @property
     def ref(self) -> ActorRef: ...
@@ -49,7 +49,7 @@ class EventGate(Protocol):
 
 
 class RunningEvent(Protocol):
-    """The event a host function runs in (core/event.py's Event): what it reads, and the
+    """The event a host function runs in (events/event.py's Event): what it reads, and the
     marks it leaves for the host to settle after the event."""
 
     alarm_touched: bool

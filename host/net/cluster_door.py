@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from ..core.holds import MAX_HOLD_MS
 from ..errors import NotOwnerNow
+from ..events.holds import MAX_HOLD_MS
 from ..wire import HOP_BY_HOP
 from . import cluster_auth
 from .node_hop import NOT_OWNER, NodeClients, pass_to_owner, refused_unrun

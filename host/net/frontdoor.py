@@ -37,9 +37,9 @@ from aiohttp import HttpVersion11, web
 from aiohttp.http_exceptions import HttpProcessingError
 
 from .. import tracing
-from ..core.holds import HOLD_STATE, is_hold_header
 from ..core.host import Host
 from ..errors import BadRequest, GuestFailed, HostError, NotServedHere, Overloaded, TooLarge
+from ..events.holds import HOLD_STATE, is_hold_header
 from ..types import ActorRef, Request, Response, Sender
 from ..wire import answer_headers
 from . import audit, cluster_door, console, listing, metrics_route

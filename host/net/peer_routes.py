@@ -15,8 +15,8 @@ import cbor2
 from aiohttp import web
 
 from .. import errors, tracing
-from ..core.event import Chain
 from ..errors import HostError
+from ..events.event import Chain
 from ..interfaces.records import record
 from ..storage.listing import ListQuery
 from ..types import ActorRef, Sender

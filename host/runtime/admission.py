@@ -2,7 +2,7 @@
 disk, and on how little room the data directory's disk may be left with.
 
 Why: any request, the public's too, can name a new actor, and an actor that keeps
-anything is a file. Actors that keep nothing leave no file (core/eviction.py), so only
+anything is a file. Actors that keep nothing leave no file (events/eviction.py), so only
 actors whose guests chose to write count; the bounds stop a flood of those from filling
 the disk. They refuse only new actors: every existing one is still served, and keeps
 the room the disk floor leaves for its own growth.

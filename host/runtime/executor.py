@@ -3,7 +3,7 @@ in for threads that wait on the network or on another actor.
 
 Why not a plain `ThreadPoolExecutor(16)`: it hands each new event to a thread of its own
 at once, so at concurrency 8 eight events were open together: one running (the run
-gate, core/event.py), the others opening their databases, converting their requests and
+gate, events/event.py), the others opening their databases, converting their requests and
 answers, waiting for the run slot, each a thread that wants the GIL and a wake-up to
 hand it over. With only two threads (`--workers 2`) the same server did more
 workflows under load: an event that ends takes the next one

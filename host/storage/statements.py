@@ -30,7 +30,7 @@ _sizeof = sys.getsizeof
 ROW_BYTES = 64  # a row's tuple, or list, of a few values
 
 # What a database opened without a cap of its own (tests) keeps of one result: the
-# default of --memory-mb, which the host passes instead (core/lifecycle.py).
+# default of --memory-mb, which the host passes instead (events/lifecycle.py).
 DEFAULT_MAX_RESULT_BYTES = 256 << 20
 
 INTERRUPTED = ("interrupted: the statement ran past the event's wall-clock budget "

@@ -1,4 +1,4 @@
-"""An actor's working copy in cluster mode (host/core/replication.py) against a real
+"""An actor's working copy in cluster mode (host/events/replication.py) against a real
 PostgreSQL: what its event is answered when the shard is let go of (a routine hand-over)
 after its last durable write, and how a lease lost under a host function is logged."""
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 from wkhost.cluster.store import ClusterStore
-from wkhost.core.replication import Replication, actor_key
-from wkhost.core.slot import ActorSlot
 from wkhost.errors import LeaseLost
+from wkhost.events.actor_slot import ActorSlot
+from wkhost.events.replication import Replication, actor_key
 from wkhost.interfaces.linker import guard
 from wkhost.partition import shard_of
 from wkhost.storage.actordb import ActorDb

@@ -1,5 +1,5 @@
 """Held answers (`wk-hold-ms`) through a real `wkhost serve`: a request that waits for its
-actor's next event, then is delivered again (host/core/holds.py, docs/concepts.md)."""
+actor's next event, then is delivered again (host/events/holds.py, docs/concepts.md)."""
 
 from __future__ import annotations
 

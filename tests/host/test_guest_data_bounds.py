@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 from wkhost.config import HostConfig
-from wkhost.core import schema_learning
 from wkhost.core.host import Host
 from wkhost.errors import BudgetExceeded
+from wkhost.events import schema_learning
 from wkhost.storage import files, functions, images
 from wkhost.testing import FakeClock
 from wkhost.types import Request, Response, Sender

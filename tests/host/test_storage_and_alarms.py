@@ -204,8 +204,8 @@ def test_with_room_to_spare_a_sleeping_actor_stays_warm(probe: Probe) -> None:
 def test_a_damaged_database_fails_its_actor_clearly_and_no_one_else(probe: Probe) -> None:
     # The database is opened before the event takes its run slot: a failure there must
     # still let go of the actor and its event, request after request.
-    from wkhost.core import event
     from wkhost.errors import StorageFailed
+    from wkhost.events import event
     from wkhost.storage.paths import db_path
 
     path = db_path(probe.host.config.data_dir, "probe", "damaged")

@@ -7,9 +7,10 @@ import time
 from pathlib import Path
 
 import pytest
-from wkhost.core.event import CallGraph, Chain
-from wkhost.core.slot import ActorSlot
 from wkhost.errors import CallRefused, DeadlineExceeded
+from wkhost.events.actor_slot import ActorSlot
+from wkhost.events.call_graph import CallGraph
+from wkhost.events.event import Chain
 from wkhost.types import ActorRef
 
 

@@ -75,8 +75,8 @@ def test_an_error_class_must_name_its_kind() -> None:
 
 def test_a_class_defined_elsewhere_names_its_old_kind_and_is_read_back_as_a_host_error(
 ) -> None:
-    from wkhost.core.event import ActorGone
     from wkhost.engine.componentize import BuildError
+    from wkhost.events.event import ActorGone
     from wkhost.net.frontdoor import SlowClient
     from wkhost.net.preflight import UsageError
 

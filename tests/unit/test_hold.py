@@ -1,4 +1,4 @@
-"""host/core/holds.py: reading a hold from an answer's headers, and the held futures by actor."""
+"""host/events/holds.py: reading a hold from an answer's headers, and the held futures by actor."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import asyncio
 import threading
 
 import pytest
-from wkhost.core.holds import MAX_HOLD_MS, Holds, is_hold_header, parse_hold
 from wkhost.errors import Overloaded
+from wkhost.events.holds import MAX_HOLD_MS, Holds, is_hold_header, parse_hold
 from wkhost.types import ActorRef
 
 A = ActorRef("c", "a")

@@ -1,6 +1,6 @@
 """Held answers are spoken on both sides of the WIT boundary, which can share no module: the
 guest's workflow protocol (wkguest.workflow.protocol) writes the `wk-hold-*` headers and
-reads back the state, the host (wkhost.core.holds) parses them and delivers the state again.
+reads back the state, the host (wkhost.events.holds) parses them and delivers the state again.
 Each side spells them itself, so this checks that the two spellings and limits agree."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from wkguest.workflow.core.config import Config
 from wkguest.workflow.runner import Runner
 from wkguest.workflow.status import PREFIX
 from wkguest.workflow.testing import FakeBackend
-from wkhost.core import holds as host
+from wkhost.events import holds as host
 
 
 def test_both_sides_name_the_same_headers() -> None:

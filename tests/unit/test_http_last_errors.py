@@ -14,7 +14,7 @@ from .test_wit_error_kinds import cases
 
 
 class _Event:
-    """Stands for core/event.py's Event: an object that can be weakly referenced."""
+    """Stands for events/event.py's Event: an object that can be weakly referenced."""
 
 
 def test_each_event_reads_its_own_latest_failure() -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from wkhost import metrics
-from wkhost.core.slot import ActorSlot
-from wkhost.core.trapped import kind_of, trap_outcome
+from wkhost.events.actor_slot import ActorSlot
+from wkhost.events.trapped import kind_of, trap_outcome
 from wkhost.net.metrics_route import summed
 from wkhost.tally import Tally, buckets
 from wkhost.traps import TrapKind

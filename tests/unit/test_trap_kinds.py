@@ -1,5 +1,5 @@
 """Why a call into a guest trapped, as a value, without wasm: wasmtime's error mapped to a
-kind once (engine/instance.py), the kind made precise by the event (core/trapped.py), the
+kind once (engine/instance.py), the kind made precise by the event (events/trapped.py), the
 exception the guest reports bounded, the kept reason encoded and read back, and a host
 function's failure marking its thread (interfaces/linker.py's guard)."""
 
@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from wasmtime import WasmtimeError
 from wkhost import metrics
-from wkhost.core.slot import ActorSlot, GuestOutput
-from wkhost.core.trapped import ended, kind_of
 from wkhost.engine.instance import CPU_BUDGET, NARROWED, WALL_CLOCK, classify_trap, failure
 from wkhost.errors import BudgetExceeded, GuestFailed
+from wkhost.events.actor_slot import ActorSlot, GuestOutput
+from wkhost.events.trapped import ended, kind_of
 from wkhost.interfaces.linker import guard
 from wkhost.traps import (
     MAX_MESSAGE,

@@ -412,6 +412,6 @@ def test_the_host_words_its_cut_calls_as_before() -> None:
 
     assert CUT_MARK in sqlite.NARROWED and CUT_MARK in instance.NARROWED
     host = Path(__file__).resolve().parents[3] / "host"
-    for source in ("interfaces/http.py", "core/requests.py"):  # messages built inline
+    for source in ("interfaces/http.py", "events/requests.py"):  # messages built inline
         assert f"set itself {CUT_MARK}" in (host / source).read_text().replace(
             '"\n                    f"', "").replace('" "', ""), source

@@ -8,10 +8,10 @@ from ..config import HostConfig
 from ..engine.instance import Engine, Instance, Output, PoolExhausted
 from ..engine.spare_instances import SpareInstances
 from ..errors import Overloaded
+from .actor_slot import ActorSlot
+from .classes import ActorClass
 from .eviction import Eviction
-from .registry import ActorClass
-from .slot import ActorSlot
-from .slots import SlotTable
+from .slot_table import SlotTable
 
 
 class InstanceSource:

@@ -14,10 +14,10 @@ from ..runtime.admission import Admission
 from ..storage.files import delete_db_files
 from ..storage.index import Index
 from ..testing import Switches
+from .actor_slot import ActorSlot
 from .alarms import Alarms
-from .registry import ActorClass
-from .slot import ActorSlot
-from .slots import SlotTable
+from .classes import ActorClass
+from .slot_table import SlotTable
 
 
 class Eviction:

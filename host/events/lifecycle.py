@@ -3,8 +3,8 @@
 An event takes its actor's lock through the call graph, opens the actor's database (before
 it takes a run slot), instantiates the guest and creates the actor (on-init) if it is
 new, runs its body (a request's handle, an alarm's on-alarm) in a run slot, settles its
-effects (core/settle.py), and lets go: the actor's instance and database too, should
-the actor now sleep, and the held requests it wakes (core/holds.py).
+effects (events/settle.py), and lets go: the actor's instance and database too, should
+the actor now sleep, and the held requests it wakes (events/holds.py).
 """
 
 from __future__ import annotations
@@ -32,16 +32,17 @@ from ..testing import Switches
 from ..traps import TrapKind, TrapReason
 from ..types import ActorRef
 from . import event
+from .actor_slot import ActorSlot
 from .alarms import Alarms
-from .event import ActorGone, CallGraph, Chain, Event
+from .call_graph import CallGraph
+from .classes import ActorClass
+from .event import ActorGone, Chain, Event
 from .eviction import Eviction
 from .holds import Holds
-from .instances import InstanceSource
-from .registry import ActorClass
+from .instance_source import InstanceSource
 from .schema_learning import image_for, learn_schema
 from .settle import Settle
-from .slot import ActorSlot
-from .slots import SlotTable
+from .slot_table import SlotTable
 from .trapped import ended
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ CallExport = Callable[[ActorSlot, Event, str, tuple[Any, ...]], Any]
 def call_export(slot: ActorSlot, ev: Event, export: str, args: tuple[Any, ...],
                 config: HostConfig) -> Any:
     """Call the guest's `export` within the event's budgets. A trap drops the instance,
-    marks the event as trapped (why, as a value: core/trapped.py), and raises
+    marks the event as trapped (why, as a value: events/trapped.py), and raises
     GuestFailed."""
     inst = slot.instance
     assert inst is not None
@@ -175,7 +176,7 @@ class EventRunner:
 
     def _lease_kept(self, slot: ActorSlot) -> None:
         """In cluster mode: raise LeaseLost, never the guest's answer, if a write of the
-        event was refused (core/replication.py): nothing of it may be acknowledged."""
+        event was refused (events/replication.py): nothing of it may be acknowledged."""
         replica = None if slot.db is None else slot.db.replica
         if replica is not None and replica.lost is not None:
             raise replica.lost
@@ -201,7 +202,7 @@ class EventRunner:
             self._admission.settle(slot, self._eviction.keeps_something)
             if sleeps:
                 self._eviction.close_slot(slot)  # the instance and the db: nothing warm
-            # Before the lock goes: see core/holds.py for why no wake-up is lost.
+            # Before the lock goes: see events/holds.py for why no wake-up is lost.
             if wakes_holds:
                 self._holds.wake(slot.ref)
             if ev.hold_ms:

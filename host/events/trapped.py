@@ -19,7 +19,7 @@ from __future__ import annotations
 from .. import metrics
 from ..engine.instance import NARROWED
 from ..traps import GuestException, TrapKind, TrapReason
-from .slot import GuestOutput
+from .actor_slot import GuestOutput
 
 _OUTCOMES = {TrapKind.CPU: metrics.CPU_CUT, TrapKind.WALL: metrics.WALL_CUT,
              TrapKind.NARROWED_DEADLINE: metrics.WALL_CUT, TrapKind.MEMORY: metrics.MEMORY_CAP}

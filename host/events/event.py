@@ -1,13 +1,10 @@
-"""What the host knows about the event a thread is running, and the call graph.
+"""What the host knows about the event a thread is running.
 
 A host function learns which actor called it from the thread: a guest only runs on the
 thread that called into it, and a nested `actors.call` pushes the callee on the same
 thread's stack and pops it when the callee returns. So the top of the thread's stack is
-always the actor whose guest is executing.
-
-The call graph refuses two shapes that would otherwise deadlock or corrupt an instance:
-re-entry (A calls B calls A: A's instance is mid-call) and a cycle across threads (A, in
-one thread, waits on B while B, in another, waits on A). Both are refused at once.
+always the actor whose guest is executing. Who holds each actor, and who waits for whom,
+is the call graph's (call_graph.py).
 """
 
 from __future__ import annotations
@@ -22,14 +19,14 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..errors import CallRefused, DeadlineExceeded, HostError
+from ..errors import HostError
 from ..runtime.run_gate import RunGate
 from ..storage.watch import Loan
 from ..traps import GuestException, TrapReason
 from ..types import ActorRef
 
 if TYPE_CHECKING:
-    from .slot import ActorSlot
+    from .actor_slot import ActorSlot
 
 
 class ActorGone(HostError):
@@ -77,13 +74,13 @@ class Event:
     # trapped (else None), and the fuel its guest calls burned.
     outcome: str | None = None
     fuel: int = 0
-    # A request whose answer asked to be held (core/holds.py): how long, and, once the
+    # A request whose answer asked to be held (events/holds.py): how long, and, once the
     # event has ended, the future that the actor's next event completes.
     hold_ms: int = 0
     hold: Future[None] | None = None
     # lifecycle.narrow-deadline: the deadline the guest set itself (time.monotonic()),
     # and whether its Store's epoch deadline is at it (a trap then is NARROWED, not the
-    # wall budget's). Each call into the guest starts without it (core/lifecycle.py).
+    # wall budget's). Each call into the guest starts without it (events/lifecycle.py).
     limit: float = math.inf
     limit_traps: bool = False
     # What bounds a host call: min(deadline, limit), kept as one attribute to read, as
@@ -149,53 +146,3 @@ def stack() -> list[Event]:
 
 def current() -> Event:
     return stack()[-1]
-
-
-class CallGraph:
-    """Who holds each actor, and who waits for whom; guarded by one lock."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._holder: dict[ActorRef, Chain] = {}
-
-    def acquire(self, chain: Chain, slot: ActorSlot, timeout: float,
-                wait: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext,
-                ) -> None:
-        """Take `slot`'s actor for `chain`, within `timeout` seconds. Only if another event
-        has it does the thread wait, inside `wait()` (which lets other events run)."""
-        ref = slot.ref
-        with self._lock:
-            if ref in chain.stack:
-                path = " -> ".join(str(r) for r in [*chain.stack, ref])
-                raise CallRefused(f"re-entrant call refused: {path}")
-            self._refuse_cycle(chain, ref)
-            chain.waiting_for = ref
-        acquired = timeout > 0 and slot.lock.acquire(blocking=False)
-        if not acquired and timeout > 0:
-            with wait():
-                acquired = slot.lock.acquire(timeout=timeout)
-        with self._lock:
-            chain.waiting_for = None
-            if acquired:
-                self._holder[ref] = chain
-                chain.stack.append(ref)
-        if not acquired:
-            raise DeadlineExceeded(f"{ref} stayed busy until the event's deadline")
-
-    def _refuse_cycle(self, chain: Chain, ref: ActorRef) -> None:
-        holder = self._holder.get(ref)
-        hops = 0
-        while holder is not None and hops < 10_000:
-            if holder is chain:
-                raise CallRefused(f"call to {ref} refused: it waits, in another thread, "
-                                  "on an actor of this call chain (a cycle)")
-            if holder.waiting_for is None:
-                return
-            holder = self._holder.get(holder.waiting_for)
-            hops += 1
-
-    def release(self, chain: Chain, slot: ActorSlot) -> None:
-        with self._lock:
-            chain.stack.pop()
-            self._holder.pop(slot.ref, None)
-        slot.lock.release()

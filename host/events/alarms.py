@@ -31,12 +31,12 @@ from ..storage import host_rows
 from ..storage.actordb import ActorDb
 from ..storage.index import Index
 from ..types import ActorRef
+from .actor_slot import ActorSlot
 from .event import ActorGone, Chain, Event
-from .slot import ActorSlot
 
 log = logging.getLogger("wkhost")
 
-RunEvent = Callable[..., Any]  # core/lifecycle.py's EventRunner.run
+RunEvent = Callable[..., Any]  # events/lifecycle.py's EventRunner.run
 CallExport = Callable[[ActorSlot, Event, str, tuple[Any, ...]], Any]
 
 

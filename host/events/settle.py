@@ -15,12 +15,12 @@ from ..storage.actordb import ActorDb, StorageError
 from ..storage.attributes import decoded
 from ..storage.index import Index
 from ..testing import Switches
+from .actor_slot import ActorSlot
 from .alarms import Alarms
 from .event import Event
 from .eviction import Eviction
 from .guest_log import flush_output
-from .slot import ActorSlot
-from .slots import SlotTable
+from .slot_table import SlotTable
 
 log = logging.getLogger("wkhost")
 

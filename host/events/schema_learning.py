@@ -9,7 +9,7 @@ import logging
 from ..storage.actordb import ActorDb, StorageError
 from ..storage.images import SchemaImage, build_schema_image, why_not_built
 from . import event
-from .registry import ActorClass
+from .classes import ActorClass
 
 log = logging.getLogger("wkhost")
 

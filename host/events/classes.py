@@ -25,7 +25,7 @@ class ActorClass:
     linker: Linker  # this class's own: see interfaces/linker.py's make_linker
     access: Access = "public"
     reuse_instances: bool = False  # see engine/spare_instances.py
-    # What the class's new actors' databases start as, once learnt (core/schema_learning.py,
+    # What the class's new actors' databases start as, once learnt (events/schema_learning.py,
     # storage/images.py); learning stops for good once an on-init did not match its image.
     schema_image: SchemaImage | None = None
     schema_learning: bool = True

@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 
 from ..logs import actor
+from .actor_slot import ActorSlot
 from .event import Event
-from .slot import ActorSlot
 
 
 def flush_output(slot: ActorSlot, ev: Event, cap: int) -> None:

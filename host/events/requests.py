@@ -1,6 +1,6 @@
 """Requests to actors: from outside (the public, an operator), from an actor of this
 process, and from an actor of another one; who may reach a class, the caps on bodies,
-the deadline, and the hold an answer may ask for (core/holds.py)."""
+the deadline, and the hold an answer may ask for (events/holds.py)."""
 
 from __future__ import annotations
 
@@ -16,13 +16,13 @@ from ..interfaces.records import request_record, response_from_record, sender_va
 from ..testing import Switches
 from ..types import ActorRef, Request, Response, Sender
 from . import holds
+from .actor_slot import ActorSlot
+from .classes import ActorClass, check_access, check_protocol
 from .event import Chain, Event
 from .lifecycle import CallExport
-from .registry import ActorClass, check_access, check_protocol
 from .remote import RemoteCalls
-from .slot import ActorSlot
 
-RunEvent = Callable[..., Any]  # core/lifecycle.py's EventRunner.run
+RunEvent = Callable[..., Any]  # events/lifecycle.py's EventRunner.run
 
 
 class Requests:

@@ -43,7 +43,7 @@ from ..storage import changes, host_rows, restore
 from ..storage.actordb import ActorDb
 from ..storage.files import delete_db_files
 from ..types import ActorRef
-from .slot import ActorSlot
+from .actor_slot import ActorSlot
 
 log = logging.getLogger("wkhost")
 
@@ -79,7 +79,7 @@ class Copy:
         self._wait(self.last)
 
     def lazy(self, db: ActorDb) -> None:
-        # A new actor that has written no row keeps nothing (core/eviction.py): it goes
+        # A new actor that has written no row keeps nothing (events/eviction.py): it goes
         # to the store with its first row or its first durable write, if ever.
         if self.lost is None and not (self.new and not db.wrote_rows):
             self._send(db)

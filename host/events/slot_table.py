@@ -9,7 +9,7 @@ from ..config import HostConfig
 from ..errors import NotServedHere, Overloaded
 from ..storage import paths
 from ..types import ActorRef
-from .slot import ActorSlot
+from .actor_slot import ActorSlot
 
 
 class SlotTable:

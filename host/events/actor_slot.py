@@ -78,15 +78,15 @@ class ActorSlot:
     db: ActorDb | None = None
     instance: Instance | None = None
     initialized: bool | None = None      # None: not read from the db yet
-    alarm_seen: AlarmRow | None = None   # the row as last synced (core/alarms.py)
+    alarm_seen: AlarmRow | None = None   # the row as last synced (events/alarms.py)
     attrs_seen: str | None = None        # the published attributes as last indexed
     last_used: float = 0.0
     last_request: float = 0.0            # when someone last asked it something
-    # Asleep (see core/settle.py) but kept warm a little while, as someone asked it
+    # Asleep (see events/settle.py) but kept warm a little while, as someone asked it
     # something just before: the idle sweep drops it after followed_s, not idle_instance_s.
     sleepy: bool = False
     output: GuestOutput = field(default_factory=lambda: GuestOutput())
-    # Why its last trapped event ended, as kept in its database (core/settle.py's keep_trap).
+    # Why its last trapped event ended, as kept in its database (events/settle.py's keep_trap).
     last_trap: TrapReason | None = None
     place: int = 0  # its place in --max-actors: runtime/admission.py's NO_PLACE, HELD or KEPT
 

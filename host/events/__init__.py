@@ -1,0 +1,6 @@
+"""One event, from its actor's lock to its end, and what it is for: the actor classes
+(classes.py), requests and actor calls (requests.py), alarms (alarms.py), held answers
+(holds.py), the actors' table (actor_slot.py, slot_table.py), their instances' source
+(instance_source.py), letting actors go (eviction.py), the event itself (event.py,
+call_graph.py, lifecycle.py), what follows it (settle.py, trapped.py, guest_log.py,
+schema_learning.py), and an actor's working copy in cluster mode (replication.py)."""
