@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 import wkguest
 from wkguest.errors import CallError, FetchError, SqliteError
+from wkguest.reasons import NARROWED_REASON
 from wkguest.workflow import NonRetryable, Run, Step, StepContext, Tables, TxDb
 from wkguest.workflow.backend import TRAP_NARROWED_DEADLINE, CallFailed, LastTrap
-from wkguest.workflow.core.timeouts import NARROWED_REASON
 from wkguest.workflow.errors import StoreFault
 from wkguest.workflow.testing import FakeHost, Trap
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from wkguest.reasons import NARROWED_REASON
 from wkguest.workflow import Run, Step
 from wkguest.workflow.backend import TRAP_GUEST, TRAP_NARROWED_DEADLINE, LastTrap
 from wkguest.workflow.core.kinds import COUNTED
 from wkguest.workflow.core.store import Store
-from wkguest.workflow.core.timeouts import NARROWED_REASON
 from wkguest.workflow.groups import rows
 from wkguest.workflow.testing import FakeBackend, FakeHost, Trap
 

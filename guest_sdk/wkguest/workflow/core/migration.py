@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ...reasons import NARROWED_REASON
 from ..backend import TRAP_NARROWED_DEADLINE, TRAP_UNKNOWN, Backend
 from .kinds import COUNTED, CUT_BECAUSE, CUT_OPEN, STEP_RETRYING, WAS_CUT, per_attempt
 from .schema import ATTEMPTS
-from .timeouts import NARROWED_REASON
 
 # The step table's columns (PRAGMA table_info's rows: the name is the second): made with
 # `cut`, or migrated in one transaction with the branch table, if there is one.

@@ -12,8 +12,8 @@ it). Either way the attempt is recorded as timed out and retried under the step'
   host clock, is timed out: its value is discarded (a tx step's writes roll back), its
   history row's outcome is 'timed-out', and its error says so (with what it raised);
   a NonRetryable it raised still fails the step for good;
-- an attempt cut by the narrowed deadline (the cut's reason, lifecycle.last_trap, is
-  NARROWED_REASON) is recorded as timed out when the next attempt begins.
+- an attempt cut by the narrowed deadline (the cut's kind, lifecycle.last_trap_info, is
+  narrowed-deadline) is recorded as timed out when the next attempt begins.
 
 A step without a timeout makes no call for any of this.
 """
@@ -25,7 +25,6 @@ from typing import Any
 
 from ...durations import format_ms
 from ...errors import CallError, FetchError, SqliteError
-from ...reasons import NARROWED_REASON as NARROWED_REASON  # the host's, for cut_message
 from ..backend import Backend, CallFailed
 
 
@@ -91,12 +90,3 @@ def message(attempt: int, timeout_ms: int | None, raised: str | None = None) -> 
     of = "" if timeout_ms is None else f" of {format_ms(timeout_ms)}"
     text = f"timed out: attempt {attempt} passed its timeout{of}"
     return text if raised is None else f"{text} ({raised})"
-
-
-def cut_message(error: str | None, attempt: int, timeout_ms: int | None) -> str | None:
-    """A cut attempt's error as timed out, if its row's `error` (store.note_trap's
-    "attempt n was cut: <reason>") says it was cut at its narrowed deadline; else None."""
-    prefix = f"attempt {attempt} was cut: "
-    if error is None or not error.startswith(prefix + NARROWED_REASON):
-        return None
-    return message(attempt, timeout_ms, error.removeprefix(prefix))
