@@ -20,6 +20,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from .placement import HERE, Where
+
 
 @dataclass(frozen=True)
 class Partition:
@@ -35,6 +37,13 @@ class Partition:
 
     def owns(self, actor_id: str) -> bool:
         return self.count == 1 or self.owner(actor_id) == self.me
+
+    def where(self, actor_id: str) -> Where:
+        """The placement port's answer in process mode (host/placement.py)."""
+        if self.count == 1:
+            return HERE
+        owner = self.owner(actor_id)
+        return HERE if owner == self.me else Where(False, process=owner)
 
     def owns_shard(self, shard: str) -> bool:
         return self.count == 1 or int(shard, 16) % self.count == self.me

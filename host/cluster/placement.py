@@ -10,6 +10,9 @@ answers from this node's lease keeper (cluster/leases.py).
   same shards again.
 - Who does serve a shard is who holds its lease; the preferred node is only where the
   keepers move it.
+
+`ClusterPlacement.where` is the placement port's answer in cluster mode
+(host/placement.py).
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ import hashlib
 from collections.abc import Iterable
 from typing import Protocol
 
-from ..partition import shard_of
+from ..partition import Partition, shard_of
+from ..placement import NOBODY_YET, Where
 
 SHARDS = 256
 
@@ -49,9 +53,25 @@ class ClusterPlacement:
     """What the host asks about an actor's place. Each answer is read from the keeper's
     state without a lock or a round trip: it is asked on every event."""
 
-    def __init__(self, keeper: Leases, me: str) -> None:
+    def __init__(self, keeper: Leases, me: str, partition: Partition | None = None) -> None:
+        """`partition`: which process of this node serves an actor this node holds (a
+        member of a node's --processes N is a node of its own: one process)."""
         self._keeper = keeper
         self.me = me
+        self._partition = partition or Partition()
+
+    def where(self, actor_id: str) -> Where:
+        """This node, then its process for the actor; or the node holding the actor's
+        shard, with its address and the lease's epoch; or nobody yet. A lease of this
+        node's past its deadline is not here: the node is named, as the lease does."""
+        shard = shard_of(actor_id)
+        if self._keeper.epoch(shard) is not None:
+            return self._partition.where(actor_id)
+        got = self._keeper.lease(shard)
+        if got is None:
+            return NOBODY_YET
+        node, epoch = got
+        return Where(False, node=node, address=self._keeper.address_of(node), epoch=epoch)
 
     def owns(self, actor_id: str) -> bool:
         """This node holds the actor's shard and is within its deadline."""

@@ -11,6 +11,7 @@ from ..config import HostConfig
 from ..core.cluster_node import ClusterNode, class_hashes, discard_working_copies
 from ..core.host import Host
 from .cluster_calls import ClusterCalls
+from .remote_calls import RemoteCalls
 
 
 def build_node_host(config: HostConfig, actors: list[tuple[str, Path]], clock: Clock,
@@ -21,4 +22,4 @@ def build_node_host(config: HostConfig, actors: list[tuple[str, Path]], clock: C
     discard_working_copies(config.data_dir, config.partition.host_dir(config.data_dir))
     node = ClusterNode(config, address, class_hashes(actors))
     calls = ClusterCalls(node.placement, node.secret, config.lease_renew_s / 2)
-    return Host(config, clock, calls, cluster=node)
+    return Host(config, clock, RemoteCalls(node.placement, nodes=calls), cluster=node)

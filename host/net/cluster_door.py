@@ -37,7 +37,6 @@ from ..wire import HOP_BY_HOP
 from . import cluster_auth
 from .node_hop import NOT_OWNER, NodeClients, pass_to_owner, refused_unrun
 from .peer_clients import Exchange
-from .peers import passed_answer
 
 if TYPE_CHECKING:
     from ..config import HostConfig
@@ -71,16 +70,12 @@ def not_owner(what: str) -> web.Response:
                         headers={"wk-cluster": NOT_OWNER, "Retry-After": "1"})
 
 
-async def to_owner(request: web.Request, actor_id: str, body: bytes
-                   ) -> web.Response | None:
-    """The owner's answer to `request`; None if this node serves the actor itself."""
+async def to_owner(request: web.Request, actor_id: str, body: bytes) -> Exchange | None:
+    """The owner's answer to `request`, a client's (never a hop: net/forward.py refuses
+    those), unchecked (net/forward.py checks it); None if this node serves the actor."""
     host: Host = request.app["host"]
     assert host.cluster is not None
     placement, config = host.cluster.placement, host.config
-    if placement.owns(actor_id):
-        return None
-    if cluster_auth.is_hop(request):
-        return not_owner(f"{request.path}")
     headers = [(k, v) for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP
                and k.lower() != cluster_auth.HEADER]
     patience_s = 2 * config.lease_ttl_s + 2 * config.lease_renew_s
@@ -91,8 +86,7 @@ async def to_owner(request: web.Request, actor_id: str, body: bytes
         return nodes.pass_on(address, request.method, request.raw_path, headers, body,
                              moved, gone, _answer_within_s(config), config.lease_renew_s / 2)
 
-    got = await pass_to_owner(placement, actor_id, send, refused_unrun, patience_s)
-    return None if got is None else passed_answer(config, *got)
+    return await pass_to_owner(placement, actor_id, send, refused_unrun, patience_s)
 
 
 def _answer_within_s(config: HostConfig) -> float:

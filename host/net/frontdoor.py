@@ -38,16 +38,17 @@ from aiohttp.http_exceptions import HttpProcessingError
 
 from .. import tracing
 from ..core.host import Host
-from ..errors import BadRequest, GuestFailed, HostError, NotServedHere, Overloaded, TooLarge
+from ..errors import BadRequest, GuestFailed, HostError, Overloaded, TooLarge
 from ..events.holds import HOLD_STATE, is_hold_header
 from ..types import ActorRef, Request, Response, Sender
 from ..wire import answer_headers
 from . import audit, cluster_door, console, listing, metrics_route
 from .cluster_door import cluster_middlewares
+from .forward import pass_on
 from .operator import is_operator, plain
 from .peer_clients import PeerClients
 from .peer_routes import add_peer_routes
-from .peers import advance_clock, forward
+from .peers import advance_clock
 
 log = logging.getLogger("wkhost.http")
 
@@ -79,6 +80,9 @@ def make_app(host: Host, admin_token: str, peer_clients: PeerClients | None = No
     app["token"] = admin_token
     app["peers"] = peer_clients
     app["for_peers"] = for_peers
+    # Who serves an actor (host/placement.py): the cluster's view, or this host's processes.
+    app["placement"] = host.config.partition if host.cluster is None \
+        else host.cluster.placement
     if host.cluster is not None:
         app["nodes"] = cluster_door.NodeClients(host.cluster.secret)
     if for_peers or cluster:
@@ -114,16 +118,11 @@ async def _to_actor(request: web.Request) -> web.Response:
     host: Host = request.app["host"]
     cls, actor_id, path = split_target(request.raw_path)
     ref = host.actor_ref(cls, actor_id)
-    if host.cluster is not None:
-        passed = await cluster_door.to_owner(request, actor_id, await read_body(request))
+    where = request.app["placement"].where(actor_id)  # asked once, passed on
+    if not where.here:
+        passed = await pass_on(request, ref, where, await read_body(request))
         if passed is not None:
             return passed
-    partition = host.config.partition
-    if not partition.owns(actor_id):
-        if request.app["for_peers"]:  # passed on once already: never again
-            raise NotServedHere(f"{ref} was passed to process {partition.me}, which does "
-                                "not serve it")
-        return await forward(request, partition.owner(actor_id), await read_body(request))
     operator = is_operator(request)
     headers = [(k.lower(), v) for k, v in request.headers.items()
                if not (operator and k.lower() == "authorization") and not is_hold_header(k)]

@@ -9,8 +9,9 @@ user's under /tmp): only who may read the actors' files may reach it.
 
 - A client's request for an actor of another process is passed on to that process as it
   came (its bearer token too, so the sender stays the same), and its answer, held or
-  not, comes back as it is (`forward`).
-- An actor's call to an actor of another process (`Peers.call`) is a blocking POST of
+  not, comes back as it is (`forward`, for net/forward.py, which checks the answer).
+- An actor's call to an actor of another process (`Peers.call_process`, for
+  net/remote_calls.py) is a blocking POST of
   both records and the chain of calls, from the caller's event thread. A call back into
   an actor of the chain is refused as re-entry, as in one process; a cycle through two
   processes' other threads is not seen, and ends at the events' deadline instead.
@@ -43,11 +44,10 @@ from ..interfaces.records import record
 from ..partition import Partition
 from ..storage.listing import Listed, ListQuery, Page, merged
 from ..types import ActorRef, Sender
-from ..wire import HOP_BY_HOP, answer_headers
-from .peer_clients import PeerClients, lost, unavailable
+from ..wire import HOP_BY_HOP
+from .peer_clients import Exchange, PeerClients, lost, unavailable
 
 if TYPE_CHECKING:
-    from ..config import HostConfig
     from ..core.host import Host
 
 CBOR = "application/cbor"
@@ -56,11 +56,6 @@ CBOR = "application/cbor"
 # at least this), and a call that finds its connection closed cannot tell that from a
 # crash in the middle of the call.
 _IDLE_S = 30.0
-# What the other process's front door adds to an answer beside the guest's headers
-# (Date, Server, Content-Type, Content-Length): room for them in the caps it is checked
-# against again here.
-_ADDED_HEADERS = 4
-_ADDED_HEADER_BYTES = 512
 
 
 class _UnixConnection(http.client.HTTPConnection):
@@ -71,8 +66,12 @@ class _UnixConnection(http.client.HTTPConnection):
 
     def connect(self) -> None:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(self.timeout)
-        sock.connect(str(self._path))
+        try:
+            sock.settimeout(self.timeout)
+            sock.connect(str(self._path))
+        except BaseException:  # the other process is not there: no socket left open
+            sock.close()
+            raise
         self.sock = sock
 
 
@@ -86,9 +85,16 @@ class Peers:
 
     def call(self, ref: ActorRef, rec: Any, sender: Sender, stack: Iterable[ActorRef],
              deadline: float) -> Any:
-        """`ref`'s answer to the request record `rec`, as a response record. Raises the
-        HostError the other process raised, or PeerUnavailable, or DeadlineExceeded."""
-        owner = self.partition.owner(ref.id)
+        """`ref`'s answer to the request record `rec`, as a response record, from the
+        process the partition names (see call_process)."""
+        return self.call_process(self.partition.owner(ref.id), ref, rec, sender, stack,
+                                 deadline)
+
+    def call_process(self, owner: int, ref: ActorRef, rec: Any, sender: Sender,
+                     stack: Iterable[ActorRef], deadline: float) -> Any:
+        """`ref`'s answer to the request record `rec`, as a response record, from process
+        `owner`. Raises the HostError the other process raised, or PeerUnavailable, or
+        DeadlineExceeded."""
         timeout = deadline - time.monotonic()
         if timeout <= 0:
             raise DeadlineExceeded(f"no time was left to call {ref}")
@@ -184,29 +190,14 @@ def closed_by_peer(sock: socket.socket | None) -> bool:
         return True
 
 
-async def forward(request: web.Request, process: int, body: bytes) -> web.Response:
+async def forward(request: web.Request, process: int, body: bytes) -> Exchange:
     """Pass a client's request, whose body this process has read, to the process that
-    serves its actor, and its answer back. The hop-by-hop headers are this connection's
-    (the body is read, `Expect: 100-continue` answered), not passed on. The answer is
-    checked again as the other process checked it (host/wire.py), as what comes from
-    another process is not taken on trust."""
+    serves its actor, and its answer back, unchecked (net/forward.py checks it). The
+    hop-by-hop headers are this connection's (the body is read, `Expect: 100-continue`
+    answered), not passed on."""
     clients: PeerClients = request.app["peers"]
     headers = [(k, v) for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP]
-    status, got, answer = await clients.exchange(process, request.method, request.raw_path,
-                                                 headers, body)
-    return passed_answer(request.app["host"].config, status, got, answer)
-
-
-def passed_answer(config: HostConfig, status: int, got: list[tuple[str, str]],
-                  answer: bytes) -> web.Response:
-    """Another process's (or node's) answer, its headers checked again within the caps
-    it was checked against, with room for what its front door added (host/wire.py)."""
-    got = answer_headers(status, got, config.max_response_headers + _ADDED_HEADERS,
-                         config.max_response_header_bytes + _ADDED_HEADER_BYTES)
-    out = web.Response(status=status, body=answer)
-    for k, v in got:
-        out.headers.add(k, v)
-    return out
+    return await clients.exchange(process, request.method, request.raw_path, headers, body)
 
 
 async def list_actors(app: web.Application, cls: str, after: str, limit: int) -> list[str]:

@@ -31,6 +31,7 @@ from .connections import client_faults_logger, listen_for_clients, reserve_addre
 from .frontdoor import make_app
 from .peer_clients import PeerClients
 from .peers import Peers, catch_up_clock
+from .remote_calls import RemoteCalls
 
 log = logging.getLogger("wkhost")
 
@@ -88,8 +89,9 @@ def build_host(config: HostConfig, opts: ServeOptions, address: str = "") -> Hos
 
         host = build_node_host(config, opts.actors, clock, address)
     else:
-        remote = Peers(config.data_dir, config.partition) if config.partition.count > 1 \
-            else None
+        partition = config.partition
+        remote = RemoteCalls(partition, processes=Peers(config.data_dir, partition)) \
+            if partition.count > 1 else None
         host = Host(config, clock, remote)
     compile_classes(host.engine, opts.actors, config.compile_cache())
     for name, wasm in opts.actors:

@@ -14,6 +14,7 @@ import pytest
 from wkhost.cluster.leases import FALLBACK_TTLS, HANDOVER_PER_ROUND, LeaseKeeper
 from wkhost.cluster.placement import SHARDS, ClusterPlacement, preferred, shard_of
 from wkhost.cluster.store import StoreUnavailable
+from wkhost.placement import NOBODY_YET
 
 TTL, RENEW, DEADLINE = 10.0, 2.0, 7.0
 
@@ -309,6 +310,26 @@ def test_placement_answers_from_the_keeper(store: FakeStore) -> None:
     assert place.address_of("b") == "b:80" and place.address_of("zz") is None
     store.clock.now += DEADLINE  # no round: a's deadline passes
     assert not any(place.owns(i) for i in ids)
+
+
+def test_placement_says_where_from_the_keeper(store: FakeStore) -> None:
+    """The placement port's answer (host/placement.py): here, or the holding node with
+    its address and its lease's epoch, or nobody yet once no lease is valid."""
+    a, b = Node(store, "a"), Node(store, "b")
+    rounds(store, [a, b], 2)
+    place = ClusterPlacement(a.keeper, "a")
+    ids = [f"id-{i}" for i in range(200)]
+    for i in ids:
+        where = place.where(i)
+        assert where.here == place.owns(i)
+        if not where.here:
+            lease = place.lease_of(i)
+            assert lease is not None and lease[0] == "b"
+            assert (where.process, where.node, where.address, where.epoch) == (
+                None, "b", "b:80", lease[1])
+    assert {place.where(i).here for i in ids} == {True, False}
+    store.clock.now += 10 * DEADLINE  # no round: every lease expires
+    assert all(place.where(i) == NOBODY_YET for i in ids)
 
 
 def test_the_thread_runs_rounds_until_stopped(store: FakeStore) -> None:

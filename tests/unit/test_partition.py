@@ -11,6 +11,7 @@ import pytest
 from wkhost.errors import HostError
 from wkhost.net.serve import prepare_socket_dir
 from wkhost.partition import Partition
+from wkhost.placement import HERE, Where
 from wkhost.storage.paths import db_path
 
 
@@ -23,6 +24,18 @@ def test_an_actor_belongs_to_the_process_of_its_databases_directory() -> None:
             owners = [p.me for p in processes if p.owns(actor_id)]
             assert owners == [processes[0].owner(actor_id)]
             assert [p.me for p in processes if p.owns_shard(shard)] == owners
+
+
+def test_the_placement_port_says_here_or_which_process() -> None:
+    """Partition.where, the placement port in process mode (host/placement.py)."""
+    assert Partition().where("anything") == HERE
+    for count in (2, 3):
+        for me in range(count):
+            p = Partition(me, count)
+            for i in range(100):
+                where = p.where(f"id-{i}")
+                assert where.here == p.owns(f"id-{i}")
+                assert where == (HERE if where.here else Where(False, process=p.owner(f"id-{i}")))
 
 
 def test_one_process_owns_everything_and_keeps_the_old_layout(tmp_path: Path) -> None:

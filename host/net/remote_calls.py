@@ -1,0 +1,53 @@
+"""An actor's call to an actor served elsewhere: the one remote-call object the host is
+given (core's `RemoteCalls`), which picks the transport by the placement's answer
+(host/placement.py).
+
+- Another process of this host (`Where.process`): a blocking POST over that process's
+  Unix socket (net/peers.py's `Peers`), with its rules: PeerUnavailable if nothing was
+  sent, PeerLost once it was.
+- Another node, or nobody yet (cluster mode): the signed hop (net/cluster_calls.py's
+  `ClusterCalls`, net/cluster_auth.py), at most once, to the holder the lease keeper's
+  view names at each attempt, until the caller's deadline.
+- A host with neither (one process, no cluster) serves every actor itself: an actor it
+  does not serve is refused (NotServedHere), as core's `NoRemote` refuses it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from ..errors import NotServedHere
+from ..placement import Placement, Where
+from ..types import ActorRef, Sender
+
+if TYPE_CHECKING:
+    from .cluster_calls import ClusterCalls
+    from .peers import Peers
+
+
+class RemoteCalls:
+    def __init__(self, placement: Placement, processes: Peers | None = None,
+                 nodes: ClusterCalls | None = None) -> None:
+        self._placement = placement
+        self._processes = processes
+        self._nodes = nodes
+
+    def call(self, ref: ActorRef, rec: Any, sender: Sender, stack: Iterable[ActorRef],
+             deadline: float, where: Where | None = None) -> Any:
+        """`ref`'s answer to the request record `rec`, as a response record, from where
+        it is served (`where`, the placement's answer the caller got; asked here if not
+        given), with the chain of calls (`stack`) it comes through. Raises the HostError
+        the other side raised, or the transport's (PeerUnavailable, PeerLost,
+        DeadlineExceeded; NotOwnerNow: the callee has come here, nothing ran)."""
+        if where is None:
+            where = self._placement.where(ref.id)
+        if where.process is not None:
+            if self._processes is None:
+                raise NotServedHere(f"{ref} is served by process {where.process}, "
+                                    "not this one")
+            return self._processes.call_process(where.process, ref, rec, sender, stack,
+                                                deadline)
+        if self._nodes is None:
+            raise NotServedHere(f"{ref} is not served by this host")
+        return self._nodes.call(ref, rec, sender, stack, deadline)
