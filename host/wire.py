@@ -18,6 +18,10 @@ CONNECTION_HEADERS = frozenset({"connection", "keep-alive", "proxy-connection",
 # by the process that reads the body.
 HOP_BY_HOP = CONNECTION_HEADERS | {"content-length", "upgrade", "te", "trailer",
                                    "proxy-authenticate", "expect"}
+# The front door's answer to a host error carries the error's wire kind (errors.py's
+# `kind`) beside its status and one line of text, so that a client need not read the
+# words (host/net/frontdoor.py; the CLI's client reads it, host/cli/client.py).
+ERROR_KIND = "wk-error-kind"
 # RFC 9110 5.6.2: a field name is a token of these characters, nothing else (no space,
 # no colon, no CR/LF).
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")

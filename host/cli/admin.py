@@ -16,11 +16,14 @@ import urllib.error
 import urllib.request
 from typing import NamedTuple
 
+from ..wire import ERROR_KIND
+
 
 class Answer(NamedTuple):
     status: int
     content_type: str  # as sent, its parameters (charset=...) included
     body: bytes
+    error_kind: str = ""  # a host error's wire kind (host/wire.py's ERROR_KIND), if any
 
 
 class NoAnswer(Exception):
@@ -43,10 +46,12 @@ def request(method: str, url: str, *, token: str | None = None, body: bytes | No
         req.add_header(k, v)
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
-            return Answer(resp.status, resp.headers.get("Content-Type", ""), resp.read())
+            return Answer(resp.status, resp.headers.get("Content-Type", ""), resp.read(),
+                          resp.headers.get(ERROR_KIND, ""))
     except urllib.error.HTTPError as e:
         with e:
-            return Answer(e.code, e.headers.get("Content-Type", "") if e.headers else "",
-                          e.read())
+            got = e.headers
+            return Answer(e.code, got.get("Content-Type", "") if got else "", e.read(),
+                          got.get(ERROR_KIND, "") if got else "")
     except OSError as e:  # URLError included
         raise NoAnswer(url, e) from e

@@ -40,7 +40,7 @@ from urllib.parse import quote, urlencode
 
 import cbor2
 from wkguest.workflow.client import KEEP
-from wkguest.workflow.errors import NOT_DECLARED, WorkflowError
+from wkguest.workflow.errors import WorkflowError
 from wkguest.workflow.serve import PROTOCOL
 from wkguest.workflow.status import CONTENT_TYPE, PREFIX, Event, Status, check_answer, events_of
 
@@ -182,7 +182,7 @@ class WorkflowAdmin:
         while True:
             query = urlencode({"after": ids[-1] if ids else "", "limit": _LIST_PAGE})
             url = f"{self.base_url}/_wk/actors/{quote(cls, safe='')}?{query}"
-            status, body, _ = self._send("GET", url)
+            status, body, _, _ = self._send("GET", url)
             if status != 200:
                 raise WorkflowError("refused", _text(body) or f"status {status}", status)
             page = json.loads(body)["ids"]
@@ -212,14 +212,14 @@ class WorkflowAdmin:
 
     def _call(self, cls: str, id: str, route: str, msg: dict[str, Any],
               wait: float = 0) -> Any:
-        status, body, ctype = self._send(
+        status, body, ctype, kind = self._send(
             "POST", self.url(cls, id, route), cbor2.dumps(msg, canonical=True),
             # The host delivers it only to a class that declares the protocol: another
             # class runs none of its code for it.
             {"Content-Type": CONTENT_TYPE, "wk-protocol": PROTOCOL}, self.timeout + wait)
-        # The front door answers a host error with its status and one line of text, and
-        # no kind: an unknown class is a 404 too, so the words tell this one.
-        if status == 404 and NOT_DECLARED in _text(body):
+        # The front door answers a host error with its status, one line of text and its
+        # kind (an unknown class is a 404 too): the kind tells this one.
+        if kind == "NotThatProtocol":
             raise WorkflowError("not-a-workflow", f"class {cls!r} is not a workflow class; "
                                 f"nothing of it was run ({_text(body)})", status)
         doc = _decode(body) if ctype in ("", CONTENT_TYPE) else None
@@ -229,14 +229,15 @@ class WorkflowAdmin:
 
     def _send(self, method: str, url: str, body: bytes | None = None,
               headers: dict[str, str] | None = None, timeout: float | None = None
-              ) -> tuple[int, bytes, str]:
-        """(status, body, content type without parameters); any status is an answer."""
+              ) -> tuple[int, bytes, str, str]:
+        """(status, body, content type without parameters, a host error's kind or "");
+        any status is an answer."""
         try:
             answer = request(method, url, token=self.token, body=body, headers=headers,
                              timeout=timeout or self.timeout)
         except NoAnswer as e:
             raise WorkflowError("call", f"{url}: {e.error}") from None
-        return answer.status, answer.body, _ctype(answer.content_type)
+        return answer.status, answer.body, _ctype(answer.content_type), answer.error_kind
 
 
 def _wait(seconds: float) -> dict[str, int]:

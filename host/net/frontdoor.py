@@ -6,7 +6,8 @@
   internal classes and its sender is "operator". The header is removed before the guest
   sees it. Any other request is the public's. Nothing else a client sends can change the
   sender, which travels beside the request, not in it.
-- Every failure is a status with a one-line reason in the body, never a traceback.
+- Every failure is a status with a one-line reason in the body, never a traceback; a
+  host error's answer names its kind too (`wk-error-kind`, host/wire.py).
 - A guest's answer reaches the client only if it is one HTTP can carry: a final status
   (200..599), header names that are tokens, values without control characters (C0, DEL,
   C1), at most `max_response_headers` of them in `max_response_header_bytes` on the wire,
@@ -41,7 +42,7 @@ from ..core.host import Host
 from ..errors import BadRequest, GuestFailed, HostError, Overloaded, TooLarge
 from ..events.holds import HOLD_STATE, is_hold_header
 from ..types import ActorRef, Request, Response, Sender
-from ..wire import answer_headers
+from ..wire import ERROR_KIND, answer_headers
 from . import audit, cluster_door, console, listing, metrics_route
 from .cluster_door import cluster_middlewares
 from .forward import pass_on
@@ -104,7 +105,7 @@ async def _errors_middleware(request: web.Request, handler):  # type: ignore[no-
         return await handler(request)
     except HostError as e:
         extra = {"Retry-After": str(e.retry_after_s)} if isinstance(e, Overloaded) else {}
-        return plain(e.http_status, e.reason, **extra)
+        return plain(e.http_status, e.reason, **{ERROR_KIND: e.kind}, **extra)
     except web.HTTPException as e:
         return plain(e.status, e.reason)
     except asyncio.CancelledError:
