@@ -180,7 +180,7 @@ def _actor(path: Path) -> str:
 def instrument() -> None:
     """Wrap, once, the host's guest call, guest statement and WAL fsync (this process
     only; wkhost's code is not changed)."""
-    from wkhost.core import host as host_module
+    from wkhost.events import guest_call as host_module
     from wkhost.storage import actordb, files
 
     if getattr(actordb.ActorDb, "_groups_traced", False):
@@ -317,7 +317,7 @@ def _traced(host: Any, id: str, inp: dict[str, Any], waits: bool) -> dict[str, A
     figs = TRACE.figures(st["positions"])
     # What instrument() wraps, each seen at least once (a workflow ends with a synced
     # durable write, in an event): else the host moved it, and these figures are zeros.
-    probe_saw("guest call (instrument() wraps core/host.py's call_export)", figs["events"])
+    probe_saw("guest call (instrument() wraps events/guest_call.py's call_export)", figs["events"])
     probe_saw("durable statement (instrument() wraps ActorDb.guest_exec)",
               figs["durable_writes"])
     probe_saw("WAL fsync (instrument() wraps ActorDb._fsync_wal)", figs["wal_fsyncs"])

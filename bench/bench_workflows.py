@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import gc
 import os
 import stat
@@ -45,9 +44,9 @@ import statistics
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cbor2
 
@@ -64,6 +63,9 @@ from bench.common import (
     summary,
 )
 from bench.httpload import Connection, HttpError, drive
+
+if TYPE_CHECKING:
+    from wkhost.types import ActorRef
 
 WF = "wfbench"
 PREFIX = "/wk-workflow/v1/"
@@ -90,27 +92,6 @@ HOSTFN = _HostFnClock()
 FSYNCS = Counter[str]()
 
 
-def _timing_guard(orig: Callable[..., Any]) -> Callable[..., Any]:
-    # Whatever else the linker's guard takes (the interface, since the metrics) passes
-    # through untouched: the probe wraps the guard, it does not restate its signature.
-    def guard(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Callable[..., Any]:
-        inner = orig(fn, *args, **kwargs)
-        name = getattr(fn, "__name__", "?")
-
-        def timed(store: Any, *args: Any) -> Any:
-            t0 = time.perf_counter_ns()
-            try:
-                return inner(store, *args)
-            finally:
-                HOSTFN.ns += time.perf_counter_ns() - t0
-                HOSTFN.calls[name] += 1
-
-        timed.__name__ = name
-        return timed
-
-    return guard
-
-
 def _counted_sync(real: Callable[[int], None]) -> Callable[[int], None]:
     """os.fsync or os.fdatasync, counting each call by what it syncs: a WAL, a database
     file, a directory (the host's own syncs only: SQLite's are made in C)."""
@@ -127,82 +108,76 @@ def _counted_sync(real: Callable[[int], None]) -> Callable[[int], None]:
     return counted
 
 
-@contextlib.contextmanager
-def _probed_linker() -> Iterator[None]:
-    """Wrap every host function (in this process only) to time and count it, and count
-    the WAL fsyncs: both are read by ProbeHost. Patches only while a class is added (each
-    class's Linker is built then), except the fsync counter, which stays (it costs
-    nanoseconds)."""
-    from wkhost.interfaces import linker
-    from wkhost.storage.actordb import ActorDb
+def _count_syncs() -> None:
+    """Count the host's fsyncs and fdatasyncs by what they sync (os-level: not the host's
+    to report), once per process; it costs nanoseconds."""
+    if getattr(_count_syncs, "done", False):
+        return
+    for name in ("fsync", "fdatasync"):
+        setattr(os, name, _counted_sync(getattr(os, name)))
+    _count_syncs.done = True  # type: ignore[attr-defined]
 
-    if not getattr(ActorDb, "_bench_counted", False):
-        for name in ("fsync", "fdatasync"):
-            setattr(os, name, _counted_sync(getattr(os, name)))
-        ActorDb._bench_counted = True
-    orig = linker.guard
-    linker.guard = _timing_guard(orig)
-    try:
-        yield
-    finally:
-        linker.guard = orig
+
+class Probe:
+    """The host's Observer (wkhost.events.observe): for each guest call, its wall time,
+    the time spent in host functions during it and the fuel it burnt; each host function
+    timed and counted; finished alarm events counted, with their time."""
+
+    def __init__(self) -> None:
+        self.last_call: dict[str, Any] = {}
+        self.last_by_export: dict[str, dict[str, Any]] = {}
+        self.last_alarm_ns: dict[Any, int] = {}
+        self._cond = threading.Condition()
+        self._alarms: Counter[Any] = Counter()
+        self._since_call = threading.local()
+
+    def guest_call(self, ref: ActorRef, export: str, wall_ns: int, fuel: int) -> None:
+        host_ns: int = getattr(self._since_call, "ns", 0)
+        self._since_call.ns = 0
+        self.last_call = {"export": export, "wall_ns": wall_ns, "host_ns": host_ns,
+                          "fuel": fuel}
+        self.last_by_export[export] = self.last_call
+
+    def host_function(self, interface: str, name: str, ns: int) -> None:
+        HOSTFN.ns += ns
+        HOSTFN.calls[name] += 1
+        self._since_call.ns = getattr(self._since_call, "ns", 0) + ns
+
+    def event_ended(self, ref: ActorRef, kind: str, outcome: str, wall_ns: int) -> None:
+        if kind != "alarm":
+            return
+        with self._cond:
+            self.last_alarm_ns[ref] = wall_ns
+            self._alarms[ref] += 1
+            self._cond.notify_all()
+
+    def alarm_count(self, ref: Any) -> int:
+        with self._cond:
+            return self._alarms[ref]
+
+    def wait_alarm(self, ref: Any, seen: int, timeout: float) -> None:
+        with self._cond:
+            self._cond.wait_for(lambda: self._alarms[ref] > seen, timeout)
+
+    def fired(self) -> int:
+        """Alarm events ended, of every actor."""
+        with self._cond:
+            return sum(self._alarms.values())
 
 
 def make_host(data: Path, **config: Any) -> Any:
+    """A Host with a Probe as its observer (`host.probe`); the probe's alarm counts are
+    the host's attributes too (`host.alarm_count`, `host.wait_alarm`), as other benches
+    read them."""
     from wkhost.config import HostConfig
     from wkhost.core.host import Host
 
-    class ProbeHost(Host):
-        """A Host that records, for each guest call, its wall time, the time spent in host
-        functions during it, and the fuel it burnt; and counts finished alarm events."""
-
-        def __init__(self, cfg: Any) -> None:
-            super().__init__(cfg)
-            self.last_call: dict[str, Any] = {}
-            self.last_by_export: dict[str, dict[str, Any]] = {}
-            self.last_alarm_ns: dict[Any, int] = {}
-            self._cond = threading.Condition()
-            self._alarms: Counter[Any] = Counter()
-
-        def add_class(self, *args: Any, **kwargs: Any) -> Any:
-            with _probed_linker():
-                return super().add_class(*args, **kwargs)
-
-        def _call(self, slot: Any, ev: Any, export: str, args: tuple[Any, ...]) -> Any:
-            inst = slot.instance
-            host0 = HOSTFN.ns
-            t0 = time.perf_counter_ns()
-            try:
-                return super()._call(slot, ev, export, args)
-            finally:
-                wall = time.perf_counter_ns() - t0
-                fuel = None
-                with contextlib.suppress(Exception):
-                    fuel = inst.fuel_used(self.config.fuel_per_event())
-                self.last_call = {"export": export, "wall_ns": wall,
-                                  "host_ns": HOSTFN.ns - host0, "fuel": fuel}
-                self.last_by_export[export] = self.last_call
-
-        def _fire_alarm(self, ref: Any) -> None:
-            t0 = time.perf_counter_ns()
-            try:
-                super()._fire_alarm(ref)
-            finally:
-                with self._cond:
-                    self.last_alarm_ns[ref] = time.perf_counter_ns() - t0
-                    self._alarms[ref] += 1
-                    self._cond.notify_all()
-
-        def alarm_count(self, ref: Any) -> int:
-            with self._cond:
-                return self._alarms[ref]
-
-        def wait_alarm(self, ref: Any, seen: int, timeout: float) -> None:
-            with self._cond:
-                self._cond.wait_for(lambda: self._alarms[ref] > seen, timeout)
-
-    cfg = HostConfig(data_dir=data, cache_dir=COMPILED, **config)
-    host = ProbeHost(cfg)
+    _count_syncs()
+    probe = Probe()
+    host = Host(HostConfig(data_dir=data, cache_dir=COMPILED, **config), observer=probe)
+    host.probe = probe  # type: ignore[attr-defined]
+    for name in ("alarm_count", "wait_alarm", "last_by_export", "last_alarm_ns"):
+        setattr(host, name, getattr(probe, name))
     host.add_class(WF, bench_wasm(), access="internal")
     host.start()
     return host
@@ -238,20 +213,14 @@ def alarm_event(host: Any, ref: Any) -> dict[str, float]:
     """One on_alarm event of `ref`, run now on this thread through the host's event path
     (slot, lock, instance, the guest's on-alarm, the alarm sync after it). It skips only
     the host's check that the alarm is due (the instance is sleeping on a far sleep)."""
-    from wkhost.events.event import Chain
-
-    def body(slot: Any, ev: Any) -> Any:
-        return host._call(slot, ev, "on-alarm", ())
-
-    deadline = time.monotonic() + 60
     t0 = time.perf_counter_ns()
-    err = host._run_event(ref, "alarm", Chain(), deadline, body, create=False)
+    err = host.alarms.run_now(ref, time.monotonic() + 60)
     wall = time.perf_counter_ns() - t0
     if err is not None:
         raise RuntimeError(f"on-alarm failed: {err}")
-    c = host.last_call
-    probe_saw("guest call (ProbeHost wraps Host._call)", len(c))
-    probe_saw("host function call (the probe wraps interfaces/linker.py's guard)",
+    c = host.probe.last_call
+    probe_saw("guest call (the Probe, the host's observer)", len(c))
+    probe_saw("host function call (the Probe, told by interfaces/linker.py)",
               sum(HOSTFN.calls.values()))
     return {"event_ns": wall, "call_ns": c["wall_ns"], "host_ns": c["host_ns"],
             "fuel": c["fuel"] or 0}
@@ -639,14 +608,14 @@ def _drain_once(count: int, pool: bool, room_ms: int) -> dict[str, float]:
             list(workers.map(lambda i: wf_call(host, host.actor_ref(WF, f"d-{i}"), "start",
                                                {"input": {"wake_at": due}}), range(count)))
         deadline = time.monotonic() + lead_ms / 1000
-        while sum(host._alarms.values()) < count and time.monotonic() < deadline:
+        while host.probe.fired() < count and time.monotonic() < deadline:
             time.sleep(0.05)  # every first run (which records the sleep) has finished
-        if sum(host._alarms.values()) < count:
+        if host.probe.fired() < count:
             raise RuntimeError("the sleepers' first runs did not finish before they were due")
-        fired0 = sum(host._alarms.values())
+        fired0 = host.probe.fired()
         time.sleep(max(0.0, (due - host.clock.now_ms()) / 1000))
         cpu0, t0 = time.process_time(), time.monotonic()
-        while sum(host._alarms.values()) - fired0 < count and time.monotonic() - t0 < 300:
+        while host.probe.fired() - fired0 < count and time.monotonic() - t0 < 300:
             time.sleep(0.01)
         elapsed, cpu = time.monotonic() - t0, time.process_time() - cpu0
     finally:

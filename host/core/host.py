@@ -32,15 +32,16 @@ from ..engine.components import EpochTicker, make_engine
 from ..engine.pool import pool_memory
 from ..engine.spare_instances import SpareInstances
 from ..errors import HostError, UnknownClass
-from ..events.actor_slot import ActorSlot
 from ..events.alarms import Alarms
 from ..events.call_graph import CallGraph
 from ..events.classes import Access, ActorClass, load_class
 from ..events.event import Chain, Event
 from ..events.eviction import Eviction
+from ..events.guest_call import GuestCall
 from ..events.holds import Holds
 from ..events.instance_source import InstanceSource
-from ..events.lifecycle import Body, EventRunner, call_export
+from ..events.lifecycle import EventRunner
+from ..events.observe import Observer
 from ..events.remote import NoRemote, RemoteCalls
 from ..events.requests import Requests
 from ..events.settle import Settle
@@ -78,12 +79,15 @@ _THREAD_STACK_BYTES = 64 << 20
 
 class Host:
     def __init__(self, config: HostConfig, clock: Clock | None = None,
-                 remote: RemoteCalls | None = None, cluster: ClusterNode | None = None
-                 ) -> None:
+                 remote: RemoteCalls | None = None, cluster: ClusterNode | None = None,
+                 observer: Observer | None = None) -> None:
         """`remote`: how an actor calls an actor of another process of this host
         (`serve --processes N`: host/net/peers.py's Peers), or of another node;
-        none for one process. `cluster`: this node's part in a cluster, if any."""
+        none for one process. `cluster`: this node's part in a cluster, if any.
+        `observer`: told of each guest call, host function and event (a bench's probe:
+        events/observe.py)."""
         self.config = config
+        self.observer = observer
         self.cluster = cluster
         self.clock = clock or SystemClock()
         self.testing = Switches(self.clock, config.always_fresh_instance)
@@ -133,14 +137,13 @@ class Host:
         tracing.export_to(config.otlp_endpoint, config.partition.me, targets)
 
     def _build_parts(self) -> None:
-        """The parts that run events, each handed what it uses. `_call`, `_run_event` and
-        `_fire_alarm` are passed as the Host's own, the seams a probe may wrap
-        (bench/bench_workflows.py)."""
+        """The parts that run events, each handed what it uses: Alarms and Requests the
+        runner's `run` and the guest call themselves (events/seams.py)."""
         config = self.config
         self.scheduler = Scheduler(self.clock, self._dispatch_alarm,
                                    max_inflight=max(2, config.workers))
-        self.alarms = Alarms(config, self.clock, self.scheduler, self.index,
-                             self._run_event, self._call)
+        guest_call = GuestCall(config, self.observer)
+        self.alarms = Alarms(config, self.clock, self.scheduler, self.index, guest_call)
         self._table = SlotTable(config)
         self._slots = self._table.by_ref
         self.eviction = Eviction(config, self._table, self.classes, self.spares,
@@ -153,13 +156,15 @@ class Host:
             alarms=self.alarms, eviction=self.eviction, instances=instances,
             settle=Settle(config, self._table, self.alarms, self.eviction, self.index,
                           self.testing),
-            call_export=self._call, long_wait=self.long_wait,
+            call_export=guest_call, long_wait=self.long_wait,
             statement_loan=functools.partial(statement_loan, self.gate, self.executor),
             testing=self.testing,
-            replication=None if self.cluster is None else self.cluster.replication)
+            replication=None if self.cluster is None else self.cluster.replication,
+            observer=self.observer)
+        self.alarms.runs_with(self._runner.run)
         self._requests = Requests(
             config=config, classes=self.classes, holds=self.holds, remote=self.remote,
-            run_event=self._run_event, call_export=self._call, long_wait=self.long_wait,
+            run_event=self._runner.run, call_export=guest_call, long_wait=self.long_wait,
             testing=self.testing,
             owns=None if self.cluster is None else self.cluster.placement.owns)
 
@@ -167,7 +172,8 @@ class Host:
     def add_class(self, name: str, wasm: Path, access: Access = "public",
                   reuse_instances: bool = False) -> ActorClass:
         cls = load_class(self.engine, name, wasm, self.config.compile_cache(),
-                         lambda: make_linker(self.engine, self._interface_host()),
+                         lambda: make_linker(self.engine, self._interface_host(),
+                                             self.observer),
                          access, reuse_instances)
         self.classes[name] = cls
         return cls
@@ -278,22 +284,8 @@ class Host:
         max_live_instances). Returns how many were dropped."""
         return self.eviction.evict_idle(keep)
 
-    # -- the seams of an event ----------------------------------------------------------
-    def _run_event(self, ref: ActorRef, kind: str, chain: Chain, deadline: float,
-                   body: Body[T], create: bool = True, wakes_holds: bool = True) -> T:
-        return self._runner.run(ref, kind, chain, deadline, body, create, wakes_holds)
-
-    def _call(self, slot: ActorSlot, ev: Event, export: str, args: tuple[Any, ...]) -> Any:
-        return call_export(slot, ev, export, args, self.config)
-
-    def _create(self, slot: ActorSlot, ev: Event) -> None:
-        self._runner.create(slot, ev)
-
     def _dispatch_alarm(self, ref: ActorRef) -> None:
-        self.executor.submit(self._fire_alarm, ref)
-
-    def _fire_alarm(self, ref: ActorRef) -> None:
-        self.alarms.fire(ref)
+        self.executor.submit(self.alarms.fire, ref)
 
     def _tidy(self, trim: HeapTrim) -> None:
         """The janitor's round (runtime/janitor.py): what the host lets go of when idle."""

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from typing import Any
 
 from .. import metrics
@@ -33,22 +32,25 @@ from ..storage.index import Index
 from ..types import ActorRef
 from .actor_slot import ActorSlot
 from .event import ActorGone, Chain, Event
+from .seams import CallExport, RunEvent
 
 log = logging.getLogger("wkhost")
 
-RunEvent = Callable[..., Any]  # events/lifecycle.py's EventRunner.run
-CallExport = Callable[[ActorSlot, Event, str, tuple[Any, ...]], Any]
 
 
 class Alarms:
     def __init__(self, config: HostConfig, clock: Clock, scheduler: Scheduler, index: Index,
-                 run_event: RunEvent, call_export: CallExport) -> None:
+                 call_export: CallExport) -> None:
         self._config = config
         self._clock = clock
         self.scheduler = scheduler
         self._index = index
-        self._run_event = run_event
         self._call_export = call_export
+        self._run_event: RunEvent | None = None
+
+    def runs_with(self, run_event: RunEvent) -> None:
+        """The event runner, made after the alarms (it settles an event's alarm)."""
+        self._run_event = run_event
 
     # -- the index and the scheduler ------------------------------------------------------
     def load(self) -> None:
@@ -95,6 +97,7 @@ class Alarms:
     # -- a fire ---------------------------------------------------------------------------
     def fire(self, ref: ActorRef) -> None:
         """Run the actor's due alarm (on an event thread), and let the scheduler know."""
+        assert self._run_event is not None
         deadline = time.monotonic() + self._config.wall_budget_ms / 1000
         try:
             self._run_event(ref, "alarm", Chain(), deadline, self._on_alarm, create=False)
@@ -113,6 +116,18 @@ class Alarms:
             self._retry_in_memory(ref)
         finally:
             self.scheduler.done(ref)
+
+    def run_now(self, ref: ActorRef, deadline: float) -> Any:
+        """The actor's on-alarm, now, on this thread, through the whole event path (its
+        lock, instance, the alarm's sync after it), whether or not its alarm is due, and
+        leaving its alarm's row as the guest leaves it: for benches and tests. What the
+        guest's on-alarm returned (its error), or None; ActorGone if there is no actor."""
+        assert self._run_event is not None
+        return self._run_event(ref, "alarm", Chain(), deadline, self._on_alarm_now,
+                               create=False)
+
+    def _on_alarm_now(self, slot: ActorSlot, ev: Event) -> Any:
+        return self._call_export(slot, ev, "on-alarm", ())
 
     def _retry_in_memory(self, ref: ActorRef) -> None:
         """The event failed before its alarm could be re-set or retried in its database

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import metrics, tracing
 from ..config import HostConfig
-from ..engine.instance import failure
 from ..errors import GuestFailed, StorageFailed
 from ..logs import actor, one_line
 from ..runtime.admission import Admission
@@ -29,7 +28,7 @@ from ..storage.index import Index
 from ..storage.watch import Loan
 from ..storage.workflow_place import workflow_place
 from ..testing import Switches
-from ..traps import TrapKind, TrapReason
+from ..traps import TrapReason
 from ..types import ActorRef
 from . import event
 from .actor_slot import ActorSlot
@@ -40,43 +39,17 @@ from .event import ActorGone, Chain, Event
 from .eviction import Eviction
 from .holds import Holds
 from .instance_source import InstanceSource
+from .observe import Observer
 from .schema_learning import image_for, learn_schema
+from .seams import Body, CallExport
 from .settle import Settle
 from .slot_table import SlotTable
-from .trapped import ended
 
 if TYPE_CHECKING:
     from .replication import Copy, Replication
 
 log = logging.getLogger("wkhost")
 T = TypeVar("T")
-Body = Callable[[ActorSlot, Event], T]
-CallExport = Callable[[ActorSlot, Event, str, tuple[Any, ...]], Any]
-
-
-def call_export(slot: ActorSlot, ev: Event, export: str, args: tuple[Any, ...],
-                config: HostConfig) -> Any:
-    """Call the guest's `export` within the event's budgets. A trap drops the instance,
-    marks the event as trapped (why, as a value: events/trapped.py), and raises
-    GuestFailed."""
-    inst = slot.instance
-    assert inst is not None
-    wall_ms = max(0.0, ev.remaining_s() * 1000)
-    ev.unnarrow()  # lifecycle.narrow-deadline's, should an earlier call have set it
-    ev.exception = None  # lifecycle.report-exception's, of an earlier call
-    fuel = config.fuel_per_event()
-    try:
-        out = inst.call(export, args, fuel, wall_ms)
-    except GuestFailed as e:
-        slot.instance = None  # a trap poisons the instance and its Store
-        trap, ev.outcome = ended(inst.trap or TrapReason(TrapKind.GUEST, str(e)),
-                                 ev.limit_traps, ev.exception, slot.output,
-                                 config.max_guest_output_bytes)
-        ev.fuel += fuel - inst.fuel_at_trap
-        ev.trapped = trap
-        raise failure(trap) from None
-    ev.fuel += inst.fuel_used(fuel)
-    return out
 
 
 class EventRunner:
@@ -86,8 +59,10 @@ class EventRunner:
                  instances: InstanceSource, settle: Settle, call_export: CallExport,
                  long_wait: Callable[[], AbstractContextManager[object]],
                  statement_loan: Callable[[], Loan | None], testing: Switches,
-                 replication: Replication | None = None) -> None:
+                 replication: Replication | None = None,
+                 observer: Observer | None = None) -> None:
         self._config = config
+        self._observer = observer
         self._replication = replication
         self._testing = testing
         self._classes = classes
@@ -170,7 +145,10 @@ class EventRunner:
     def _counted(self, ref: ActorRef, kind: str, ev: Event, failed: BaseException | None,
                  started: float, span: Any) -> None:
         outcome = ev.outcome or (metrics.OK if failed is None else metrics.ERROR)
-        metrics.event_ended(ref.cls, kind, outcome, time.perf_counter() - started, ev.fuel)
+        took = time.perf_counter() - started
+        metrics.event_ended(ref.cls, kind, outcome, took, ev.fuel)
+        if self._observer is not None:
+            self._observer.event_ended(ref, kind, outcome, int(took * 1e9))
         if span is not None:
             tracing.event_ended(span, outcome, ev.fuel)
 

@@ -19,10 +19,8 @@ from . import holds
 from .actor_slot import ActorSlot
 from .classes import ActorClass, check_access, check_protocol
 from .event import Chain, Event
-from .lifecycle import CallExport
 from .remote import RemoteCalls
-
-RunEvent = Callable[..., Any]  # events/lifecycle.py's EventRunner.run
+from .seams import CallExport, RunEvent
 
 
 class Requests:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from wasmtime import Engine, WasmtimeError
 from wasmtime.component import Linker
@@ -21,6 +21,12 @@ from .ports import E, HostPort
 log = logging.getLogger("wkhost.linker")
 
 HostFunc = Callable[..., Any]
+
+
+class HostFunctionObserver(Protocol):
+    """What the linker tells a host's Observer (events/observe.py) of each host function."""
+
+    def host_function(self, interface: str, name: str, ns: int) -> None: ...
 
 
 # The one host function whose Python name is not its WIT name's spelling.
@@ -77,6 +83,24 @@ def _untimed(fn: HostFunc, name: str) -> HostFunc:
     return guarded
 
 
+def _observed(guarded: HostFunc, interface: str, observer: HostFunctionObserver
+              ) -> HostFunc:
+    """`guarded`, its time told to `observer` (a host made with one): chosen at link
+    time, so that a host without one pays nothing per call."""
+    name = guarded.__name__
+    clock = time.perf_counter_ns
+
+    def observed(store: Any, *args: Any) -> Any:
+        started = clock()
+        try:
+            return guarded(store, *args)
+        finally:
+            observer.host_function(interface, name, clock() - started)
+
+    observed.__name__ = name
+    return observed
+
+
 def _failed(name: str, e: Exception) -> WasmtimeError:
     """The trap for a host function's exception, logged: a lease lost under a durable
     write (--cluster: another node took the shard) is expected, one line at warning;
@@ -89,7 +113,8 @@ def _failed(name: str, e: Exception) -> WasmtimeError:
     return WasmtimeError(f"host function failed: {type(e).__name__}: {e}")
 
 
-def make_linker(engine: Engine, host: HostPort[E]) -> Linker:
+def make_linker(engine: Engine, host: HostPort[E],
+                observer: HostFunctionObserver | None = None) -> Linker:
     """A Linker for one component (one class): instantiate no other component with it.
     Its host functions reach the host through `host` (interfaces/ports.py) only.
 
@@ -101,7 +126,10 @@ def make_linker(engine: Engine, host: HostPort[E]) -> Linker:
 
     def pinned_guard(interface: str) -> Callable[[HostFunc], HostFunc]:
         def pinned(fn: HostFunc) -> HostFunc:
-            return fastconv.pin_signature(guard(fn, interface))  # type: ignore[no-any-return]
+            guarded = guard(fn, interface)
+            if observer is not None:
+                guarded = _observed(guarded, interface, observer)
+            return fastconv.pin_signature(guarded)  # type: ignore[no-any-return]
         return pinned
 
     with linker.root() as root:
