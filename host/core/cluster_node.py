@@ -24,8 +24,9 @@ from ..cluster.store import ClusterStore, StoreUnavailable
 from ..config import HostConfig
 from ..errors import ClusterRefused
 from ..events.alarms import Alarms
-from ..events.replication import Replication, ref_of
 from ..partition import shard_of
+from ..replication.copy import ref_of
+from ..replication.restore import Replication
 from ..storage.attributes import decoded
 from ..storage.index import Index
 from ..storage.listing import Listed, ListQuery

@@ -2,5 +2,6 @@
 (classes.py), requests and actor calls (requests.py), alarms (alarms.py), held answers
 (holds.py), the actors' table (actor_slot.py, slot_table.py), their instances' source
 (instance_source.py), letting actors go (eviction.py), the event itself (event.py,
-call_graph.py, lifecycle.py), what follows it (settle.py, trapped.py, guest_log.py,
-schema_learning.py), and an actor's working copy in cluster mode (replication.py)."""
+call_graph.py, lifecycle.py, guest_call.py), what follows it (settle.py, trapped.py,
+guest_log.py, schema_learning.py); the seams between those parts (seams.py) and what a
+probe is told of them (observe.py)."""

@@ -9,6 +9,7 @@ the actor now sleep, and the held requests it wakes (events/holds.py).
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -46,7 +47,8 @@ from .settle import Settle
 from .slot_table import SlotTable
 
 if TYPE_CHECKING:
-    from .replication import Copy, Replication
+    from ..replication.copy import Copy
+    from ..replication.restore import Replication
 
 log = logging.getLogger("wkhost")
 T = TypeVar("T")
@@ -154,7 +156,7 @@ class EventRunner:
 
     def _lease_kept(self, slot: ActorSlot) -> None:
         """In cluster mode: raise LeaseLost, never the guest's answer, if a write of the
-        event was refused (events/replication.py): nothing of it may be acknowledged."""
+        event was refused (replication/copy.py): nothing of it may be acknowledged."""
         replica = None if slot.db is None else slot.db.replica
         if replica is not None and replica.lost is not None:
             raise replica.lost
@@ -192,7 +194,8 @@ class EventRunner:
     def _open_storage(self, slot: ActorSlot, create: bool) -> bool:
         """Open the actor's db, unless it is open. False: the actor does not exist."""
         if self._replication is not None:  # cluster mode: a copy of this epoch's
-            self._replication.prepare(slot, self._eviction.close_slot)
+            self._replication.prepare(slot.ref, slot.path,
+                                      functools.partial(self._close_stale, slot))
         if slot.db is None:
             if not slot.path.exists():
                 if not create:
@@ -210,6 +213,10 @@ class EventRunner:
                 raise StorageFailed(f"{slot.ref}'s database cannot be read: {e}") from None
             slot.db = db
         return True
+
+    def _close_stale(self, slot: ActorSlot) -> None:
+        if slot.db is not None or slot.instance is not None:
+            self._eviction.close_slot(slot)
 
     def _open_db(self, slot: ActorSlot) -> ActorDb:
         config = self._config

@@ -102,12 +102,11 @@ def _observed(guarded: HostFunc, interface: str, observer: HostFunctionObserver
 
 
 def _failed(name: str, e: Exception) -> WasmtimeError:
-    """The trap for a host function's exception, logged: a lease lost under a durable
-    write (--cluster: another node took the shard) is expected, one line at warning;
-    anything else is a failure, with its traceback."""
-    if isinstance(e, LeaseLost):
-        log.warning("host function %s: %s", name, e)
-    else:
+    """The trap for a host function's exception. A lease lost under a durable write
+    (--cluster: another node took the shard) is expected and not logged here: the event
+    it fails reports it once (its trap's line, and the LeaseLost its caller is answered,
+    events/lifecycle.py). Anything else is a failure, logged with its traceback."""
+    if not isinstance(e, LeaseLost):
         log.exception("host function %s failed", name)
     host_function_failed()  # the trap it causes is the host's (TrapKind.HOST)
     return WasmtimeError(f"host function failed: {type(e).__name__}: {e}")

@@ -1,5 +1,5 @@
 """An actor database's changes as changesets (SQLite's session extension), and its
-snapshot image: what cluster mode keeps in the store (events/replication.py). The restore
+snapshot image: what cluster mode keeps in the store (replication/). The restore
 from the two is storage/restore.py.
 
 What a changeset of `Capture` carries: every row inserted, updated or deleted in main's

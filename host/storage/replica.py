@@ -1,4 +1,4 @@
-"""What cluster mode asks of an actor's database (events/replication.py does it): where
+"""What cluster mode asks of an actor's database (replication/copy.py does it): where
 its committed changes go instead of the WAL's fsync."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """An actor's database made again from a snapshot image and the changesets taken after
 it (storage/changes.py takes both), each checked against the state it was recorded on:
-what cluster mode restores from the store (events/replication.py).
+what cluster mode restores from the store (replication/restore.py).
 """
 
 from __future__ import annotations

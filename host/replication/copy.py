@@ -1,10 +1,7 @@
-"""Cluster mode: each actor's writes go to PostgreSQL, fenced by its shard's lease
-(docs/cluster.md). The actor's SQLite file here is a working copy.
+"""Cluster mode: one actor's working copy (`Copy`), its writes to PostgreSQL fenced by
+its shard's lease (docs/cluster.md). Its SQLite file here is a working copy, trusted
+only under the epoch it was restored or made at (restore.py).
 
-- A working copy is trusted only if this process restored or made it under the epoch at
-  which its shard is held now. `prepare` checks that before an event opens the
-  database, and restores the actor from the store if not: its snapshot, then its
-  changesets (storage/changes.py checks each against the state it was recorded on).
 - At a durable point (ActorDb.sync_if_pending), the changes since the last write go as
   one changeset, fenced by the epoch, and the event waits for PostgreSQL's commit
   (`Copy.durable`). At an event's end, what `exec` committed goes the same way without
@@ -18,34 +15,17 @@
 
 from __future__ import annotations
 
-import logging
-import threading
-import time
-from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Protocol
 
-from ..cluster.leases import LeaseKeeper
-from ..cluster.store import AppendRow, ClusterStore, CorruptStore, StoreUnavailable
+from ..cluster.store import AppendRow
 from ..cluster.writer import DeleteWrite, SnapshotWrite, Writer
-from ..errors import (
-    DeadlineExceeded,
-    HostError,
-    LeaseLost,
-    NotOwnerNow,
-    PeerUnavailable,
-    StorageFailed,
-)
-from ..partition import shard_of
-from ..storage import changes, host_rows, restore
+from ..errors import DeadlineExceeded, HostError, LeaseLost, PeerUnavailable
+from ..storage import changes, host_rows
 from ..storage.actordb import ActorDb
-from ..storage.files import delete_db_files
 from ..types import ActorRef
-from .actor_slot import ActorSlot
-
-log = logging.getLogger("wkhost")
 
 
 def actor_key(ref: ActorRef) -> str:
@@ -58,6 +38,33 @@ def ref_of(key: str) -> ActorRef:
     return ActorRef(cls, actor_id)
 
 
+class Epochs(Protocol):
+    """The lease keeper, as a copy reads it (cluster/leases.py's LeaseKeeper)."""
+
+    def epoch(self, shard: int) -> int | None: ...
+
+
+class Node(Protocol):
+    """What every copy of this node writes through and under (restore.py's Replication)."""
+
+    @property
+    def keeper(self) -> Epochs: ...
+
+    @property
+    def node_id(self) -> str: ...
+
+    @property
+    def snapshot_every(self) -> int: ...
+
+    @property
+    def snapshot_bytes(self) -> int: ...
+
+    @property
+    def writer(self) -> Writer: ...
+
+    def wait_s(self) -> float: ...
+
+
 @dataclass
 class Copy:
     """One actor's working copy here: the epoch it is trusted under, its last sequence
@@ -67,7 +74,7 @@ class Copy:
     shard: int
     epoch: int
     seq: int
-    replication: Replication
+    replication: Node
     new: bool = False
     logged: int = 0  # changesets since the snapshot
     logged_bytes: int = 0
@@ -181,87 +188,3 @@ class Copy:
     def _break(self, why: str) -> None:
         self.lost = LeaseLost(f"{self.ref} is no longer served by this node ({why}); retry")
         raise self.lost
-
-
-class Replication:
-    """This node's working copies, and the writer their writes go through."""
-
-    def __init__(self, store: ClusterStore, keeper: LeaseKeeper, node_id: str,
-                 snapshot_every: int, snapshot_bytes: int, wait_s: float = 30.0) -> None:
-        self.store = store
-        self.keeper = keeper
-        self.node_id = node_id
-        self.snapshot_every = snapshot_every
-        self.snapshot_bytes = snapshot_bytes
-        self._wait_s = wait_s
-        self.writer = Writer(store)
-        self._copies: dict[ActorRef, Copy] = {}
-        self._lock = threading.Lock()
-
-    def wait_s(self) -> float:
-        return self._wait_s
-
-    def start(self) -> None:
-        self.writer.start()
-
-    def close(self) -> None:
-        self.writer.stop()
-
-    def copy_of(self, ref: ActorRef) -> Copy | None:
-        return self._copies.get(ref)
-
-    def prepare(self, slot: ActorSlot, close: Callable[[ActorSlot], Any]) -> None:
-        """Before an event opens the actor's database: a working copy of this epoch's,
-        restored from the store if this process has none (`close` lets go of a stale
-        one's instance and database first). Raises LeaseLost if this node does not
-        hold the actor's shard now."""
-        ref = slot.ref
-        shard = shard_of(ref.id)
-        epoch = self.keeper.epoch(shard)
-        if epoch is None:
-            raise NotOwnerNow(f"{ref} is not served by this node now (shard {shard}); retry")
-        copy = self._copies.get(ref)
-        if copy is not None and copy.epoch == epoch and copy.lost is None:
-            return
-        if copy is not None:
-            copy.settled()  # its writes in flight first: the restore must see them
-        if slot.db is not None or slot.instance is not None:
-            close(slot)  # a guest's memory of an older state goes with it
-        self._copies[ref] = self._restore(slot, shard, epoch)
-
-    def _restore(self, slot: ActorSlot, shard: int, epoch: int) -> Copy:
-        started = time.perf_counter()
-        delete_db_files(slot.path)
-        try:
-            loaded = self.store.load(actor_key(slot.ref))
-        except StoreUnavailable as e:
-            raise PeerUnavailable(f"{slot.ref} cannot be restored now: the cluster's store "
-                                  f"cannot be reached ({e}); retry shortly") from None
-        except CorruptStore as e:
-            log.error("%s cannot be restored: %s", slot.ref, e)
-            raise StorageFailed(f"{slot.ref} cannot be restored: {e}") from None
-        if loaded is None:
-            return Copy(slot.ref, shard, epoch, 0, self, new=True)
-        if loaded.snapshot is None:
-            raise StorageFailed(f"{slot.ref} cannot be restored: changesets but no snapshot")
-        slot.path.parent.mkdir(parents=True, exist_ok=True)
-        changesets = [cs for _, cs in loaded.changes]
-        try:
-            restore.restore(slot.path, loaded.snapshot, changesets)
-        except restore.RestoreMismatch as e:
-            log.error("%s cannot be restored: %s", slot.ref, e)
-            raise StorageFailed(f"{slot.ref} cannot be restored: {e}") from None
-        log.info("%s: restored from the cluster's store (seq %d, %d changesets) in %.1f ms",
-                 slot.ref, loaded.last_seq, len(changesets),
-                 (time.perf_counter() - started) * 1000)
-        return Copy(slot.ref, shard, epoch, loaded.last_seq, self,
-                    logged=len(changesets), logged_bytes=sum(map(len, changesets)))
-
-    def forget_shard(self, shard: int) -> list[ActorRef]:
-        """The shard is no longer this node's: its copies are not trusted again. Returns
-        the actors whose copies went."""
-        with self._lock:
-            gone = [ref for ref, c in self._copies.items() if c.shard == shard]
-            for ref in gone:
-                self._copies.pop(ref, None)
-        return gone
