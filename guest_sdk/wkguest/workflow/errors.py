@@ -42,8 +42,8 @@ ErrorKind = Literal["unknown", "finished", "call", "refused", "not-a-workflow", 
 
 # What the host says when a class does not declare the workflow protocol (wkhost's
 # NotThatProtocol). Inside an actor a call's kind tells it ("not-declared": CallError,
-# CallFailed); the front door's answer to `wkhost workflow` carries no kind, only a 404
-# and this text, so the CLI tells it by the words (host/cli/client.py).
+# CallFailed); the front door's answer to `wkhost workflow` names it in its
+# `wk-error-kind` header, which the CLI reads (host/cli/client.py): none reads the words.
 NOT_DECLARED = "does not declare the protocol"
 
 
