@@ -47,6 +47,7 @@ from ..events.requests import Requests
 from ..events.settle import Settle
 from ..events.slot_table import SlotTable
 from ..interfaces.linker import make_linker
+from ..placement import Placement
 from ..runtime.admission import Admission
 from ..runtime.executor import EventExecutor
 from ..runtime.janitor import Janitor
@@ -99,6 +100,9 @@ class Host:
         self.spares = SpareInstances(config.spare_instances)
         self.holds = Holds()
         self.remote = remote or NoRemote(config.partition)
+        # Who serves an actor (host/placement.py): asked once per request or call.
+        self.placement: Placement = config.partition if cluster is None \
+            else cluster.placement
         self._prepare_process(config)
         self._start_tracing(config)
         self.index = Index(config.partition.host_dir(config.data_dir))
@@ -165,8 +169,7 @@ class Host:
         self._requests = Requests(
             config=config, classes=self.classes, holds=self.holds, remote=self.remote,
             run_event=self._runner.run, call_export=guest_call, long_wait=self.long_wait,
-            testing=self.testing,
-            owns=None if self.cluster is None else self.cluster.placement.owns)
+            testing=self.testing, placement=self.placement)
 
     # -- set-up and shutdown ------------------------------------------------------------
     def add_class(self, name: str, wasm: Path, access: Access = "public",

@@ -11,12 +11,13 @@ from typing import Any, Protocol
 
 from ..errors import NotServedHere
 from ..partition import Partition
+from ..placement import Where
 from ..types import ActorRef, Sender
 
 
 class RemoteCalls(Protocol):
     def call(self, ref: ActorRef, rec: Any, sender: Sender, stack: Iterable[ActorRef],
-             deadline: float) -> Any:
+             deadline: float, where: Where | None = None) -> Any:
         """`ref`'s answer to the request record `rec`, as a response record, from the
         process that serves it, with the chain of calls (`stack`) it comes through."""
         ...
@@ -29,6 +30,6 @@ class NoRemote:
         self._partition = partition
 
     def call(self, ref: ActorRef, rec: Any, sender: Sender, stack: Iterable[ActorRef],
-             deadline: float) -> Any:
+             deadline: float, where: Where | None = None) -> Any:
         raise NotServedHere(f"{ref} is served by process "
                             f"{self._partition.owner(ref.id)}, not this one")

@@ -13,6 +13,7 @@ from typing import Any
 from ..config import HostConfig
 from ..errors import BudgetExceeded, DeadlineExceeded, NotOwnerNow, TooLarge, call_kind
 from ..interfaces.records import request_record, response_from_record, sender_variant
+from ..placement import Placement
 from ..testing import Switches
 from ..types import ActorRef, Request, Response, Sender
 from . import holds
@@ -28,11 +29,11 @@ class Requests:
                  holds: holds.Holds, remote: RemoteCalls, run_event: RunEvent,
                  call_export: CallExport,
                  long_wait: Callable[[], AbstractContextManager[object]],
-                 testing: Switches, owns: Callable[[str], bool] | None = None) -> None:
-        """`owns`: whether an actor is served here (default: by this process of the
-        host's; in cluster mode, by this node, core/cluster_node.py)."""
+                 testing: Switches, placement: Placement) -> None:
+        """`placement`: who serves an actor (host/placement.py): this process of the
+        host's, or, in cluster mode, this node (core/cluster_node.py)."""
         self._config = config
-        self._owns = owns or config.partition.owns
+        self._placement = placement
         self._testing = testing
         self._classes = classes
         self._holds = holds
@@ -78,13 +79,14 @@ class Requests:
         deadline = min(caller.bound,
                        time.monotonic() + self._config.wall_budget_ms / 1000)
         try:
-            if not self._owns(ref.id):
+            where = self._placement.where(ref.id)  # asked once, passed on
+            if not where.here:
                 try:
                     with self._long_wait():
                         return self._remote.call(ref, record, sender, caller.chain.stack,
-                                                 deadline)
+                                                 deadline, where)
                 except NotOwnerNow:
-                    if not self._owns(ref.id):  # nothing ran; nor is it served here
+                    if not self._placement.where(ref.id).here:  # nothing ran; not here
                         raise
             return self.call_here(ref, record, sender, caller.chain, deadline)
         except (DeadlineExceeded, BudgetExceeded) as e:

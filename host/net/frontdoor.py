@@ -82,8 +82,7 @@ def make_app(host: Host, admin_token: str, peer_clients: PeerClients | None = No
     app["peers"] = peer_clients
     app["for_peers"] = for_peers
     # Who serves an actor (host/placement.py): the cluster's view, or this host's processes.
-    app["placement"] = host.config.partition if host.cluster is None \
-        else host.cluster.placement
+    app["placement"] = host.placement
     if host.cluster is not None:
         app["nodes"] = cluster_door.NodeClients(host.cluster.secret)
     if for_peers or cluster:
