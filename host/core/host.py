@@ -32,6 +32,7 @@ from ..engine.components import EpochTicker, make_engine
 from ..engine.pool import pool_memory
 from ..engine.spare_instances import SpareInstances
 from ..errors import HostError, UnknownClass
+from ..events.actor_table import ActorTable
 from ..events.alarms import Alarms
 from ..events.call_graph import CallGraph
 from ..events.classes import Access, ActorClass, load_class
@@ -54,6 +55,7 @@ from ..runtime.janitor import Janitor
 from ..runtime.memory import HeapTrim, release_pool_memory, tune_malloc
 from ..runtime.pending import PendingEvents
 from ..runtime.run_gate import RunGate, statement_loan
+from ..runtime.run_places import RunPlaces
 from ..runtime.scheduler import Scheduler
 from ..storage import images, paths
 from ..storage.actordb import StorageError
@@ -154,17 +156,14 @@ class Host:
                                  self.admission, self.alarms, self.index, self.testing)
         instances = InstanceSource(self.engine, config, self.classes, self._table,
                                    self.spares, self.eviction)
-        self._runner = EventRunner(
-            config=config, classes=self.classes, slots=self._table, graph=self.graph,
-            gate=self.gate, holds=self.holds, admission=self.admission, index=self.index,
-            alarms=self.alarms, eviction=self.eviction, instances=instances,
-            settle=Settle(config, self._table, self.alarms, self.eviction, self.index,
-                          self.testing),
-            call_export=guest_call, long_wait=self.long_wait,
-            statement_loan=functools.partial(statement_loan, self.gate, self.executor),
-            testing=self.testing,
-            replication=None if self.cluster is None else self.cluster.replication,
-            observer=self.observer)
+        replication = None if self.cluster is None else self.cluster.replication
+        table = ActorTable(self.classes, self._table, self.graph, instances, guest_call,
+                           self.alarms, self.holds, self.index, self.eviction, replication)
+        places = RunPlaces(self.gate, self.long_wait, self.admission,
+                           functools.partial(statement_loan, self.gate, self.executor))
+        self._runner = EventRunner(config, table, places, Settle(
+            config, self._table, self.alarms, self.eviction, self.index, self.testing),
+            self.testing, self.observer)
         self.alarms.runs_with(self._runner.run)
         self._requests = Requests(
             config=config, classes=self.classes, holds=self.holds, remote=self.remote,

@@ -12,75 +12,60 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import metrics, tracing
 from ..config import HostConfig
 from ..errors import GuestFailed, StorageFailed
 from ..logs import actor, one_line
-from ..runtime.admission import Admission
-from ..runtime.run_gate import RunGate
+from ..runtime.run_places import RunPlaces
 from ..storage import host_rows
 from ..storage.actordb import ActorDb, StorageError
 from ..storage.files import delete_db_files, is_storage_failure
-from ..storage.index import Index
-from ..storage.watch import Loan
 from ..storage.workflow_place import workflow_place
 from ..testing import Switches
 from ..traps import TrapReason
 from ..types import ActorRef
 from . import event
 from .actor_slot import ActorSlot
-from .alarms import Alarms
-from .call_graph import CallGraph
-from .classes import ActorClass
+from .actor_table import ActorTable
 from .event import ActorGone, Chain, Event
-from .eviction import Eviction
-from .holds import Holds
-from .instance_source import InstanceSource
 from .observe import Observer
 from .schema_learning import image_for, learn_schema
-from .seams import Body, CallExport
+from .seams import Body
 from .settle import Settle
-from .slot_table import SlotTable
 
 if TYPE_CHECKING:
     from ..replication.copy import Copy
-    from ..replication.restore import Replication
 
 log = logging.getLogger("wkhost")
 T = TypeVar("T")
 
 
 class EventRunner:
-    def __init__(self, *, config: HostConfig, classes: dict[str, ActorClass],
-                 slots: SlotTable, graph: CallGraph, gate: RunGate, holds: Holds,
-                 admission: Admission, index: Index, alarms: Alarms, eviction: Eviction,
-                 instances: InstanceSource, settle: Settle, call_export: CallExport,
-                 long_wait: Callable[[], AbstractContextManager[object]],
-                 statement_loan: Callable[[], Loan | None], testing: Switches,
-                 replication: Replication | None = None,
-                 observer: Observer | None = None) -> None:
+    def __init__(self, config: HostConfig, table: ActorTable, places: RunPlaces,
+                 settle: Settle, testing: Switches, observer: Observer | None = None) -> None:
+        """What an event needs: the actor table (events/actor_table.py), the runtime's
+        places it takes and lends (runtime/run_places.py), and what follows it (settle).
+        Each part is bound here, once: every event reads them."""
         self._config = config
         self._observer = observer
-        self._replication = replication
         self._testing = testing
-        self._classes = classes
-        self._slots = slots
-        self._graph = graph
-        self._gate = gate
-        self._holds = holds
-        self._admission = admission
-        self._index = index
-        self._alarms = alarms
-        self._eviction = eviction
-        self._instances = instances
         self._settle = settle
-        self._call_export = call_export
-        self._long_wait = long_wait
-        self._statement_loan = statement_loan
+        self._classes = table.classes
+        self._slots = table.slots
+        self._graph = table.graph
+        self._instances = table.instances
+        self._call_export = table.call_export
+        self._alarms = table.alarms
+        self._holds = table.holds
+        self._index = table.index
+        self._eviction = table.eviction
+        self._replication = table.replication
+        self._gate = places.gate
+        self._long_wait = places.long_wait
+        self._admission = places.admission
+        self._statement_loan = places.statement_loan
 
     # -- one event ------------------------------------------------------------------------
     def run(self, ref: ActorRef, kind: str, chain: Chain, deadline: float, body: Body[T],
