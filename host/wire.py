@@ -22,6 +22,9 @@ HOP_BY_HOP = CONNECTION_HEADERS | {"content-length", "upgrade", "te", "trailer",
 # `kind`) beside its status and one line of text, so that a client need not read the
 # words (host/net/frontdoor.py; the CLI's client reads it, host/cli/client.py).
 ERROR_KIND = "wk-error-kind"
+# Headers only the host writes in an answer: a guest's own are dropped, so that a guest
+# cannot pass its answer off as a host error.
+HOST_ONLY = frozenset({ERROR_KIND})
 # RFC 9110 5.6.2: a field name is a token of these characters, nothing else (no space,
 # no colon, no CR/LF).
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
@@ -45,8 +48,10 @@ SERVER_HEADERS = {"content-length": 20, "connection": 10, "content-type": 24, "d
 
 
 def answer_headers(status: int, headers: list[tuple[str, str]], max_headers: int,
-                   max_bytes: int) -> list[tuple[str, str]]:
-    """The headers of an answer to send to a client, hop-by-hop ones left out.
+                   max_bytes: int, *, from_guest: bool = True) -> list[tuple[str, str]]:
+    """The headers of an answer to send to a client, hop-by-hop ones left out, and the
+    host's own (`HOST_ONLY`) too when the answer is a guest's (not another process's or
+    node's answer, already checked there).
 
     Raises GuestFailed, naming the first problem, for a status that is not a final one
     (200..599: a 1xx would leave the client waiting for an answer that never comes),
@@ -66,7 +71,8 @@ def answer_headers(status: int, headers: list[tuple[str, str]], max_headers: int
         if not isinstance(value, str) or _BAD_VALUE.search(value):
             raise GuestFailed(f"the answer's header {name} has a control character in "
                               "its value")
-    kept = [(k, v) for k, v in headers if k.lower() not in HOP_BY_HOP]
+    left_out = HOP_BY_HOP | HOST_ONLY if from_guest else HOP_BY_HOP
+    kept = [(k, v) for k, v in headers if k.lower() not in left_out]
     own = {k.lower() for k, _ in kept}
     added = [n for n in SERVER_HEADERS if n not in own]
     if len(kept) + len(added) > max_headers:

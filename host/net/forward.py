@@ -63,7 +63,8 @@ def passed_answer(config: HostConfig, status: int, got: list[tuple[str, str]],
     """Another process's (or node's) answer, its headers checked again within the caps
     it was checked against, with room for what its front door added (host/wire.py)."""
     got = answer_headers(status, got, config.max_response_headers + _ADDED_HEADERS,
-                         config.max_response_header_bytes + _ADDED_HEADER_BYTES)
+                         config.max_response_header_bytes + _ADDED_HEADER_BYTES,
+                         from_guest=False)
     out = web.Response(status=status, body=answer)
     for k, v in got:
         out.headers.add(k, v)

@@ -314,6 +314,22 @@ def test_with_two_processes_a_bad_answer_is_a_500_whichever_process_takes_it(
                 assert a.status == 200 and a.headers["x-fine"] == "1", (actor, a.status)
 
 
+
+def test_a_guest_cannot_pass_its_answer_off_as_a_host_error(
+        make_server: MakeServer, answers_wasm: Path, probe_wasm: Path) -> None:
+    """`wk-error-kind` is the host's (host/wire.py's HOST_ONLY): a guest's, in any case, is
+    dropped, by the process that owns the actor and by the one that passes it on."""
+    server = start(make_server, answers_wasm, probe_wasm, "--processes", "2")
+    for actor in ("a", "b", "c", "d"):  # both processes own some of these
+        for _ in range(3):
+            forged = [["wk-error-kind", "NotThatProtocol"], ["WK-Error-Kind", "UnknownClass"],
+                      ["x-fine", "1"]]
+            with connection(server) as s, s.makefile("rb") as f:
+                s.sendall(answer_request(404, forged, actor, close=True))
+                a = read_answer(f)
+            assert a.status == 404 and a.headers["x-fine"] == "1", (actor, a.status)
+            assert "wk-error-kind" not in a.headers, (actor, a.headers)
+
 # -- slow clients --------------------------------------------------------------------------
 
 SLOW_HEAD = b"GET /probe/slow/now HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"s" * 4000
