@@ -67,9 +67,10 @@ class Event:
     trap_read: bool = False       # the guest asked for its last trap (lifecycle.last-trap)
     published: bool = False       # the guest published its attributes (WIT attributes)
     read_only: bool = False       # the guest made the rest of it read-only (lifecycle.read-only)
-    # The last failed sqlite and actors call's (kind, message), for their `last-error`.
+    # The last failed sqlite, actors and http call's (kind, message), for their `last-error`.
     sql_error: tuple[str, str] | None = None
     call_error: tuple[str, str] | None = None
+    fetch_error: tuple[str, str] | None = None
     # For the metrics (host/metrics.py): how the event ended, if a call into its guest
     # trapped (else None), and the fuel its guest calls burned.
     outcome: str | None = None

@@ -8,7 +8,6 @@ text.
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 from ..fetch import FetchError, FetchRequest, fetch
@@ -18,35 +17,14 @@ from .records import record
 NARROWED_DEADLINE = "narrowed-deadline"
 
 
-class LastErrors:
-    """Each running event's last failed fetch, (kind, message), for `last-error`.
-
-    Kept here rather than as a field of core/event.py's Event (as sqlite's and actors'
-    are): keyed by the event's identity, since an Event is not hashable, and dropped
-    when the event is (weakref.finalize), so that a later object at the same address
-    never reads it. Only the event's own thread writes its entry."""
-
-    def __init__(self) -> None:
-        self._failed: dict[int, tuple[str, str]] = {}
-
-    def note(self, ev: RunningEvent, kind: str, message: str) -> str:
-        """Note `ev`'s failed fetch, and give its message back."""
-        key = id(ev)
-        if key not in self._failed:
-            weakref.finalize(ev, self._failed.pop, key, None)
-        self._failed[key] = (kind, message)
-        return message
-
-    def of(self, ev: RunningEvent) -> tuple[str, str] | None:
-        return self._failed.get(id(ev))
-
-    def __len__(self) -> int:
-        return len(self._failed)
+def _failed(ev: RunningEvent, kind: str, message: str) -> str:
+    """Note `ev`'s failed fetch for `last-error`, and give its message back."""
+    ev.fetch_error = (kind, message)
+    return message
 
 
 def register(root: Any, guard: Any, host: Fetches[E]) -> None:
     policy, current, long_wait = host.fetch_policy, host.current_event, host.long_wait
-    failed = LastErrors()
 
     def fetch_for_guest(_store: Any, req: Any) -> Any:
         ev = current()
@@ -59,7 +37,7 @@ def register(root: Any, guard: Any, host: Fetches[E]) -> None:
                 timeout_ms=getattr(req, "timeout-ms"),
             )
         except UnicodeEncodeError:
-            return failed.note(
+            return _failed(
                 ev, "invalid",
                 "invalid: the body is not bytes-as-Latin-1 (use wkguest's http.fetch)")
         try:
@@ -68,13 +46,13 @@ def register(root: Any, guard: Any, host: Fetches[E]) -> None:
         except FetchError as e:
             if e.kind == "timeout" and ev.cut_by_limit():
                 why = f"{e}, at the deadline the event set itself (lifecycle.narrow-deadline)"
-                return failed.note(ev, NARROWED_DEADLINE, why)
-            return failed.note(ev, e.kind, str(e))
+                return _failed(ev, NARROWED_DEADLINE, why)
+            return _failed(ev, e.kind, str(e))
         return record(status=resp.status, headers=resp.headers,
                       body=resp.body.decode("latin-1"))
 
     def last_error(_store: Any) -> Any:
-        got = failed.of(current())
+        got = current().fetch_error
         return None if got is None else record(kind=got[0], message=got[1])
 
     with root.add_instance("wk:host/http@0.1.0") as iface:

@@ -58,9 +58,10 @@ class RunningEvent(Protocol):
     published: bool
     read_only: bool  # lifecycle.read-only: until the event ends (storage/readonly.py)
     exception: GuestException | None  # lifecycle.report-exception's, in this call
-    # The last failed call's (kind, message): sqlite.last-error's, actors.last-error's.
+    # The last failed call's (kind, message): sqlite's, actors' and http's `last-error`.
     sql_error: tuple[str, str] | None
     call_error: tuple[str, str] | None
+    fetch_error: tuple[str, str] | None
 
     @property
     def slot(self) -> EventActor: ...

@@ -12,6 +12,7 @@ The guest is tests/guests/error_kinds.py."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import http.server
 import socket
 import threading
@@ -42,15 +43,7 @@ def error_kinds_wasm(build_guest: BuildGuest) -> Path:
 
 @pytest.fixture
 def kinds(tmp_path: Path, error_kinds_wasm: Path) -> Iterator[Probe]:
-    clock = FakeClock(START_MS)
-    host = Host(HostConfig(data_dir=tmp_path / "data", cache_dir=COMPILED), clock)
-    try:
-        host.add_class(CLS, error_kinds_wasm)
-        host.start()
-        yield Probe(host, clock)
-    finally:
-        with contextlib.suppress(Exception):
-            host.close(timeout_s=2)
+    yield from _host(tmp_path, {CLS: error_kinds_wasm})
 
 
 def sql(p: Probe, **doc: Any) -> dict[str, Any]:
@@ -159,9 +152,13 @@ def sites() -> Iterator[Sites]:
         yield s
 
 
-def _host(tmp_path: Path, classes: dict[str, Path], policy: FetchPolicy) -> Iterator[Probe]:
+def _host(tmp_path: Path, classes: dict[str, Path],
+          policy: FetchPolicy | None = None) -> Iterator[Probe]:
+    """A host serving `classes`, with the fetch `policy` given (else the default)."""
     clock = FakeClock(START_MS)
-    config = HostConfig(data_dir=tmp_path / "data", cache_dir=COMPILED, http=policy)
+    config = HostConfig(data_dir=tmp_path / "data", cache_dir=COMPILED)
+    if policy is not None:
+        config = dataclasses.replace(config, http=policy)
     host = Host(config, clock)
     try:
         for cls, wasm in classes.items():
