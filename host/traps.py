@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 
 class TrapKind(enum.Enum):
-    """Each value is the case's name in the WIT enum `lifecycle.trap-kind`."""
+    """Each value but LEASE_LOST's is the case's name in the WIT enum
+    `lifecycle.trap-kind`: LEASE_LOST is the host's, and the guest sees it as HOST."""
 
     CPU = "cpu"                              # the fuel of --cpu-budget-ms ran out
     WALL = "wall"                            # the epoch deadline of --wall-budget-ms
@@ -29,6 +30,13 @@ class TrapKind(enum.Enum):
     GUEST = "guest"                          # its own: an uncaught exception, exit, abort
     HOST = "host"                            # a host function under it failed
     UNKNOWN = "unknown"                      # kept by a wkhost that kept only the message
+    # --cluster: a durable write the store refused (another node holds the shard). It is
+    # the event's end, read once by events/lifecycle.py, and no trap of the guest's own.
+    LEASE_LOST = "lease-lost"
+
+    def seen_by_guest(self) -> TrapKind:
+        """The kind as the guest reads it (`last-trap-info`) and its database keeps it."""
+        return TrapKind.HOST if self is TrapKind.LEASE_LOST else self
 
 
 # What the host keeps of a reported exception, in characters: the guest controls its
@@ -73,7 +81,7 @@ class TrapReason:
         """The kind and the exception, as the actor's `trap_detail` row keeps them beside
         its `trap` row (the message, as a wkhost before the kinds kept it)."""
         e = self.exception
-        return json.dumps({"kind": self.kind.value,
+        return json.dumps({"kind": self.kind.seen_by_guest().value,
                            "exception": None if e is None else [e.type_name, e.message,
                                                                 e.traceback]})
 
@@ -97,12 +105,14 @@ class TrapReason:
 _local = threading.local()
 
 
-def host_function_failed() -> None:
-    _local.failed = True
+def host_function_failed(kind: TrapKind = TrapKind.HOST) -> None:
+    """`kind`: the trap's, HOST, or LEASE_LOST for a durable write the store refused."""
+    _local.failed = kind
 
 
-def take_host_failure() -> bool:
-    """Whether a host function failed on this thread since the last take."""
-    failed: bool = getattr(_local, "failed", False)
-    _local.failed = False
+def take_host_failure() -> TrapKind | None:
+    """The kind of the trap a host function's failure on this thread made since the last
+    take, if one failed."""
+    failed: TrapKind | None = getattr(_local, "failed", None)
+    _local.failed = None
     return failed

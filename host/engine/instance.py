@@ -190,17 +190,17 @@ _WASMTIME_CODES = (("all fuel consumed", TrapKind.CPU, CPU_BUDGET),
 _BUDGETS = frozenset((TrapKind.CPU, TrapKind.WALL, TrapKind.NARROWED_DEADLINE))
 
 
-def classify_trap(e: WasmtimeError, host_failed: bool = False) -> TrapReason:
-    """Why a call trapped, from wasmtime's error and whether a host function under it
-    failed (host/traps.py's take_host_failure)."""
+def classify_trap(e: WasmtimeError, host_failed: TrapKind | None = None) -> TrapReason:
+    """Why a call trapped, from wasmtime's error and the kind of the trap a host function
+    under it made, if one failed (host/traps.py's take_host_failure)."""
     text = str(e)
-    if not host_failed:
+    if host_failed is None:
         for code, kind, message in _WASMTIME_CODES:
             if code in text:
                 return TrapReason(kind, message)
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     last = lines[-1] if lines else "unknown trap"
-    return TrapReason(TrapKind.HOST if host_failed else TrapKind.GUEST,
+    return TrapReason(TrapKind.GUEST if host_failed is None else host_failed,
                       f"guest trapped: {last}")
 
 

@@ -61,6 +61,10 @@ class Event:
     delete_requested: bool = False
     alarm_touched: bool = False   # the guest set or cleared its alarm in this event
     trapped: TrapReason | None = None  # why the guest's call trapped or was cut, if it was
+    # --cluster: why nothing of the event may be acknowledged (its copy's write was
+    # refused), as its end found it (events/settle.py); read once, by events/lifecycle.py.
+    refused: Exception | None = None
+    answered: bool = False  # its body answered, or trapped (GuestFailed)
     # What the guest reported it was about to trap on (lifecycle.report-exception), in the
     # current call into it.
     exception: GuestException | None = None

@@ -105,13 +105,11 @@ class EventRunner:
                 stack.append(ev)
                 try:
                     out = self._enter(slot, ev, body, exists, create)
-                except GuestFailed:
-                    self._lease_kept(slot)  # a durable write refused trapped the guest
-                    raise
                 finally:
                     stack.pop()
                     sleeps = self._settle.after_event(slot, ev)
-                self._lease_kept(slot)
+                    if ev.answered and ev.refused is not None:
+                        raise ev.refused  # read once: never the guest's answer or trap
                 return out
         except BaseException as e:
             failed = e
@@ -139,13 +137,6 @@ class EventRunner:
         if span is not None:
             tracing.event_ended(span, outcome, ev.fuel)
 
-    def _lease_kept(self, slot: ActorSlot) -> None:
-        """In cluster mode: raise LeaseLost, never the guest's answer, if a write of the
-        event was refused (replication/copy.py): nothing of it may be acknowledged."""
-        replica = None if slot.db is None else slot.db.replica
-        if replica is not None and replica.lost is not None:
-            raise replica.lost
-
     def _take(self, ref: ActorRef, chain: Chain, deadline: float) -> ActorSlot:
         """The actor's slot, its lock taken for `chain` (or DeadlineExceeded)."""
         slot = self._slots.enqueue(ref)
@@ -157,9 +148,17 @@ class EventRunner:
 
     def _enter(self, slot: ActorSlot, ev: Event, body: Body[T], exists: bool,
                create: bool) -> T:
-        if not exists or not self._ready(slot, ev, create):
-            raise ActorGone(f"{slot.ref} does not exist")
-        return body(slot, ev)
+        """The body's answer, once the actor is ready; `ev.answered` once it answered or
+        trapped (GuestFailed), for what its end found refused to fail it instead."""
+        try:
+            if not exists or not self._ready(slot, ev, create):
+                raise ActorGone(f"{slot.ref} does not exist")
+            out = body(slot, ev)
+        except GuestFailed:
+            ev.answered = True
+            raise
+        ev.answered = True
+        return out
 
     def _let_go(self, slot: ActorSlot, ev: Event, sleeps: bool, wakes_holds: bool) -> None:
         """Release the actor's lock, whatever fails before."""

@@ -54,7 +54,10 @@ class Settle:
             self._eviction.destroy(slot)
             return False
         self._alarms.after_event(slot, ev)
-        db.ship_rest()  # cluster mode: what `exec` committed goes to the store soon
+        replica = db.replica
+        if replica is not None:  # cluster mode (replication/copy.py)
+            replica.lazy(db)  # what `exec` committed goes to the store soon
+            ev.refused = replica.lost  # a refusal, of this event's write or of one before
         return self._sleeps(slot, ev)
 
     def _publish(self, slot: ActorSlot, ev: Event, db: ActorDb) -> None:

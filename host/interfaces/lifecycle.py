@@ -78,7 +78,8 @@ def trap_info(trap: TrapReason) -> Any:
     e = trap.exception
     exception = None if e is None else record(**{
         "type-name": e.type_name, "message": e.message, "traceback": e.traceback})
-    return record(kind=trap.kind.value, message=trap.message, exception=exception)
+    return record(kind=trap.kind.seen_by_guest().value, message=trap.message,
+                  exception=exception)
 
 
 def _read_only(current: Callable[[], E]) -> Callable[[Any], None]:

@@ -13,7 +13,7 @@ from wasmtime.component import Linker
 from .. import metrics, tracing
 from ..engine import fastconv
 from ..errors import LeaseLost
-from ..traps import host_function_failed
+from ..traps import TrapKind, host_function_failed
 from . import actors, attributes, http, lifecycle, sqlite
 from . import alarm as alarms
 from .ports import E, HostPort
@@ -106,9 +106,11 @@ def _failed(name: str, e: Exception) -> WasmtimeError:
     (--cluster: another node took the shard) is expected and not logged here: the event
     it fails reports it once (its trap's line, and the LeaseLost its caller is answered,
     events/lifecycle.py). Anything else is a failure, logged with its traceback."""
-    if not isinstance(e, LeaseLost):
+    if isinstance(e, LeaseLost):
+        host_function_failed(TrapKind.LEASE_LOST)  # the event's end (events/lifecycle.py)
+    else:
         log.exception("host function %s failed", name)
-    host_function_failed()  # the trap it causes is the host's (TrapKind.HOST)
+        host_function_failed()  # the trap it causes is the host's (TrapKind.HOST)
     return WasmtimeError(f"host function failed: {type(e).__name__}: {e}")
 
 

@@ -86,9 +86,12 @@ class Copy:
         self._wait(self.last)
 
     def lazy(self, db: ActorDb) -> None:
+        """At the event's end (events/settle.py): what it committed without asking for
+        durability goes to the store soon, unless a transaction is still open."""
         # A new actor that has written no row keeps nothing (events/eviction.py): it goes
         # to the store with its first row or its first durable write, if ever.
-        if self.lost is None and not (self.new and not db.wrote_rows):
+        if self.lost is None and not db.conn.in_transaction \
+                and not (self.new and not db.wrote_rows):
             self._send(db)
 
     def deleted(self) -> None:

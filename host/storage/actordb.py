@@ -15,7 +15,7 @@ Configuration, and why:
   guest's first statement shows whether it is the same (storage/speculation.py).
 - What the guest publishes commits with its next statement (storage/published.py).
 - In cluster mode (`replica`): a durable write is acknowledged once the changes are in
-  the cluster's store (core/replication.py), not by the WAL's fsync. The connection's
+  the cluster's store (replication/copy.py), not by the WAL's fsync. The connection's
   changes are captured as changesets (storage/changes.py), which see DDL move the
   schema's version, so that the next write sends a snapshot instead.
 """
@@ -268,12 +268,6 @@ class ActorDb:
                 self.replica.durable(self)
             else:
                 self._fsync_wal()
-
-    def ship_rest(self) -> None:
-        """At the event's end, in cluster mode: what it committed without asking for
-        durability goes to the store soon (core/replication.py)."""
-        if self.replica is not None and not self.conn.in_transaction:
-            self.replica.lazy(self)
 
     def _fsync_wal(self) -> None:
         """The durable point on this machine (storage/wal_sync.py); a door tests and the

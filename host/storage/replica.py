@@ -1,5 +1,7 @@
-"""What cluster mode asks of an actor's database (replication/copy.py does it): where
-its committed changes go instead of the WAL's fsync."""
+"""An actor's working copy in cluster mode as its database and the event's end see it
+(replication/copy.py's Copy): where its committed changes go instead of the WAL's fsync.
+The database calls `durable` at its durable points; settle (events/settle.py) calls
+`lazy` and `deleted` on the copy itself at the event's end."""
 
 from __future__ import annotations
 

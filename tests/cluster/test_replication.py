@@ -18,6 +18,7 @@ from wkhost.partition import shard_of
 from wkhost.replication.copy import actor_key
 from wkhost.replication.restore import Replication
 from wkhost.storage.actordb import ActorDb
+from wkhost.traps import TrapKind, take_host_failure
 from wkhost.types import ActorRef
 
 pytestmark = pytest.mark.timeout(120)
@@ -71,7 +72,8 @@ def test_a_write_committed_before_a_hand_over_is_answered_as_committed(
     db.guest_exec("INSERT INTO w VALUES ('kept')", [], True)  # committed in PostgreSQL
     seq = _kept(store)
     keeper.now = None  # the shard handed over before the event's end
-    db.ship_rest()  # the event's end: nothing new to send
+    assert db.replica is not None
+    db.replica.lazy(db)  # the event's end (events/settle.py): nothing new to send
     db.sync_if_pending()
     assert db.replica is not None and db.replica.lost is None
     assert _kept(store) == seq
@@ -100,10 +102,14 @@ def test_a_lease_lost_under_a_host_function_traps_without_a_line_of_its_own(
     def _exec(_store: object) -> None:
         raise RuntimeError("a bug")
 
+    take_host_failure()  # whatever an earlier test left on this thread
     with caplog.at_level(logging.INFO, logger="wkhost.linker"):
+        marks = []
         for fn in (_exec_durable, _exec):
             with pytest.raises(Exception, match="host function failed"):
                 guard(fn, "sqlite")(None)
+            marks.append(take_host_failure())  # none left for a later test's trap
+    assert marks == [TrapKind.LEASE_LOST, TrapKind.HOST]
     (bug,) = caplog.records
     assert bug.getMessage() == "host function _exec failed"
     assert bug.levelno == logging.ERROR and bug.exc_info is not None

@@ -10,6 +10,8 @@
     POST /flood?n=N       prints N lines, then raises TrapInfoError
     POST /says-oom        prints "MemoryError", then raises TrapInfoError
     POST /keep            writes a row: the actor keeps its database when it is let go
+    POST /keep-durable    writes a row with exec-durable (in cluster mode, the store may
+                          refuse it)
     GET  /info            {"text": last_trap(), "info": last_trap_info() or null}, the
                           info as {"kind", "message", "exception": {"type_name",
                           "message", "traceback"} or null}
@@ -59,6 +61,10 @@ class TrapInfo(Actor):
         if req.path == "/keep":
             sqlite.exec("CREATE TABLE IF NOT EXISTS kept (x)")
             sqlite.exec("INSERT INTO kept VALUES (1)")
+            return Response.json({"kept": True})
+        if req.path == "/keep-durable":  # in cluster mode, a write the store may refuse
+            sqlite.exec("CREATE TABLE IF NOT EXISTS kept (x)")
+            sqlite.exec_durable("INSERT INTO kept VALUES (1)")
             return Response.json({"kept": True})
         if req.path == "/narrow":
             lifecycle.narrow_deadline(int(req.arg("ms") or 100))

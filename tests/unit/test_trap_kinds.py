@@ -12,9 +12,10 @@ import pytest
 from wasmtime import WasmtimeError
 from wkhost import metrics
 from wkhost.engine.instance import CPU_BUDGET, NARROWED, WALL_CLOCK, classify_trap, failure
-from wkhost.errors import BudgetExceeded, GuestFailed
+from wkhost.errors import BudgetExceeded, GuestFailed, LeaseLost
 from wkhost.events.actor_slot import ActorSlot, GuestOutput
 from wkhost.events.trapped import ended, kind_of
+from wkhost.interfaces.lifecycle import trap_info
 from wkhost.interfaces.linker import guard
 from wkhost.traps import (
     MAX_MESSAGE,
@@ -52,7 +53,7 @@ def test_wasmtime_traps_map_to_kinds(text: str, kind: TrapKind, message: str) ->
 
 def test_a_host_function_failure_is_the_hosts_kind_with_the_same_message() -> None:
     text = "error while executing\n\nCaused by:\n    host function failed: OSError: disk"
-    trap = classify_trap(wasmtime_error(text), host_failed=True)
+    trap = classify_trap(wasmtime_error(text), host_failed=TrapKind.HOST)
     assert trap == TrapReason(TrapKind.HOST, "guest trapped: host function failed: "
                                              "OSError: disk")
 
@@ -180,4 +181,24 @@ def test_the_kinds_are_the_wits_cases() -> None:
     body = wit.split("enum trap-kind {", 1)[1].split("}", 1)[0]
     cases = [line.strip().rstrip(",") for line in body.splitlines()
              if line.strip() and not line.strip().startswith("///")]
-    assert cases == [k.value for k in TrapKind]
+    assert cases == [k.value for k in TrapKind if k.seen_by_guest() is k]
+
+
+def test_a_refused_cluster_write_is_the_hosts_lease_lost_and_the_guest_sees_host() -> None:
+    """The guard marks a LeaseLost as LEASE_LOST, without a line (interfaces/linker.py);
+    the trap keeps wasmtime's message; the guest and its database see `host`."""
+    def refused(_store: object) -> None:
+        raise LeaseLost("probe/x's write was refused by the store")
+
+    take_host_failure()
+    with pytest.raises(WasmtimeError, match="host function failed: LeaseLost"):
+        guard(refused, "sqlite")(None)
+    kind = take_host_failure()
+    assert kind is TrapKind.LEASE_LOST
+    text = "error while executing\n\nCaused by:\n    host function failed: LeaseLost: x"
+    trap = classify_trap(wasmtime_error(text), kind)
+    assert trap == TrapReason(TrapKind.LEASE_LOST,
+                              "guest trapped: host function failed: LeaseLost: x")
+    assert json.loads(trap.encoded_detail())["kind"] == "host"
+    assert TrapReason.decoded(trap.message, trap.encoded_detail()).kind is TrapKind.HOST
+    assert trap_info(trap).kind == "host"  # lifecycle.last-trap-info's answer
