@@ -6,7 +6,7 @@ door passes a request (net/node_hop.py), the caller's event thread waiting for i
   nobody holds the callee's shard, or the node asked says it does not serve the callee
   (NotOwnerNow, or not restored yet: nothing ran), or cannot be reached, the call asks
   again, the new holder as soon as the view names it, until the caller's deadline; if
-  that holder is this node, NotOwnerNow, and the call is served here (core/requests.py).
+  that holder is this node, NotOwnerNow, and the call is served here (events/requests.py).
 - At most once: while the node has not taken the call's head (`Expect: 100-continue`),
   a new holder in the view ends the wait and the call goes there. Once its body is
   sent the call is never sent again: a node that goes with it, or that loses the

@@ -18,7 +18,7 @@
   any of it is read, and a body must arrive within `body_timeout_s` (408). A client that
   goes before its body has arrived is logged as one line, not as an error.
 - An answer may ask to be held until the actor's next event (`wk-hold-ms`,
-  host/core/holds.py): the request then waits here, on a future, and is delivered again
+  host/events/holds.py): the request then waits here, on a future, and is delivered again
   when woken.
 - With tracing on, a request's W3C `traceparent` makes its event's span a child of the
   client's (host/tracing.py); a malformed one is ignored.
@@ -203,7 +203,7 @@ def _deliver(host: Host, ref: ActorRef, req: Request, sender: Sender, again: boo
 async def _held(host: Host, ref: ActorRef, req: Request, sender: Sender,
                 resp: Response, gone: Callable[[], bool], trace: dict[str, str]) -> Response:
     """Wait for the actor's next event, then deliver the request again, until an answer
-    is not held, the first hold's time is up, or the client has `gone` (host/core/holds.py)."""
+    is not held, the first hold's time is up, or the client has `gone` (host/events/holds.py)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + resp.hold_ms / 1000
     while resp.hold is not None:

@@ -56,7 +56,7 @@ class ActorDb:
 
     watch: StatementWatch = WATCH  # who cuts and lends its long statements
     # What one statement's rows may hold (storage/statements.py); the host's is the cap
-    # on its instance's memory (core/lifecycle.py): the guest could not receive more.
+    # on its instance's memory (events/lifecycle.py): the guest could not receive more.
     max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES
 
     def __init__(self, path: Path, max_pages: int, image: SchemaImage | None = None,
