@@ -8,8 +8,8 @@ Any trap (fuel, epoch, a guest exception, memory, a host-side failure) leaves th
 instance and its Store unusable ("cannot enter component instance"), so the caller drops
 this object after any `GuestFailed`.
 
-This is core's one module that touches wasmtime: the rest of core names its Engine and
-Linker through here (re-exported), and hears of its failures as this module's errors.
+The events (events/) touch wasmtime only through here: they name its Engine and Linker
+through this module (re-exported), and hear of its failures as this module's errors.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ to `make_linker`, so no interface module imports core: core sits above the inter
 with no import circle between them.
 
 A host call is hot: each `register` takes the members it calls once, at link time, and
-each call reads the running event once. `E` is core's event type, which the interfaces
+each call reads the running event once. `E` is the events' Event type, which the interfaces
 only pass back (an actor call names its caller).
 """
 

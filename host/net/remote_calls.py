@@ -1,5 +1,5 @@
 """An actor's call to an actor served elsewhere: the one remote-call object the host is
-given (core's `RemoteCalls`), which picks the transport by the placement's answer
+given (events/remote.py's `RemoteCalls`), which picks the transport by the placement's answer
 (host/placement.py).
 
 - Another process of this host (`Where.process`): a blocking POST over that process's
@@ -9,7 +9,7 @@ given (core's `RemoteCalls`), which picks the transport by the placement's answe
   `ClusterCalls`, net/cluster_auth.py), at most once, to the holder the lease keeper's
   view names at each attempt, until the caller's deadline.
 - A host with neither (one process, no cluster) serves every actor itself: an actor it
-  does not serve is refused (NotServedHere), as core's `NoRemote` refuses it.
+  does not serve is refused (NotServedHere), as events/remote.py's `NoRemote` refuses it.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ NO_PLACE, HELD, KEPT = 0, 1, 2
 
 
 class Placed(Protocol):
-    """What admission sees of an actor (core's ActorSlot): its place, and nothing else."""
+    """What admission sees of an actor (the events' ActorSlot): its place, and nothing else."""
 
     place: int
 
