@@ -1,3 +1,5 @@
-"""The host itself: the `Host` façade, and the parts that run events (requests,
-lifecycle, settling, alarms, eviction, memory, event threads, the live instance), with
-its configuration. Above the interfaces, below the network: docs/architecture.md."""
+"""The composition root: the `Host` (host.py), which builds every part below it and hands
+each what it uses; the host as the WIT interfaces see it (links.py, the ports of
+interfaces/ports.py); the gauges read off the host's state at a scrape (gauges.py); and
+cluster mode's node (cluster_node.py). What happens to an event is events/, the machinery
+under it runtime/: docs/architecture.md."""

@@ -32,7 +32,7 @@ from ..engine.components import EpochTicker, make_engine
 from ..engine.pool import pool_memory
 from ..engine.spare_instances import SpareInstances
 from ..errors import HostError, UnknownClass
-from ..events.actor_table import ActorTable
+from ..events.actor_parts import ActorParts
 from ..events.alarms import Alarms
 from ..events.call_graph import CallGraph
 from ..events.classes import Access, ActorClass, load_class
@@ -157,7 +157,7 @@ class Host:
         instances = InstanceSource(self.engine, config, self.classes, self._table,
                                    self.spares, self.eviction)
         replication = None if self.cluster is None else self.cluster.replication
-        table = ActorTable(self.classes, self._table, self.graph, instances, guest_call,
+        table = ActorParts(self.classes, self._table, self.graph, instances, guest_call,
                            self.alarms, self.holds, self.index, self.eviction, replication)
         places = RunPlaces(self.gate, self.long_wait, self.admission,
                            functools.partial(statement_loan, self.gate, self.executor))

@@ -28,7 +28,7 @@ from ..traps import TrapReason
 from ..types import ActorRef
 from . import event
 from .actor_slot import ActorSlot
-from .actor_table import ActorTable
+from .actor_parts import ActorParts
 from .event import ActorGone, Chain, Event
 from .observe import Observer
 from .schema_learning import image_for, learn_schema
@@ -43,9 +43,9 @@ T = TypeVar("T")
 
 
 class EventRunner:
-    def __init__(self, config: HostConfig, table: ActorTable, places: RunPlaces,
+    def __init__(self, config: HostConfig, table: ActorParts, places: RunPlaces,
                  settle: Settle, testing: Switches, observer: Observer | None = None) -> None:
-        """What an event needs: the actor table (events/actor_table.py), the runtime's
+        """What an event needs: the actors' side (events/actor_parts.py), the runtime's
         places it takes and lends (runtime/run_places.py), and what follows it (settle).
         Each part is bound here, once: every event reads them."""
         self._config = config

@@ -1,7 +1,9 @@
-"""The actor table, as an event sees it: the classes, the actors' slots and locks (the
-call graph), where an instance comes from and how a guest export is called, their
-alarms, held requests and index rows, letting actors go (eviction), and in cluster mode
-where an actor's working copy comes from (replication/restore.py)."""
+"""The actors' side of an event, the parts it is handed (beside the runtime's places,
+runtime/run_places.py, and settle): the classes, the actors' slots (slot_table.py: the
+actors kept in memory) and locks (the call graph), where an instance comes from and how a
+guest export is called, their alarms, held requests and index rows, letting actors go
+(eviction), and in cluster mode where an actor's working copy comes from
+(replication/restore.py)."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True, slots=True)
-class ActorTable:
+class ActorParts:
     classes: dict[str, ActorClass]
     slots: SlotTable
     graph: CallGraph
