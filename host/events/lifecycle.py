@@ -27,8 +27,8 @@ from ..testing import Switches
 from ..traps import TrapReason
 from ..types import ActorRef
 from . import event
-from .actor_slot import ActorSlot
 from .actor_parts import ActorParts
+from .actor_slot import ActorSlot
 from .event import ActorGone, Chain, Event
 from .observe import Observer
 from .schema_learning import image_for, learn_schema

@@ -12,6 +12,7 @@
     POST /keep            writes a row: the actor keeps its database when it is let go
     POST /keep-durable    writes a row with exec-durable (in cluster mode, the store may
                           refuse it)
+    POST /alarm?at=MS     sets the alarm: its on-alarm writes a row with exec-durable
     GET  /info            {"text": last_trap(), "info": last_trap_info() or null}, the
                           info as {"kind", "message", "exception": {"type_name",
                           "message", "traceback"} or null}
@@ -22,7 +23,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from wkguest import Actor, Request, Response, export, lifecycle, sqlite
+from wkguest import Actor, Request, Response, alarm, export, lifecycle, sqlite
 
 
 class TrapInfoError(Exception):
@@ -66,6 +67,9 @@ class TrapInfo(Actor):
             sqlite.exec("CREATE TABLE IF NOT EXISTS kept (x)")
             sqlite.exec_durable("INSERT INTO kept VALUES (1)")
             return Response.json({"kept": True})
+        if req.path == "/alarm":
+            alarm.set(int(req.arg("at") or 0))
+            return Response.json({"at": alarm.get()})
         if req.path == "/narrow":
             lifecycle.narrow_deadline(int(req.arg("ms") or 100))
             _spin()
@@ -83,6 +87,10 @@ class TrapInfo(Actor):
         if req.path in ("/raise", "/flood", "/says-oom"):
             _raise()
         return Response.json({"error": f"no route {req.path}"}, status=404)
+
+    def on_alarm(self) -> None:
+        sqlite.exec("CREATE TABLE IF NOT EXISTS kept (x)")
+        sqlite.exec_durable("INSERT INTO kept VALUES (2)")
 
 
 Handler = export(TrapInfo)

@@ -121,3 +121,20 @@ def test_a_copy_lost_beside_an_answer_fails_the_event_with_its_refusal(
     copy.lost = LeaseLost(REFUSED)
     with pytest.raises(LeaseLost, match="refused by the store"):
         p.send("r", "GET", "/info", cls=CLS)
+
+
+def test_an_alarm_event_whose_write_is_refused_logs_one_line(
+        served: tuple[Probe, RefusingCopy], caplog: pytest.LogCaptureFixture) -> None:
+    """Its trap's line alone: not also an alarm 'retrying' (the retry only paces the next
+    try here) nor 'not run here' (it ran)."""
+    p, copy = served
+    at = p.clock.now_ms() + 1000
+    assert p.json("a", "POST", "/alarm", query=f"at={at}", cls=CLS) == {"at": at}
+    copy.refuse = True
+    with caplog.at_level(logging.INFO, logger="wkhost"):
+        p.clock.jump(1000)
+        assert p.host.alarms.scheduler.wait_settled(10)
+    assert copy.lost is not None  # its on-alarm's durable write was refused
+    lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
+    assert len(lines) == 1, lines
+    assert "traps/a: its alarm event trapped" in lines[0], lines
