@@ -116,7 +116,8 @@ def client_cpu_s() -> float:
 # -- PostgreSQL and the two servers ------------------------------------------------------
 
 def start_postgres() -> Any:
-    from wkhost.testing.postgres import PgMissing, PgServer
+    from wkhost.testing.pg_machine import PgMissing
+    from wkhost.testing.postgres import PgServer
 
     try:
         return PgServer.start(scratch_dir("wkbench-pg-") / "pg")

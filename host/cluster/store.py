@@ -14,13 +14,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ClusterRefused
-from .connections import Conn, Connections, StoreUnavailable
-from .loaded import CorruptStore, Loaded, checked, sha256
+from .connections import Conn, Connections
+from .loaded import Loaded, checked, sha256
 from .schema import migrate
 from .statements import ACQUIRE, APPEND, DELETE, LOAD, RELEASE, RENEW, SNAPSHOT
 
-__all__ = ["AppendRow", "ClusterStore", "CorruptStore", "Loaded", "StoreUnavailable",
-           "append_params"]
+__all__ = ["AppendRow", "ClusterStore", "append_params"]
 
 JOIN_KEY = 0x776B6A6F696E  # pg_advisory_xact_lock's key for joins ("wkjoin")
 

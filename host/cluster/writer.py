@@ -28,7 +28,8 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any
 
-from .store import AppendRow, ClusterStore, StoreUnavailable
+from .connections import StoreUnavailable
+from .store import AppendRow, ClusterStore
 
 log = logging.getLogger("wkhost")
 

@@ -20,7 +20,8 @@ from typing import Protocol
 from ..cluster.leases import LeaseKeeper
 from ..cluster.listing import Filters, count_sql, page_sql
 from ..cluster.placement import ClusterPlacement
-from ..cluster.store import ClusterStore, StoreUnavailable
+from ..cluster.connections import StoreUnavailable
+from ..cluster.store import ClusterStore
 from ..config import HostConfig
 from ..errors import ClusterRefused
 from ..events.alarms import Alarms

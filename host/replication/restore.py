@@ -17,8 +17,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..cluster.connections import StoreUnavailable
 from ..cluster.leases import LeaseKeeper
-from ..cluster.store import ClusterStore, CorruptStore, StoreUnavailable
+from ..cluster.loaded import CorruptStore
+from ..cluster.store import ClusterStore
 from ..cluster.writer import Writer
 from ..errors import NotOwnerNow, PeerUnavailable, StorageFailed
 from ..partition import shard_of

@@ -32,7 +32,6 @@ from types import TracebackType
 
 from .pg_machine import (
     USER,
-    PgMissing,
     alive,
     as_owner,
     bindir,
@@ -42,7 +41,7 @@ from .pg_machine import (
     wait_gone,
 )
 
-__all__ = ["PgMissing", "PgServer", "free_port", "main"]
+__all__ = ["PgServer", "main"]
 
 _STARTS = 5  # ports tried before giving up: another process may take the one we picked
 _NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")

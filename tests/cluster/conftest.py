@@ -15,7 +15,8 @@ import itertools
 from collections.abc import Iterator
 
 import pytest
-from wkhost.testing.postgres import PgMissing, PgServer
+from wkhost.testing.pg_machine import PgMissing
+from wkhost.testing.postgres import PgServer
 
 _numbers = itertools.count(1)
 

@@ -14,17 +14,13 @@ from typing import Any
 import psycopg
 import pytest
 from wkhost.cluster import schema
+from wkhost.cluster.connections import StoreUnavailable
+from wkhost.cluster.loaded import CorruptStore, Loaded
 from wkhost.cluster.statements import APPEND, SNAPSHOT
-from wkhost.cluster.store import (
-    AppendRow,
-    ClusterStore,
-    CorruptStore,
-    Loaded,
-    StoreUnavailable,
-    append_params,
-)
+from wkhost.cluster.store import AppendRow, ClusterStore, append_params
 from wkhost.errors import ClusterRefused
-from wkhost.testing.postgres import PgServer, free_port
+from wkhost.testing.pg_machine import free_port
+from wkhost.testing.postgres import PgServer
 
 pytestmark = pytest.mark.timeout(120)
 
