@@ -17,10 +17,10 @@ import shutil
 from pathlib import Path
 from typing import Protocol
 
+from ..cluster.connections import StoreUnavailable
 from ..cluster.leases import LeaseKeeper
 from ..cluster.listing import Filters, count_sql, page_sql
 from ..cluster.placement import ClusterPlacement
-from ..cluster.connections import StoreUnavailable
 from ..cluster.store import ClusterStore
 from ..config import HostConfig
 from ..errors import ClusterRefused

@@ -11,9 +11,9 @@ import time
 from collections.abc import Callable
 
 import pytest
+from wkhost.cluster.connections import StoreUnavailable
 from wkhost.cluster.leases import FALLBACK_TTLS, HANDOVER_PER_ROUND, LeaseKeeper
 from wkhost.cluster.placement import SHARDS, ClusterPlacement, preferred, shard_of
-from wkhost.cluster.connections import StoreUnavailable
 from wkhost.placement import NOBODY_YET
 
 TTL, RENEW, DEADLINE = 10.0, 2.0, 7.0
