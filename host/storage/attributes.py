@@ -1,9 +1,10 @@
 """What an actor publishes (WIT `attributes`): checked, encoded, and kept in its database.
 
-The truth is the actor's `_wk_host_meta` row 'attrs' (JSON: status, updated_ms, labels),
-which guest SQL cannot read or write; the host's index (storage/index.py) copies it after
-each event that published, and a rebuild reads it back from every database. A row in the
-meta table, not a table of its own, so that databases made before it need nothing new.
+The truth is the actor's `_wk_host_meta` row 'attrs' (JSON: status, updated_ms, labels;
+written and read by storage/host_rows.py), which guest SQL cannot read or write; the
+host's index (storage/index.py) copies it after each event that published, and a rebuild
+reads it back from every database. A row in the meta table, not a table of its own, so
+that databases made before it need nothing new.
 """
 
 from __future__ import annotations
@@ -16,10 +17,6 @@ MAX_STATUS_BYTES = 64
 MAX_LABELS = 16
 MAX_KEY_BYTES = 64
 MAX_VALUE_BYTES = 256
-
-WRITE = "INSERT OR REPLACE INTO main._wk_host_meta VALUES ('attrs', ?)"
-READ = "SELECT v FROM main._wk_host_meta WHERE k = 'attrs'"
-
 
 @dataclass(frozen=True)
 class Attributes:

@@ -6,16 +6,40 @@ from what was committed and not from what the guest attempted: a set inside a tr
 that was rolled back does not count.
 
 `_wk_host_meta` holds the actor's class and id, whether its on-init finished
-(`initialized`), and why its last event trapped (`trap`, `trap_detail`).
+(`initialized`), why its last event trapped (`trap`, `trap_detail`), and what it published
+(`attrs`: storage/attributes.py's record, written by storage/published.py).
+
+The database is a protocol here, not actordb's ActorDb, because ActorDb's own part
+(published.py) writes through this module; the index's rebuild reads the rows over a
+bare connection (`read_bare`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from .actordb import ActorDb
+import apsw
+
+from .replica import Replica
+
+
+class HostExec(Protocol):
+    """An actor's database as the host's statements need it (storage/actordb.py)."""
+
+    def host_exec(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+
+
+class Db(HostExec, Protocol):
+    """And as its alarm and meta rows need it."""
+
+    replica: Replica | None
+    durable_pending: bool
+
+    def first_host_write(self, sql: str, params: Sequence[Any] = ()) -> None: ...
+
+    def sync_if_pending(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -30,28 +54,28 @@ class AlarmRow:
 NONE = AlarmRow(None, 0, 0)
 
 
-def read(db: ActorDb) -> AlarmRow:
+def read(db: Db) -> AlarmRow:
     at_ms, gen, retries = db.host_exec("SELECT at_ms, gen, retries FROM main._wk_host_alarm")[0]
     return AlarmRow(at_ms, gen, retries)
 
 
-def alarm_at(db: ActorDb) -> int | None:
+def alarm_at(db: Db) -> int | None:
     at_ms: int | None = db.host_exec("SELECT at_ms FROM main._wk_host_alarm")[0][0]
     return at_ms
 
 
-def guest_set(db: ActorDb, at_ms: int | None) -> None:
+def guest_set(db: Db, at_ms: int | None) -> None:
     db.host_exec("UPDATE main._wk_host_alarm SET at_ms = ?, gen = gen + 1, retries = 0", (at_ms,))
     if db.replica is not None:  # cluster mode: committed like exec-durable, to survive failover
         db.durable_pending = True
     db.sync_if_pending()
 
 
-def host_clear(db: ActorDb) -> None:
+def host_clear(db: Db) -> None:
     db.host_exec("UPDATE main._wk_host_alarm SET at_ms = NULL, retries = 0")
 
 
-def host_retry(db: ActorDb, at_ms: int, retries: int) -> None:
+def host_retry(db: Db, at_ms: int, retries: int) -> None:
     db.host_exec("UPDATE main._wk_host_alarm SET at_ms = ?, retries = ?", (at_ms, retries))
 
 
@@ -60,25 +84,41 @@ def retry_delay_ms(retries: int, base_ms: int, max_ms: int) -> int:
 
 
 # -- meta --------------------------------------------------------------------------------
-def read_meta(db: ActorDb) -> dict[str, Any]:
+def read_meta(db: Db) -> dict[str, Any]:
     return dict(db.host_exec("SELECT k, v FROM main._wk_host_meta"))
 
 
-def first_meta(db: ActorDb, cls: str, actor_id: str) -> None:
+def first_meta(db: Db, cls: str, actor_id: str) -> None:
     """A new actor's meta, as its database's first write (ActorDb.first_host_write)."""
     db.first_host_write("INSERT OR REPLACE INTO main._wk_host_meta VALUES ('class', ?), "
                         "('id', ?), ('initialized', 0)", (cls, actor_id))
 
 
-def mark_initialized(db: ActorDb) -> None:
+def mark_initialized(db: Db) -> None:
     db.host_exec("UPDATE main._wk_host_meta SET v = 1 WHERE k = 'initialized'")
 
 
-def keep_trap(db: ActorDb, detail: Sequence[Any]) -> None:
+def keep_trap(db: Db, detail: Sequence[Any]) -> None:
     """`detail`: the message and the encoded detail, written and removed together."""
     db.host_exec("INSERT OR REPLACE INTO main._wk_host_meta VALUES ('trap', ?), "
                  "('trap_detail', ?)", detail)
 
 
-def forget_trap(db: ActorDb) -> None:
+def forget_trap(db: Db) -> None:
     db.host_exec("DELETE FROM main._wk_host_meta WHERE k IN ('trap', 'trap_detail')")
+
+
+def write_attrs(db: HostExec, encoded: str | None) -> None:
+    db.host_exec("INSERT OR REPLACE INTO main._wk_host_meta VALUES ('attrs', ?)", (encoded,))
+
+
+def read_attrs(db: HostExec) -> str | None:
+    rows = db.host_exec("SELECT v FROM main._wk_host_meta WHERE k = 'attrs'")
+    return str(rows[0][0]) if rows else None
+
+
+def read_bare(conn: apsw.Connection) -> tuple[dict[str, Any], int | None]:
+    """The meta and the alarm's time over a bare connection (the index's rebuild)."""
+    meta = dict(conn.execute("SELECT k, v FROM main._wk_host_meta"))
+    alarm = conn.execute("SELECT at_ms FROM main._wk_host_alarm").fetchall()
+    return meta, (int(alarm[0][0]) if alarm and alarm[0][0] is not None else None)

@@ -20,7 +20,7 @@ import apsw
 from ..errors import StorageFailed
 from ..partition import Partition
 from ..types import ActorRef
-from . import paths
+from . import host_rows, paths
 from .attributes import Attributes, decoded
 from .files import delete_db_files, fdatasync_file, fsync_dir
 from .listing import Listed, ListQuery, count_sql, listed, page_sql
@@ -257,8 +257,7 @@ def _read_actor(path: Path) -> tuple[ActorRef, int | None, Attributes | None] | 
         # fails and leaves it fuller (as the host's own connections, ActorDb._connect).
         conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
         try:
-            meta = dict(conn.execute("SELECT k, v FROM main._wk_host_meta"))
-            alarm = conn.execute("SELECT at_ms FROM main._wk_host_alarm").fetchall()
+            meta, at_ms = host_rows.read_bare(conn)
         finally:
             conn.close()
     except apsw.Error as e:
@@ -272,5 +271,4 @@ def _read_actor(path: Path) -> tuple[ActorRef, int | None, Attributes | None] | 
     if paths.db_path(path.parents[3], cls, actor_id) != path:
         log.warning("%s does not belong where it is; skipped", path)
         return None
-    at_ms = int(alarm[0][0]) if alarm and alarm[0][0] is not None else None
     return ActorRef(cls, actor_id), at_ms, decoded(meta.get("attrs"))

@@ -1,7 +1,7 @@
 """What the guest publishes (WIT `attributes`), on its way into its database: written
 into its open transaction, or kept until its next statement, with which it commits (both
 or neither), or until its event's end. The record's checks and form are
-storage/attributes.py."""
+storage/attributes.py, its row storage/host_rows.py."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 import apsw
 
-from . import attributes
+from . import host_rows
 from .statements import SqlError, sql_error
 
 
@@ -34,7 +34,7 @@ class Published:
         """The guest published: into its open transaction, or kept for its next
         statement (`run_with`)."""
         if self._db.conn.in_transaction:
-            self._db.host_exec(attributes.WRITE, (encoded,))
+            host_rows.write_attrs(self._db, encoded)
             self.pending = None
         else:
             self.pending = encoded
@@ -43,8 +43,7 @@ class Published:
         """What the guest last published, committed or not yet."""
         if self.pending is not None:
             return self.pending
-        rows = self._db.host_exec(attributes.READ)
-        return str(rows[0][0]) if rows else None
+        return host_rows.read_attrs(self._db)
 
     def run_with(self, run: Callable[[], list[str]]) -> list[str]:
         """The guest's statement (`run`) and the attributes it published before, in one
@@ -55,7 +54,7 @@ class Published:
             return run()
         list(conn.execute("BEGIN"))
         try:
-            self._db.host_exec(attributes.WRITE, (encoded,))
+            host_rows.write_attrs(self._db, encoded)
             out = run()
         except SqlError as e:
             if conn.in_transaction:
@@ -82,4 +81,4 @@ class Published:
         (`commit`), or dropped (the event trapped before the write they announced)."""
         encoded, self.pending = self.pending, None
         if encoded is not None and commit:
-            self._db.host_exec(attributes.WRITE, (encoded,))
+            host_rows.write_attrs(self._db, encoded)
