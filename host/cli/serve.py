@@ -13,8 +13,8 @@ from typing import Any, NoReturn
 
 from .. import logs
 from ..config import HostConfig
-from ..core.host import Access
 from ..errors import HostError
+from ..events.classes import Access
 from ..fetch import FetchPolicy
 from ..net.preflight import UsageError, preflight, served_classes
 from ..net.serve import ServeOptions, serve

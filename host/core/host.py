@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -36,14 +35,14 @@ from ..events.actor_parts import ActorParts
 from ..events.alarms import Alarms
 from ..events.call_graph import CallGraph
 from ..events.classes import Access, ActorClass, load_class
-from ..events.event import Chain, Event
+from ..events.event import Chain
 from ..events.eviction import Eviction
 from ..events.guest_call import GuestCall
 from ..events.holds import Holds
 from ..events.instance_source import InstanceSource
 from ..events.lifecycle import EventRunner
 from ..events.observe import Observer
-from ..events.remote import NoRemote, RemoteCalls
+from ..events.remote import CallsElsewhere
 from ..events.requests import Requests
 from ..events.settle import Settle
 from ..events.slot_table import SlotTable
@@ -52,7 +51,7 @@ from ..placement import Placement
 from ..runtime.admission import Admission
 from ..runtime.executor import EventExecutor
 from ..runtime.janitor import Janitor
-from ..runtime.memory import HeapTrim, release_pool_memory, tune_malloc
+from ..runtime.memory import HeapTrim, release_pool_memory
 from ..runtime.pending import PendingEvents
 from ..runtime.run_gate import RunGate, statement_loan
 from ..runtime.run_places import RunPlaces
@@ -60,35 +59,30 @@ from ..runtime.scheduler import Scheduler
 from ..storage import images, paths
 from ..storage.actordb import StorageError
 from ..storage.files import wait_new_files
-from ..storage.index import Index, prepare_layout
+from ..storage.index import Index
 from ..storage.listing import Listed, ListQuery
-from ..storage.policy import set_heap_limit
 from ..testing import Switches
 from ..types import ActorRef, Request, Response, Sender
 from .links import InterfaceHost
+from .process_setup import prepare_process, start_tracing
 
 if TYPE_CHECKING:
     from .cluster_node import ClusterNode
 
-__all__ = ["Access", "ActorClass", "Host"]
+__all__ = ["Host"]
 
 log = logging.getLogger("wkhost")
 T = TypeVar("T")
 
-# Each nested actor call costs several Python frames inside ctypes callbacks.
-_RECURSION_LIMIT = 20_000
-_THREAD_STACK_BYTES = 64 << 20
-
 
 class Host:
     def __init__(self, config: HostConfig, clock: Clock | None = None,
-                 remote: RemoteCalls | None = None, cluster: ClusterNode | None = None,
+                 remote: CallsElsewhere | None = None, cluster: ClusterNode | None = None,
                  observer: Observer | None = None) -> None:
-        """`remote`: how an actor calls an actor of another process of this host
-        (`serve --processes N`: host/net/peers.py's Peers), or of another node;
-        none for one process. `cluster`: this node's part in a cluster, if any.
-        `observer`: told of each guest call, host function and event (a bench's probe:
-        events/observe.py)."""
+        """`remote`: how an actor calls one served elsewhere, by another process or node
+        (host/net/remote_calls.py); none for one process and no cluster. `cluster`: this
+        node's part in a cluster, if any. `observer`: told of each guest call, host
+        function and event (a bench's probe: events/observe.py)."""
         self.config = config
         self.observer = observer
         self.cluster = cluster
@@ -101,12 +95,11 @@ class Host:
         self.gate = RunGate(config.run_slots())
         self.spares = SpareInstances(config.spare_instances)
         self.holds = Holds()
-        self.remote = remote or NoRemote(config.partition)
+        self.remote = remote
         # Who serves an actor (host/placement.py): asked once per request or call.
-        self.placement: Placement = config.partition if cluster is None \
-            else cluster.placement
-        self._prepare_process(config)
-        self._start_tracing(config)
+        self.placement: Placement = config.partition if cluster is None else cluster.placement
+        prepare_process(config)
+        start_tracing(config)
         self.index = Index(config.partition.host_dir(config.data_dir))
         # Each of `serve --processes N` keeps its share of the bound on actors.
         self.admission = Admission(config.data_dir,
@@ -121,27 +114,6 @@ class Host:
         self._started = False
         self._stopping = threading.Event()
 
-    @staticmethod
-    def _prepare_process(config: HostConfig) -> None:
-        config.data_dir.mkdir(parents=True, exist_ok=True)
-        set_heap_limit(config.sql_memory_bytes)
-        tune_malloc()
-        if config.partition.count == 1:  # else the processes' supervisor has done it
-            prepare_layout(config.data_dir, 1)
-        sys.setrecursionlimit(max(sys.getrecursionlimit(), _RECURSION_LIMIT))
-        threading.stack_size(_THREAD_STACK_BYTES)
-
-    @staticmethod
-    def _start_tracing(config: HostConfig) -> None:
-        """Before any class is loaded: its host functions are wrapped in spans then."""
-        try:
-            targets = config.trace_targets()  # checked with traces off too: a typo shows
-        except ValueError as e:
-            raise HostError(f"--trace-propagate: {e}") from None
-        if not config.otlp_endpoint:
-            return
-        tracing.export_to(config.otlp_endpoint, config.partition.me, targets)
-
     def _build_parts(self) -> None:
         """The parts that run events, each handed what it uses: Alarms and Requests the
         runner's `run` and the guest call themselves (events/seams.py)."""
@@ -151,7 +123,6 @@ class Host:
         guest_call = GuestCall(config, self.observer)
         self.alarms = Alarms(config, self.clock, self.scheduler, self.index, guest_call)
         self._table = SlotTable(config)
-        self._slots = self._table.by_ref
         self.eviction = Eviction(config, self._table, self.classes, self.spares,
                                  self.admission, self.alarms, self.index, self.testing)
         instances = InstanceSource(self.engine, config, self.classes, self._table,
@@ -247,16 +218,11 @@ class Host:
         `hold` set, for the caller to wait on and then deliver the request `again`."""
         return self._requests.request(ref, req, sender, may_hold, again)
 
-    def call_from_actor(self, ref: ActorRef, record: Any, sender: Sender, caller: Event) -> Any:
-        """`actors.call`: the request and response records pass through unconverted. An
-        actor of another process (host/partition.py) is called through it, while this
-        event's run slot serves others."""
-        return self._requests.call_from_actor(ref, record, sender, caller)
-
     def call_here(self, ref: ActorRef, record: Any, sender: Sender, chain: Chain,
                   deadline: float) -> Any:
-        """An actor's call to an actor of this process: from `call_from_actor`, or from
-        another process (host/net/peers.py), with the chain of calls it came through."""
+        """An actor's call to an actor of this process: from an actor's call here
+        (events/requests.py), or from another process or node (host/net/peer_routes.py,
+        which asked who serves it), with the chain of calls it came through."""
         return self._requests.call_here(ref, record, sender, chain, deadline)
 
     @contextlib.contextmanager

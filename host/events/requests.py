@@ -20,18 +20,19 @@ from . import holds
 from .actor_slot import ActorSlot
 from .classes import ActorClass, check_access, check_protocol
 from .event import Chain, Event
-from .remote import RemoteCalls
+from .remote import CallsElsewhere
 from .seams import CallExport, RunEvent
 
 
 class Requests:
     def __init__(self, *, config: HostConfig, classes: dict[str, ActorClass],
-                 holds: holds.Holds, remote: RemoteCalls, run_event: RunEvent,
+                 holds: holds.Holds, remote: CallsElsewhere | None, run_event: RunEvent,
                  call_export: CallExport,
                  long_wait: Callable[[], AbstractContextManager[object]],
                  testing: Switches, placement: Placement) -> None:
         """`placement`: who serves an actor (host/placement.py): this process of the
-        host's, or, in cluster mode, this node (core/cluster_node.py)."""
+        host's, or, in cluster mode, this node (core/cluster_node.py). `remote`: how an
+        actor served elsewhere is called; none where the placement answers only here."""
         self._config = config
         self._placement = placement
         self._testing = testing
@@ -70,7 +71,10 @@ class Requests:
 
     # -- from actors ----------------------------------------------------------------------
     def call_from_actor(self, ref: ActorRef, record: Any, sender: Sender, caller: Event) -> Any:
-        """See Host.call_from_actor."""
+        """`actors.call` (interfaces/actors.py, through core/links.py): the request and
+        response records pass through unconverted. Who serves `ref` is asked once; one
+        served elsewhere is called through `remote`, while this event's run slot serves
+        others."""
         if self._testing.crash_armed:
             self._testing.crash(f"call:{ref.cls}")
         cap = self._config.max_body_bytes
@@ -81,6 +85,9 @@ class Requests:
         try:
             where = self._placement.where(ref.id)  # asked once, passed on
             if not where.here:
+                # A Host whose placement may answer elsewhere is given one (net/serve.py,
+                # net/cluster.py).
+                assert self._remote is not None
                 try:
                     with self._long_wait():
                         return self._remote.call(ref, record, sender, caller.chain.stack,
@@ -99,7 +106,7 @@ class Requests:
 
     def call_here(self, ref: ActorRef, record: Any, sender: Sender, chain: Chain,
                   deadline: float) -> Any:
-        """See Host.call_here."""
+        """See Host.call_here: who serves `ref` was asked where the call came in."""
         check_protocol(self._classes[ref.cls], record.headers)
         cap = self._config.max_body_bytes
         out = self._run_event(ref, "request", chain, deadline,

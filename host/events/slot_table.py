@@ -1,4 +1,8 @@
-"""The actors this process keeps in memory, and the events queued on each."""
+"""The actors this process keeps in memory, and the events queued on each.
+
+Whether this process serves an actor is not asked here: it was asked once, where the
+request or call came in (host/placement.py; the front door, the peer routes, an actor's
+call), and an alarm is only ever of an actor this process serves."""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ import threading
 
 from .. import metrics
 from ..config import HostConfig
-from ..errors import NotServedHere, Overloaded
+from ..errors import Overloaded
 from ..storage import paths
 from ..types import ActorRef
 from .actor_slot import ActorSlot
@@ -28,9 +32,6 @@ class SlotTable:
         """Find or make the actor's slot and count this event as waiting on it, atomically,
         so the janitor never drops a slot that an event is about to lock."""
         config = self._config
-        if not config.partition.owns(ref.id):  # the front door passes these on
-            raise NotServedHere(f"{ref} is served by process "
-                                f"{config.partition.owner(ref.id)}, not this one")
         with self.lock:
             slot = self.by_ref.get(ref)
             if slot is None:

@@ -2,6 +2,10 @@
 serve --processes N` (net/peers.py asks them): an actor's call into this process, this
 process's share of a listing, and the test clock. They trust what they are told (an actor
 as the sender, the chain of calls): only who may read the actors' files reaches the socket.
+A call is for an actor this process serves, asked once as it comes in: one of another
+process's is refused (NotServedHere), never passed on; in cluster mode the other nodes
+come here too, and a callee whose shard this node does not hold is refused by its event
+(NotOwnerNow, replication/restore.py), which the calling node asks again on.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import cbor2
 from aiohttp import web
 
 from .. import errors, tracing
-from ..errors import HostError
+from ..errors import HostError, NotServedHere
 from ..events.event import Chain
 from ..interfaces.records import record
 from ..storage.listing import ListQuery
@@ -42,6 +46,9 @@ async def _call(request: web.Request) -> web.Response:
     m = cbor2.loads(await request.read())
     try:
         ref = host.actor_ref(m["cls"], m["id"])
+        where = host.placement.where(ref.id)  # who serves it: asked once, here
+        if where.process is not None:  # a call passed on once is never passed on again
+            raise NotServedHere(f"{ref} is served by process {where.process}, not this one")
         rec = record(method=m["method"], path=m["path"], query=m["query"],
                      headers=[tuple(h) for h in m["headers"]],
                      body=bytes(m["body"]).decode("latin-1"))

@@ -17,9 +17,9 @@ from typing import cast
 import wkguest
 
 from ..config import HostConfig
-from ..core.host import Access
 from ..engine.component_file import World, check_component
 from ..errors import HostError
+from ..events.classes import Access
 from ..storage import paths
 from .connections import os_reason, reserve_address
 from .data_lock import lock_data_dir

@@ -23,9 +23,10 @@ from aiohttp import web
 
 from ..clock import SystemClock
 from ..config import HostConfig
-from ..core.host import Access, Host
+from ..core.host import Host
 from ..engine.components import compile_classes
 from ..errors import HostError
+from ..events.classes import Access
 from ..testing import FakeClock
 from .connections import client_faults_logger, listen_for_clients, reserve_address
 from .frontdoor import make_app

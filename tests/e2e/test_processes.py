@@ -19,6 +19,7 @@ import threading
 import time
 from pathlib import Path
 
+import cbor2
 from wkhost.net.supervisor import core_shares
 from wkhost.partition import Partition
 
@@ -207,6 +208,41 @@ def test_calls_cross_processes_and_reentry_through_them_is_refused(
     status, body = server.actor("probe", "a", "POST", "/call",
                                 {"cls": "probe", "id": "p2", "path": "/trap"})
     assert status == 200 and body["error"].startswith("callee-trapped:")
+
+
+def test_what_is_passed_to_the_wrong_process_is_refused_there(
+        make_server: MakeServer) -> None:
+    """Who serves an actor is asked once, where a request or call comes in: a request
+    or an actor's call passed to a process that does not serve its actor is refused by
+    that process, never passed on again."""
+    server = make_server(extra=TWO)  # "p2" is process 1's
+    assert Partition(0, 2).owner("p2") == 1
+    call = cbor2.dumps({"cls": "probe", "id": "p2", "method": "GET", "path": "/echo",
+                        "query": "", "headers": [], "body": b"", "sender": ["probe", "a"],
+                        "chain": [["probe", "a"]], "timeout_s": 10.0, "trace": {}})
+    status, answer = _on_socket(server, 0, "POST", "/_wk/peer/call", call)
+    assert status == 200 and cbor2.loads(answer) == {
+        "error": "NotServedHere", "message": "probe/p2 is served by process 1, not this one"}
+    status, answer = _on_socket(server, 0, "GET", "/probe/p2/echo")
+    assert (status, answer) == (500, b"probe/p2 was passed to process 0, which does not "
+                                     b"serve it\n")
+
+
+def _on_socket(server: Server, process: int, method: str, target: str, body: bytes = b""
+               ) -> tuple[int, bytes]:
+    """One request on a process's own Unix socket, as another process sends it."""
+    path = Partition(process, 2).socket_of(server.data, process)
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.settimeout(30)
+        sock.connect(str(path))
+        sock.sendall(f"{method} {target} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n"
+                     f"content-type: application/cbor\r\ncontent-length: {len(body)}"
+                     "\r\n\r\n".encode() + body)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    head, _, answer = data.partition(b"\r\n\r\n")
+    return int(head.split(b" ", 2)[1]), answer
 
 
 def test_a_held_answer_passed_on_comes_back_after_the_owners_next_event(

@@ -101,7 +101,7 @@ def test_instances_never_serve_two_ids(probe: Probe) -> None:
     a = probe.json("x", "GET", "/whoami")
     b = probe.json("y", "GET", "/whoami")
     assert a["self"] == ["probe", "x"] and b["self"] == ["probe", "y"]
-    slots = probe.host._slots
+    slots = probe.host._table.by_ref
     assert slots[probe.host.actor_ref("probe", "x")].instance is not \
         slots[probe.host.actor_ref("probe", "y")].instance
 
@@ -332,17 +332,17 @@ def test_when_every_pooled_slot_is_taken_idle_actors_make_room_else_a_clear_refu
     held = [hold() for _ in range(slots - 3)]  # now every slot is taken
     # The pool is full: the least recently used idle actors give back their slots.
     assert p.send("new", "GET", "/now").status == 200
-    live = {ref.id for ref, slot in host._slots.items() if slot.instance is not None}
+    live = {ref.id for ref, slot in host._table.by_ref.items() if slot.instance is not None}
     assert live == {"c", "new"}
     held.append(hold())  # full again, and nothing idle is left to drop but c and new
-    host._slots[host.actor_ref("probe", "c")].lock.acquire()  # c and new are busy
-    host._slots[host.actor_ref("probe", "new")].lock.acquire()
+    host._table.by_ref[host.actor_ref("probe", "c")].lock.acquire()  # c and new are busy
+    host._table.by_ref[host.actor_ref("probe", "new")].lock.acquire()
     with pytest.raises(Overloaded, match="every instance slot is busy"):
         p.send("late", "GET", "/now")
     held.pop()
     assert p.send("late", "GET", "/now").status == 200
-    host._slots[host.actor_ref("probe", "c")].lock.release()
-    host._slots[host.actor_ref("probe", "new")].lock.release()
+    host._table.by_ref[host.actor_ref("probe", "c")].lock.release()
+    host._table.by_ref[host.actor_ref("probe", "new")].lock.release()
 
 
 def test_idle_instances_are_evicted_and_their_actors_come_back_intact(make_probe) -> None:  # type: ignore[no-untyped-def]
@@ -351,14 +351,14 @@ def test_idle_instances_are_evicted_and_their_actors_come_back_intact(make_probe
         p.sql(f"e{i}", "CREATE TABLE t (v)")
         p.sql(f"e{i}", "INSERT INTO t VALUES (?)", [i])
     # Evicted as new instances came, not at the next sweep: never far past the cap.
-    assert len(p.host._slots) <= 3
+    assert len(p.host._table.by_ref) <= 3
     p.host.evict_idle()
-    assert len(p.host._slots) == 2
+    assert len(p.host._table.by_ref) == 2
     for i in range(5):
         assert p.sql(f"e{i}", "SELECT v FROM t")["rows"] == [[i]]
     p.host.config.idle_instance_s = 0
     p.host.evict_idle()
-    assert p.host._slots == {}
+    assert p.host._table.by_ref == {}
 
 
 def test_the_host_wide_queue_is_bounded_with_a_clear_refusal(make_probe) -> None:  # type: ignore[no-untyped-def]
@@ -392,4 +392,4 @@ def test_the_janitor_gives_freed_heap_back_after_dropping_many_instances(
     assert trims == []
     p.host.config.idle_instance_s = 0  # the next sweep drops them all
     assert wait_until(lambda: trims == [0], timeout=5)
-    assert p.host._slots == {}
+    assert p.host._table.by_ref == {}

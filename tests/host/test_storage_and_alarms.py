@@ -143,7 +143,7 @@ def test_an_alarm_of_a_deleted_actor_does_not_bring_it_back(probe: Probe) -> Non
     probe.json("gone", "POST", "/alarm/set", query=f"at={at}")
     ref = probe.host.actor_ref("probe", "gone")
     # The actor vanishes behind the host's back (its files), its alarm still indexed.
-    slot = probe.host._slots[ref]
+    slot = probe.host._table.by_ref[ref]
     with slot.lock:
         slot.close()
         from wkhost.storage.files import delete_db_files
@@ -167,7 +167,7 @@ def test_an_alarm_event_that_leaves_the_actor_asleep_drops_its_instance(
     # Watch the index only: a request to the actors would make them a new instance.
     assert wait_until(lambda: sorted(at for _, at in host.index.alarms()) == [now + 1000,
                                                                               now + DAY])
-    slots = {r.id: s for r, s in host._slots.items()}
+    slots = {r.id: s for r, s in host._table.by_ref.items()}
     assert wait_until(lambda: not slots["sleepy"].lock.locked())
     assert slots["sleepy"].instance is None       # re-armed a day ahead: asleep
     assert slots["sleepy"].db is None
@@ -183,11 +183,11 @@ def test_an_actor_asked_something_just_before_it_fell_asleep_stays_warm_a_little
         probe.json(actor_id, "POST", "/alarm/set", query=f"at={now}")
     host = probe.host
     assert wait_until(lambda: sorted(at for _, at in host.index.alarms()) == [now + DAY] * 2)
-    slot = host._slots[host.actor_ref("probe", "followed")]
+    slot = host._table.by_ref[host.actor_ref("probe", "followed")]
     assert wait_until(lambda: not slot.lock.locked())
     assert slot.instance is not None and slot.sleepy  # its client may ask again soon
     # The idle sweep (each second) drops it once followed_s has passed, not after 30 s.
-    assert wait_until(lambda: host._slots.get(slot.ref) is None, timeout=6)
+    assert wait_until(lambda: host._table.by_ref.get(slot.ref) is None, timeout=6)
 
 
 def test_with_room_to_spare_a_sleeping_actor_stays_warm(probe: Probe) -> None:
@@ -196,7 +196,7 @@ def test_with_room_to_spare_a_sleeping_actor_stays_warm(probe: Probe) -> None:
     probe.json("parked", "POST", "/alarm/set", query=f"at={now}")
     host = probe.host
     assert wait_until(lambda: [at for _, at in host.index.alarms()] == [now + DAY])
-    slot = host._slots[host.actor_ref("probe", "parked")]
+    slot = host._table.by_ref[host.actor_ref("probe", "parked")]
     assert wait_until(lambda: not slot.lock.locked())
     assert slot.instance is not None
 
