@@ -207,13 +207,13 @@ class EventRunner:
         image = image_for(self._classes.get(slot.ref.cls), config.schema_images)
         try:
             db = ActorDb(slot.path, config.db_max_bytes // 4096, image,
-                         config.db_max_value_bytes, self._replica(slot))
+                         config.db_max_value_bytes, self._copy(slot))
         except (StorageError, OSError) as e:
             raise StorageFailed(f"{slot.ref}'s database cannot be opened: {e}") from None
         db.max_result_bytes = config.memory_limit_bytes  # what the guest could receive
         return db
 
-    def _replica(self, slot: ActorSlot) -> Copy | None:
+    def _copy(self, slot: ActorSlot) -> Copy | None:
         return None if self._replication is None else self._replication.copy_of(slot.ref)
 
     def _ready(self, slot: ActorSlot, ev: Event, create: bool) -> bool:

@@ -49,15 +49,15 @@ class Settle:
         if ev.published:
             self._publish(slot, ev, db)
         if ev.delete_requested and slot.instance is not None:
-            if db.replica is not None:  # cluster mode: from the store first
-                db.replica.deleted()
+            if db.working_copy is not None:  # cluster mode: from the store first
+                db.working_copy.deleted()
             self._eviction.destroy(slot)
             return False
         self._alarms.after_event(slot, ev)
-        replica = db.replica
-        if replica is not None:  # cluster mode (replication/copy.py)
-            replica.lazy(db)  # what `exec` committed goes to the store soon
-            ev.refused = replica.lost  # a refusal, of this event's write or of one before
+        copy = db.working_copy
+        if copy is not None:  # cluster mode (replication/copy.py)
+            copy.lazy(db)  # what `exec` committed goes to the store soon
+            ev.refused = copy.lost  # a refusal, of this event's write or of one before
         return self._sleeps(slot, ev)
 
     def _publish(self, slot: ActorSlot, ev: Event, db: ActorDb) -> None:

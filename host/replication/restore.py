@@ -4,7 +4,7 @@ under the epoch at which its shard is held now (docs/cluster.md).
 A working copy is trusted only if this process restored or made it under the epoch at
 which its shard is held now. `prepare` checks that before an event opens the database,
 and restores the actor from the store if not: its snapshot, then its changesets
-(storage/restore.py checks each against the state it was recorded on). A copy whose
+(storage/apply_changes.py checks each against the state it was recorded on). A copy whose
 write was refused (copy.py), or whose shard went, is restored again before its next use.
 """
 
@@ -24,7 +24,7 @@ from ..cluster.store import ClusterStore
 from ..cluster.writer import Writer
 from ..errors import NotOwnerNow, PeerUnavailable, StorageFailed
 from ..partition import shard_of
-from ..storage import restore
+from ..storage import apply_changes
 from ..storage.files import delete_db_files
 from ..types import ActorRef
 from .copy import Copy, actor_key
@@ -94,8 +94,8 @@ class Replication:
         path.parent.mkdir(parents=True, exist_ok=True)
         changesets = [cs for _, cs in loaded.changes]
         try:
-            restore.restore(path, loaded.snapshot, changesets)
-        except restore.RestoreMismatch as e:
+            apply_changes.restore(path, loaded.snapshot, changesets)
+        except apply_changes.RestoreMismatch as e:
             log.error("%s cannot be restored: %s", ref, e)
             raise StorageFailed(f"{ref} cannot be restored: {e}") from None
         log.info("%s: restored from the cluster's store (seq %d, %d changesets) in %.1f ms",

@@ -2,7 +2,7 @@
 
 Configuration, and why:
 - The connection's settings (WAL, EXCLUSIVE locking, the page cap) are
-  storage/connection.py's. A durable write ends with the WAL's fsync; a new database's
+  storage/sqlite_connection.py's. A durable write ends with the WAL's fsync; a new database's
   file is a copy of a template (storage/files.py), made durable by its own syncs before
   its first durable write returns: the durable point is storage/wal_sync.py.
 - What guest SQL may do (the authorizer, the reserved names, the limits on values and
@@ -14,7 +14,7 @@ Configuration, and why:
   with its on-init's schema script applied; `speculative` is that script until the
   guest's first statement shows whether it is the same (storage/speculation.py).
 - What the guest publishes commits with its next statement (storage/published.py).
-- In cluster mode (`replica`): a durable write is acknowledged once the changes are in
+- In cluster mode (`working_copy`): a durable write is acknowledged once the changes are in
   the cluster's store (replication/copy.py), not by the WAL's fsync. The connection's
   changes are captured as changesets (storage/changes.py), which see DDL move the
   schema's version, so that the next write sends a snapshot instead.
@@ -33,16 +33,16 @@ import apsw
 from ..testing import crashpoints
 from . import files
 from . import policy as sql_policy
-from .connection import open_connection
 from .files import delete_db_files, pending_new_file_sync, start_new_file_sync
 from .images import SCHEMA_OPS, SCHEMA_TABLES, SchemaImage
 from .published import Published
-from .replica import Replica
 from .speculation import Speculation
+from .sqlite_connection import open_connection
 from .statements import DEFAULT_MAX_RESULT_BYTES, Rows, SqlValue, run, sql_error
 from .statements import SqlError as SqlError  # what its callers catch, as before
 from .wal_sync import WalSync
 from .watch import WATCH, Loan, StatementWatch
+from .working_copy import WorkingCopy
 
 if TYPE_CHECKING:
     from .changes import Capture
@@ -61,10 +61,10 @@ class ActorDb:
 
     def __init__(self, path: Path, max_pages: int, image: SchemaImage | None = None,
                  max_value_bytes: int = sql_policy.DEFAULT_MAX_VALUE_BYTES,
-                 replica: Replica | None = None) -> None:
+                 working_copy: WorkingCopy | None = None) -> None:
         """Open the actor's database, made from the template (or `image`) if missing."""
         self.path = path
-        self.replica = replica
+        self.working_copy = working_copy
         self.capture: Capture | None = None
         self._max_pages = max_pages
         self._max_value_bytes = max_value_bytes
@@ -74,7 +74,7 @@ class ActorDb:
             files.create_from_template(path, image.data if image else None)
         # Cluster mode: a file made here, whatever the store holds of the actor, goes
         # there whole with its first write, never as changes to an older state.
-        self.schema_changed = self.created and replica is not None
+        self.schema_changed = self.created and working_copy is not None
         # The script the image stands for, until the guest's first statement: either that
         # script (not run again) or anything else (the plain template comes back first).
         self._speculation = Speculation(image.script) if image and self.created else None
@@ -111,7 +111,7 @@ class ActorDb:
         self.durable_pending = False
         if remade:
             self.schema_changed = True
-        if self.replica is not None:
+        if self.working_copy is not None:
             from . import changes  # cluster mode's alone
 
             self.capture = changes.Capture(self.conn)
@@ -264,8 +264,8 @@ class ActorDb:
         """fsync the WAL once no transaction is open and a durable write asked for it."""
         if self._sync_due():
             self.durable_pending = False
-            if self.replica is not None:
-                self.replica.durable(self)
+            if self.working_copy is not None:
+                self.working_copy.durable(self)
             else:
                 self._fsync_wal()
 

@@ -1,6 +1,6 @@
 """An actor database's changes as changesets (SQLite's session extension), and its
 snapshot image: what cluster mode keeps in the store (replication/). The restore
-from the two is storage/restore.py.
+from the two is storage/apply_changes.py.
 
 What a changeset of `Capture` carries: every row inserted, updated or deleted in main's
 tables and committed, by statements, triggers or foreign-key actions, with the old values
@@ -162,12 +162,12 @@ def _varint(n: int) -> bytes:
 # -- snapshots ------------------------------------------------------------------------
 # Header bytes 18-19, the file format's read and write versions: 2 is WAL mode, 1 the
 # rollback journal. A WAL-mode image does not deserialize (CantOpenError), so images are
-# kept at 1 (storage/restore.py sets a file written from one back to 2).
+# kept at 1 (storage/apply_changes.py sets a file written from one back to 2).
 _ROLLBACK = b"\x01\x01"
 
 
 def snapshot_image(conn: apsw.Connection) -> bytes:
-    """The database as one image: what storage/restore.py's `restore` starts from. No
+    """The database as one image: what storage/apply_changes.py's `restore` starts from. No
     transaction may be open (the image would hold its uncommitted changes)."""
     if conn.in_transaction:
         raise RuntimeError("snapshot_image with a transaction open")

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 import apsw
 
-from .replica import Replica
+from .working_copy import WorkingCopy
 
 
 class HostExec(Protocol):
@@ -34,7 +34,7 @@ class HostExec(Protocol):
 class Db(HostExec, Protocol):
     """And as its alarm and meta rows need it."""
 
-    replica: Replica | None
+    working_copy: WorkingCopy | None
     durable_pending: bool
 
     def first_host_write(self, sql: str, params: Sequence[Any] = ()) -> None: ...
@@ -66,7 +66,7 @@ def alarm_at(db: Db) -> int | None:
 
 def guest_set(db: Db, at_ms: int | None) -> None:
     db.host_exec("UPDATE main._wk_host_alarm SET at_ms = ?, gen = gen + 1, retries = 0", (at_ms,))
-    if db.replica is not None:  # cluster mode: committed like exec-durable, to survive failover
+    if db.working_copy is not None:  # cluster mode: committed like exec-durable (failover)
         db.durable_pending = True
     db.sync_if_pending()
 

@@ -50,7 +50,7 @@ def served(pg_url: str, tmp_path: Path) -> Iterator[tuple[ActorDb, Keeper, Clust
     rep.start()
     slot = ActorSlot(REF, tmp_path / "handed-1.db")
     rep.prepare(slot.ref, slot.path, slot.close)
-    db = ActorDb(slot.path, 1 << 14, replica=rep.copy_of(REF))
+    db = ActorDb(slot.path, 1 << 14, working_copy=rep.copy_of(REF))
     try:
         db.guest_exec("CREATE TABLE w(v TEXT PRIMARY KEY)", [], True)
         yield db, keeper, store
@@ -72,10 +72,10 @@ def test_a_write_committed_before_a_hand_over_is_answered_as_committed(
     db.guest_exec("INSERT INTO w VALUES ('kept')", [], True)  # committed in PostgreSQL
     seq = _kept(store)
     keeper.now = None  # the shard handed over before the event's end
-    assert db.replica is not None
-    db.replica.lazy(db)  # the event's end (events/settle.py): nothing new to send
+    assert db.working_copy is not None
+    db.working_copy.lazy(db)  # the event's end (events/settle.py): nothing new to send
     db.sync_if_pending()
-    assert db.replica is not None and db.replica.lost is None
+    assert db.working_copy is not None and db.working_copy.lost is None
     assert _kept(store) == seq
 
 
@@ -86,7 +86,7 @@ def test_a_write_after_a_hand_over_is_refused_as_lease_lost(
     keeper.now = None
     with pytest.raises(LeaseLost, match="no longer served by this node"):
         db.guest_exec("INSERT INTO w VALUES ('late')", [], True)
-    assert db.replica is not None and db.replica.lost is not None
+    assert db.working_copy is not None and db.working_copy.lost is not None
     assert _kept(store) == seq
 
 

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from wkhost.storage import changes, files
 from wkhost.storage.actordb import ActorDb
+from wkhost.storage.apply_changes import RestoreMismatch, restore
 from wkhost.storage.changes import Capture, digest, snapshot_image
-from wkhost.storage.restore import RestoreMismatch, restore
 
 GUEST_SCHEMA = """
 CREATE TABLE kv (k TEXT PRIMARY KEY, v);
@@ -381,7 +381,7 @@ class Recorder:
 
 def test_an_actor_dbs_durable_points_restore_to_it(tmp_path: Path) -> None:
     replica = Recorder()
-    db = ActorDb(tmp_path / "a.db", max_pages=10000, replica=replica)
+    db = ActorDb(tmp_path / "a.db", max_pages=10000, working_copy=replica)
     try:
         db.guest_exec("CREATE TABLE t (k INTEGER PRIMARY KEY AUTOINCREMENT, v)", [], True)
         for i in range(5):

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 
-class Replica(Protocol):
+class WorkingCopy(Protocol):
     """Where an actor's committed changes go in cluster mode, instead of the WAL's fsync."""
 
     @property
