@@ -12,7 +12,7 @@ answers from this node's lease keeper (cluster/leases.py).
   keepers move it.
 
 `ClusterPlacement.where` is the placement port's answer in cluster mode
-(host/placement.py).
+(host/placement.py), and its only question of an actor's place.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from ..placement import NOBODY_YET, Where
 
 SHARDS = 256
 
-__all__ = ["SHARDS", "ClusterPlacement", "Leases", "preferred", "shard_of"]
+__all__ = ["SHARDS", "ClusterPlacement", "Leases", "preferred"]
 
 
 def preferred(shard: int, nodes: Iterable[str]) -> str | None:
@@ -73,27 +73,7 @@ class ClusterPlacement:
         node, epoch = got
         return Where(False, node=node, address=self._keeper.address_of(node), epoch=epoch)
 
-    def owns(self, actor_id: str) -> bool:
-        """This node holds the actor's shard and is within its deadline."""
-        return self._keeper.epoch(shard_of(actor_id)) is not None
-
-    def owns_shard(self, shard_hex: str) -> bool:
-        """The same for a shard named as its directory is (two hex digits)."""
-        return self._keeper.epoch(int(shard_hex, 16)) is not None
-
-    def epoch_of(self, actor_id: str) -> int | None:
-        return self._keeper.epoch(shard_of(actor_id))
-
-    def owner(self, actor_id: str) -> str | None:
-        """The node holding the actor's shard at the keeper's last round; None while
-        nobody holds it validly (a node died, its lease expired, and no one took it yet)."""
-        got = self._keeper.lease(shard_of(actor_id))
-        return None if got is None else got[0]
-
-    def lease_of(self, actor_id: str) -> tuple[str, int] | None:
-        """The same with the lease's epoch: a new epoch is a new holder, even of the same
-        node (it lost the shard and took it again)."""
-        return self._keeper.lease(shard_of(actor_id))
-
     def address_of(self, node_id: str) -> str | None:
+        """Where a live node takes requests; None for one that is not live (no heartbeat
+        within a TTL): what a hop that has sent its request watches (net/node_hop.py)."""
         return self._keeper.address_of(node_id)

@@ -2,7 +2,8 @@
 call to that node's `/_wk/peer/call`, signed (net/cluster_auth.py), sent as the front
 door passes a request (net/node_hop.py), the caller's event thread waiting for it.
 
-- It goes to the node the view names, never to one past its lease or not live; while
+- It goes to the node the placement's answer names (the caller's, asked again only
+  after an attempt ran nothing), never to one past its lease or not live; while
   nobody holds the callee's shard, or the node asked says it does not serve the callee
   (NotOwnerNow, or not restored yet: nothing ran), or cannot be reached, the call asks
   again, the new holder as soon as the view names it, until the caller's deadline; if
@@ -34,6 +35,7 @@ from ..errors import (
     PeerUnavailable,
     error_class,
 )
+from ..placement import Where
 from ..types import ActorRef, Sender
 from .node_hop import NodeClients, pass_to_owner, refused_unrun
 from .peer_clients import Exchange
@@ -57,12 +59,14 @@ class ClusterCalls:
         self._nodes: NodeClients | None = None
 
     def call(self, ref: ActorRef, rec: Any, sender: Sender, stack: Iterable[ActorRef],
-             deadline: float) -> Any:
+             deadline: float, where: Where) -> Any:
+        """`ref`'s answer, from the node that serves it, first where the placement's
+        answer the caller got says (`where`)."""
         if deadline <= time.monotonic():
             raise DeadlineExceeded(f"no node answered for {ref} by the event's deadline")
         chain, asked = list(stack), [""]
         try:
-            got = self._run(self._to_owner(ref, rec, sender, chain, deadline, asked))
+            got = self._run(self._to_owner(ref, rec, sender, chain, deadline, where, asked))
         except TimeoutError:
             raise DeadlineExceeded(f"no node answered for {ref} by the event's deadline"
                                    ) from None
@@ -79,8 +83,8 @@ class ClusterCalls:
         return call_answer(cbor2.loads(data))
 
     async def _to_owner(self, ref: ActorRef, rec: Any, sender: Sender,
-                        chain: list[ActorRef], deadline: float, asked: list[str]
-                        ) -> Exchange | None:
+                        chain: list[ActorRef], deadline: float, where: Where,
+                        asked: list[str]) -> Exchange | None:
         """The callee's node's answer (`asked` ends with its address); None if this
         node serves the callee."""
         assert self._nodes is not None
@@ -95,8 +99,8 @@ class ClusterCalls:
                                  moved, gone, timeout, self._watch_s)
 
         patience_s = max(0.0, deadline - time.monotonic())  # the deadline ends it first
-        return await pass_to_owner(self._placement, ref.id, send, _unrun, patience_s,
-                                   deadline)
+        return await pass_to_owner(self._placement, ref.id, where, send, _unrun,
+                                   patience_s, deadline)
 
     def _run(self, step: Coroutine[Any, Any, T]) -> T:
         with self._lock:

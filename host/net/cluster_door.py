@@ -26,13 +26,14 @@ is passed to that node, in one hop, and its answer comes back as it is.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from ..errors import NotOwnerNow
 from ..events.holds import MAX_HOLD_MS
+from ..placement import Where
 from ..wire import HOP_BY_HOP
 from . import cluster_auth
 from .node_hop import NOT_OWNER, NodeClients, pass_to_owner, refused_unrun
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
     from ..config import HostConfig
     from ..core.host import Host
 
-__all__ = ["NodeClients", "cluster_middlewares", "not_owner", "to_owner"]
+__all__ = ["cluster_middlewares", "not_owner", "to_owner"]
 
 
 def cluster_middlewares(host: Host) -> list[Any]:
@@ -70,23 +71,27 @@ def not_owner(what: str) -> web.Response:
                         headers={"wk-cluster": NOT_OWNER, "Retry-After": "1"})
 
 
-async def to_owner(request: web.Request, actor_id: str, body: bytes) -> Exchange | None:
-    """The owner's answer to `request`, a client's (never a hop: net/forward.py refuses
-    those), unchecked (net/forward.py checks it); None if this node serves the actor."""
-    host: Host = request.app["host"]
+async def to_owner(app: web.Application, actor_id: str, where: Where, method: str,
+                   target: str, headers: Iterable[tuple[str, str]], body: bytes
+                   ) -> Exchange | None:
+    """The answer of the node that serves `actor_id`, starting from the placement's
+    answer the caller got (`where`), to a client's request or the console's (never a
+    hop: net/forward.py refuses those), unchecked; None if this node serves the actor."""
+    host: Host = app["host"]
     assert host.cluster is not None
-    placement, config = host.cluster.placement, host.config
-    headers = [(k, v) for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP
-               and k.lower() != cluster_auth.HEADER]
+    config = host.config
+    kept = [(k, v) for k, v in headers if k.lower() not in HOP_BY_HOP
+            and k.lower() != cluster_auth.HEADER]
     patience_s = 2 * config.lease_ttl_s + 2 * config.lease_renew_s
-    nodes: NodeClients = request.app["nodes"]
+    nodes: NodeClients = app["nodes"]
 
     def send(address: str, moved: Callable[[], bool], gone: Callable[[], bool]
              ) -> Awaitable[Exchange | None]:
-        return nodes.pass_on(address, request.method, request.raw_path, headers, body,
-                             moved, gone, _answer_within_s(config), config.lease_renew_s / 2)
+        return nodes.pass_on(address, method, target, kept, body, moved, gone,
+                             _answer_within_s(config), config.lease_renew_s / 2)
 
-    return await pass_to_owner(placement, actor_id, send, refused_unrun, patience_s)
+    return await pass_to_owner(host.cluster.placement, actor_id, where, send,
+                               refused_unrun, patience_s)
 
 
 def _answer_within_s(config: HostConfig) -> float:

@@ -43,9 +43,10 @@ from ..errors import BadRequest, GuestFailed, HostError, Overloaded, TooLarge
 from ..events.holds import HOLD_STATE, is_hold_header
 from ..types import ActorRef, Request, Response, Sender
 from ..wire import ERROR_KIND, answer_headers
-from . import audit, cluster_door, console, listing, metrics_route
+from . import audit, console, listing, metrics_route
 from .cluster_door import cluster_middlewares
 from .forward import pass_on
+from .node_hop import NodeClients
 from .operator import is_operator, plain
 from .peer_clients import PeerClients
 from .peer_routes import add_peer_routes
@@ -81,10 +82,8 @@ def make_app(host: Host, admin_token: str, peer_clients: PeerClients | None = No
     app["token"] = admin_token
     app["peers"] = peer_clients
     app["for_peers"] = for_peers
-    # Who serves an actor (host/placement.py): the cluster's view, or this host's processes.
-    app["placement"] = host.placement
     if host.cluster is not None:
-        app["nodes"] = cluster_door.NodeClients(host.cluster.secret)
+        app["nodes"] = NodeClients(host.cluster.secret)
     if for_peers or cluster:
         add_peer_routes(app)
     app.router.add_get("/_wk/health", _health)
@@ -118,7 +117,7 @@ async def _to_actor(request: web.Request) -> web.Response:
     host: Host = request.app["host"]
     cls, actor_id, path = split_target(request.raw_path)
     ref = host.actor_ref(cls, actor_id)
-    where = request.app["placement"].where(actor_id)  # asked once, passed on
+    where = host.placement.where(actor_id)  # asked once, passed on
     if not where.here:
         passed = await pass_on(request, ref, where, await read_body(request))
         if passed is not None:

@@ -2,9 +2,10 @@
 age of the sending node's view of the leases: the front door's hops
 (net/cluster_door.py) and actors' calls to actors of other nodes (net/cluster_calls.py).
 
-- Who holds a shard comes from the lease keeper's view (cluster/leases.py), with each
-  lease's epoch and expiry: a request is never sent to a node past its lease, nor to a
-  node that is not live.
+- Who holds a shard comes from the placement's answer (host/placement.py: the lease
+  keeper's view, cluster/leases.py, with each lease's epoch and expiry), the caller's
+  first, asked again only after an attempt ran nothing: a request is never sent to a
+  node past its lease, nor to a node that is not live.
 - A request is sent in two steps (`Expect: 100-continue`, then its body), and the node
   reads the whole body before anything runs. While the head waits, the view is watched:
   if it names another holder, the wait ends and the request goes to that holder, since
@@ -24,6 +25,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import PeerLost, PeerUnavailable
+from ..placement import NOBODY_YET, Where
 from . import cluster_auth
 from .peer_clients import Exchange, read_answer
 
@@ -140,28 +142,30 @@ class NodeClients:
         self._idle.clear()
 
 
-async def pass_to_owner(placement: ClusterPlacement, actor_id: str, send: Send,
-                        unrun: Callable[[Exchange], bool], patience_s: float,
+async def pass_to_owner(placement: ClusterPlacement, actor_id: str, where: Where,
+                        send: Send, unrun: Callable[[Exchange], bool], patience_s: float,
                         end: float = math.inf) -> Exchange | None:
-    """The answer of the node that holds `actor_id`'s shard, sent as `send` sends it;
-    None if this node holds it. An attempt that ran nothing there (`send` answered None,
-    or `unrun` is true of its answer) is made again, of the holder the view names then.
-    Raises PeerUnavailable once `patience_s` passed with no new holder to ask (each new
-    holder has its own time to take the shard up), TimeoutError past `end` (monotonic),
-    and what `send` raises (PeerLost: it may have run)."""
+    """The answer of the node that holds `actor_id`'s shard, sent as `send` sends it,
+    first where the placement's answer the caller got says (`where`); None if this node
+    holds it. An attempt that ran nothing there (`send` answered None, or `unrun` is
+    true of its answer), or none made (nobody yet), asks the placement again, and is
+    made of the holder it names then. Raises PeerUnavailable once `patience_s` passed
+    with no new holder to ask (each new holder has its own time to take the shard up),
+    TimeoutError past `end` (monotonic), and what `send` raises (PeerLost: it may have
+    run)."""
     give_up = time.monotonic() + patience_s
-    asked: set[tuple[str, int]] = set()
+    asked: set[tuple[str, int | None]] = set()
     while True:
-        lease = placement.lease_of(actor_id)
-        if lease is not None and lease[0] == placement.me:
-            if placement.owns(actor_id):
-                return None
-        elif lease is not None and (address := placement.address_of(lease[0])) is not None:
+        if where.here or where.process is not None:  # this node holds it now
+            return None
+        if where.node is not None and where.node != placement.me \
+                and where.address is not None:
+            lease = (where.node, where.epoch)
             if lease not in asked:  # a new holder: its own time to take the shard up
                 asked.add(lease)
                 give_up = max(give_up, time.monotonic() + patience_s)
-            got = await send(address, moved(placement, actor_id, lease),
-                             gone(placement, actor_id, lease))
+            got = await send(where.address, moved(placement, actor_id, where),
+                             gone(placement, actor_id, where))
             if got is not None and not unrun(got):
                 return got
         if time.monotonic() > end:
@@ -170,6 +174,7 @@ async def pass_to_owner(placement: ClusterPlacement, actor_id: str, send: Send,
             raise PeerUnavailable("no node serves this actor's shard yet (a node is taking "
                                   "it over); retry shortly")
         await asyncio.sleep(_POLL_S)
+        where = placement.where(actor_id)
 
 
 def refused_unrun(got: Exchange) -> bool:
@@ -179,22 +184,32 @@ def refused_unrun(got: Exchange) -> bool:
                                  for k, v in headers)
 
 
-def moved(placement: ClusterPlacement, actor_id: str, lease: tuple[str, int]
-           ) -> Callable[[], bool]:
-    """Whether the view no longer names `lease` as the actor's (another holder, or
-    that lease expired)."""
-    return lambda: placement.lease_of(actor_id) != lease
-
-
-def gone(placement: ClusterPlacement, actor_id: str, lease: tuple[str, int]
+def moved(placement: ClusterPlacement, actor_id: str, sent_to: Where
           ) -> Callable[[], bool]:
-    """Whether another holder took the actor's shard from `lease`'s node, and that node
-    is not live (no heartbeat within a TTL: paused, or cut off). A node that handed the
-    shard over is live, and its answer is waited for."""
+    """Whether the placement no longer names `sent_to`'s lease as the actor's (another
+    holder, this node, or that lease expired)."""
+    return lambda: not _same_lease(placement.where(actor_id), sent_to)
+
+
+def gone(placement: ClusterPlacement, actor_id: str, sent_to: Where
+         ) -> Callable[[], bool]:
+    """Whether another holder took the actor's shard from `sent_to`'s node, and that
+    node is not live (no heartbeat within a TTL: paused, or cut off). A node that handed
+    the shard over is live, and its answer is waited for."""
+    node = sent_to.node
+    assert node is not None
+
     def gone() -> bool:
-        now = placement.lease_of(actor_id)
-        return now is not None and now != lease and placement.address_of(lease[0]) is None
+        now = placement.where(actor_id)
+        return now != NOBODY_YET and not _same_lease(now, sent_to) \
+            and placement.address_of(node) is None
     return gone
+
+
+def _same_lease(now: Where, sent_to: Where) -> bool:
+    """The same node at the same epoch: a new epoch is a new holder, even of the same
+    node (it lost the shard and took it again)."""
+    return not now.here and now.node == sent_to.node and now.epoch == sent_to.epoch
 
 
 async def _watched(step: Awaitable[T], stop: Callable[[], bool], end: float,

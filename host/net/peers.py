@@ -8,8 +8,9 @@ are told (an actor as the sender, the chain of calls). So it lives in a director
 user's under /tmp): only who may read the actors' files may reach it.
 
 - A client's request for an actor of another process is passed on to that process as it
-  came (its bearer token too, so the sender stays the same), and its answer, held or
-  not, comes back as it is (`forward`, for net/forward.py, which checks the answer).
+  came (its bearer token too, so the sender stays the same), over the clients of
+  net/peer_clients.py, and its answer, held or not, comes back as it is (net/forward.py
+  passes it and checks the answer).
 - An actor's call to an actor of another process (`Peers.call_process`, for
   net/remote_calls.py) is a blocking POST of
   both records and the chain of calls, from the caller's event thread. A call back into
@@ -44,8 +45,7 @@ from ..interfaces.records import record
 from ..partition import Partition
 from ..storage.listing import Listed, ListQuery, Page, merged
 from ..types import ActorRef, Sender
-from ..wire import HOP_BY_HOP
-from .peer_clients import Exchange, PeerClients, lost, unavailable
+from .peer_clients import lost, unavailable
 
 if TYPE_CHECKING:
     from ..core.host import Host
@@ -82,13 +82,6 @@ class Peers:
         self.data_dir = data_dir
         self.partition = partition
         self._local = threading.local()  # {process: _UnixConnection}, one set per thread
-
-    def call(self, ref: ActorRef, rec: Any, sender: Sender, stack: Iterable[ActorRef],
-             deadline: float) -> Any:
-        """`ref`'s answer to the request record `rec`, as a response record, from the
-        process the partition names (see call_process)."""
-        return self.call_process(self.partition.owner(ref.id), ref, rec, sender, stack,
-                                 deadline)
 
     def call_process(self, owner: int, ref: ActorRef, rec: Any, sender: Sender,
                      stack: Iterable[ActorRef], deadline: float) -> Any:
@@ -188,16 +181,6 @@ def closed_by_peer(sock: socket.socket | None) -> bool:
         return bool(select.select([sock], [], [], 0)[0])
     except (OSError, ValueError):
         return True
-
-
-async def forward(request: web.Request, process: int, body: bytes) -> Exchange:
-    """Pass a client's request, whose body this process has read, to the process that
-    serves its actor, and its answer back, unchecked (net/forward.py checks it). The
-    hop-by-hop headers are this connection's (the body is read, `Expect: 100-continue`
-    answered), not passed on."""
-    clients: PeerClients = request.app["peers"]
-    headers = [(k, v) for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP]
-    return await clients.exchange(process, request.method, request.raw_path, headers, body)
 
 
 async def list_actors(app: web.Application, cls: str, after: str, limit: int) -> list[str]:

@@ -1,15 +1,15 @@
 """An actor's call to an actor served elsewhere: the one remote-call object the host is
-given (events/remote.py's `RemoteCalls`), which picks the transport by the placement's answer
-(host/placement.py).
+given (the events' `CallsElsewhere`, events/remote.py), which picks the transport by the
+placement's answer (host/placement.py).
 
 - Another process of this host (`Where.process`): a blocking POST over that process's
   Unix socket (net/peers.py's `Peers`), with its rules: PeerUnavailable if nothing was
   sent, PeerLost once it was.
 - Another node, or nobody yet (cluster mode): the signed hop (net/cluster_calls.py's
-  `ClusterCalls`, net/cluster_auth.py), at most once, to the holder the lease keeper's
-  view names at each attempt, until the caller's deadline.
-- A host with neither (one process, no cluster) serves every actor itself: an actor it
-  does not serve is refused (NotServedHere), as events/remote.py's `NoRemote` refuses it.
+  `ClusterCalls`, net/cluster_auth.py), at most once, first to the holder the answer
+  names, then to the one the placement names at each new attempt, until the caller's
+  deadline.
+- Without the transport the answer asks for, the actor is refused (NotServedHere).
 """
 
 from __future__ import annotations
@@ -50,4 +50,4 @@ class RemoteCalls:
                                                 deadline)
         if self._nodes is None:
             raise NotServedHere(f"{ref} is not served by this host")
-        return self._nodes.call(ref, rec, sender, stack, deadline)
+        return self._nodes.call(ref, rec, sender, stack, deadline, where)

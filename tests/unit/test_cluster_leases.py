@@ -13,7 +13,8 @@ from collections.abc import Callable
 import pytest
 from wkhost.cluster.connections import StoreUnavailable
 from wkhost.cluster.leases import FALLBACK_TTLS, HANDOVER_PER_ROUND, LeaseKeeper
-from wkhost.cluster.placement import SHARDS, ClusterPlacement, preferred, shard_of
+from wkhost.cluster.placement import SHARDS, ClusterPlacement, preferred
+from wkhost.partition import shard_of
 from wkhost.placement import NOBODY_YET
 
 TTL, RENEW, DEADLINE = 10.0, 2.0, 7.0
@@ -295,7 +296,10 @@ def test_a_clean_stop_hands_the_shards_over_at_the_others_next_round(
     assert b.shards() == set(range(SHARDS))
 
 
-def test_placement_answers_from_the_keeper(store: FakeStore) -> None:
+def test_placement_says_where_from_the_keeper(store: FakeStore) -> None:
+    """The placement port's answer (host/placement.py): here, or the holding node with
+    its address and its lease's epoch, or nobody yet once no lease is valid (this
+    node's own past its deadline included)."""
     a, b = Node(store, "a"), Node(store, "b")
     rounds(store, [a, b], 2)
     place = ClusterPlacement(a.keeper, "a")
@@ -303,31 +307,14 @@ def test_placement_answers_from_the_keeper(store: FakeStore) -> None:
     mine = [i for i in ids if shard_of(i) in a.shards()]
     assert mine and len(mine) < len(ids)
     for i in ids:
-        shard = shard_of(i)
-        assert place.owns(i) == (i in mine) == place.owns_shard(f"{shard:02x}")
-        assert place.owner(i) == ("a" if i in mine else "b")
-        assert (place.epoch_of(i) is not None) == (i in mine)
+        where = place.where(i)
+        assert where.here == (i in mine)
+        if not where.here:
+            assert (where.process, where.node, where.address, where.epoch) == (
+                None, "b", "b:80", b.keeper.epoch(shard_of(i)))
     assert place.address_of("b") == "b:80" and place.address_of("zz") is None
     store.clock.now += DEADLINE  # no round: a's deadline passes
-    assert not any(place.owns(i) for i in ids)
-
-
-def test_placement_says_where_from_the_keeper(store: FakeStore) -> None:
-    """The placement port's answer (host/placement.py): here, or the holding node with
-    its address and its lease's epoch, or nobody yet once no lease is valid."""
-    a, b = Node(store, "a"), Node(store, "b")
-    rounds(store, [a, b], 2)
-    place = ClusterPlacement(a.keeper, "a")
-    ids = [f"id-{i}" for i in range(200)]
-    for i in ids:
-        where = place.where(i)
-        assert where.here == place.owns(i)
-        if not where.here:
-            lease = place.lease_of(i)
-            assert lease is not None and lease[0] == "b"
-            assert (where.process, where.node, where.address, where.epoch) == (
-                None, "b", "b:80", lease[1])
-    assert {place.where(i).here for i in ids} == {True, False}
+    assert not any(place.where(i).here for i in ids)
     store.clock.now += 10 * DEADLINE  # no round: every lease expires
     assert all(place.where(i) == NOBODY_YET for i in ids)
 
@@ -393,12 +380,12 @@ def test_the_view_names_no_one_past_a_lease_s_expiry_however_late_its_rounds(
     epoch = b.keeper.epoch(shard)
     place = ClusterPlacement(a.keeper, "a")
     actor = next(f"x{k}" for k in range(10_000) if shard_of(f"x{k}") == shard)
-    assert place.lease_of(actor) == ("b", epoch) and place.owner(actor) == "b"
+    assert (place.where(actor).node, place.where(actor).epoch) == ("b", epoch)
     expires = store.leases[shard][2]  # b stops here (paused): no renewal, no round
     store.clock.now = expires - 0.01
-    assert place.owner(actor) == "b"
+    assert place.where(actor).node == "b"
     store.clock.now = expires  # a's own rounds are late too: its view is a round old
-    assert place.lease_of(actor) is None and place.owner(actor) is None
+    assert place.where(actor) == NOBODY_YET
     store.clock.now += TTL  # b is no longer live: a takes the shard at a new epoch
     a.keeper.tick()
-    assert place.lease_of(actor) == ("a", epoch + 1) and place.owns(actor)
+    assert place.where(actor).here and a.keeper.epoch(shard) == epoch + 1

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from wkhost import wire
 from wkhost.errors import GuestFailed
-from wkhost.net import peers
+from wkhost.net import forward
 from wkhost.wire import HOP_BY_HOP, answer_headers
 
 
@@ -83,8 +83,8 @@ def test_hop_by_hop_names_are_dropped_in_any_case_and_only_exactly() -> None:
 def test_the_front_door_and_the_processes_share_one_hop_by_hop_set() -> None:
     from wkhost.net import frontdoor
 
-    assert not hasattr(frontdoor, "_HOP_BY_HOP") and not hasattr(peers, "_HOP_BY_HOP")
-    assert peers.HOP_BY_HOP is wire.HOP_BY_HOP
+    assert not hasattr(frontdoor, "_HOP_BY_HOP") and not hasattr(forward, "_HOP_BY_HOP")
+    assert forward.HOP_BY_HOP is wire.HOP_BY_HOP
     assert {"connection", "transfer-encoding", "content-length", "expect"} <= HOP_BY_HOP
     assert all(name == name.lower() for name in HOP_BY_HOP)
 

@@ -1,9 +1,11 @@
 """The console's calls into a workflow instance: wk-workflow/v1 as the operator.
 
-An instance of this process is asked as the front door asks it (`host.submit`, with
-Sender.operator()); one of another process of `--processes N` over that process's Unix
-socket, with the admin token, as a client's request passed on. The request names the
-protocol (`wk-protocol`), so a class that does not declare it runs none of its code.
+Who serves the instance is asked once (host/placement.py). One of this process is asked
+as the front door asks it (`host.submit`, with Sender.operator()); one served elsewhere
+(another process of `--processes N`, or another node) through the front door's one
+forwarder (net/forward.py), with the admin token, as a client's request passed on. The
+request names the protocol (`wk-protocol`), so a class that does not declare it runs
+none of its code.
 The answer's CBOR is made fit for JSON (`plain`).
 """
 
@@ -20,6 +22,7 @@ from aiohttp import web
 from ...core.host import Host
 from ...errors import HostError
 from ...types import Request, Sender
+from .. import forward
 
 PROTOCOL = "wk-workflow/v1"
 CBOR = "application/cbor"
@@ -51,9 +54,13 @@ async def call(app: web.Application, cls: str, actor_id: str, route: str,
     body = cbor2.dumps(msg, canonical=True)
     try:
         ref = host.actor_ref(cls, actor_id)
-        owner = host.config.partition.owner(ref.id)
-        if owner != host.config.partition.me:
-            return await _elsewhere(app, owner, target(cls, actor_id, route), body)
+        where = host.placement.where(ref.id)  # asked once, passed on
+        if not where.here:
+            headers = [*_HEADERS, ("authorization", f"Bearer {app['token']}")]
+            got = await forward.exchange(app, ref, where, "POST",
+                                         target(cls, actor_id, route), headers, body)
+            if got is not None:
+                return _answer(*got)
         req = Request("POST", f"/{PROTOCOL}/{route}", "", list(_HEADERS), body)
         resp = await asyncio.wrap_future(host.submit(host.request, ref, req,
                                                      Sender.operator()))
@@ -63,9 +70,8 @@ async def call(app: web.Application, cls: str, actor_id: str, route: str,
     return Answer(resp.status, decoded(ctype, resp.body), resp.body, ctype)
 
 
-async def _elsewhere(app: web.Application, owner: int, path: str, body: bytes) -> Answer:
-    headers = [*_HEADERS, ("authorization", f"Bearer {app['token']}")]
-    status, got, data = await app["peers"].exchange(owner, "POST", path, headers, body)
+def _answer(status: int, got: list[tuple[str, str]], data: bytes) -> Answer:
+    """The answer of the process (or node) the call was passed to, as it came."""
     ctype = {k.lower(): v for k, v in got}.get("content-type", "")
     return Answer(status, decoded(ctype, data), data, ctype)
 
