@@ -98,7 +98,7 @@ def test_the_timeline_shows_each_attempt_of_the_demos_order(
     assert int(fuel.replace(",", "")) > 0, fuel
     expect(detail.locator("[data-field=duration]")).to_contain_text(" ms")
     pack.nth(0).click()
-    expect(detail.locator("[data-field=error]")).to_contain_text("guest trapped")
+    expect(detail.locator("[data-field=error]")).to_contain_text("the guest raised SystemExit")
 
     received = page.locator("[data-testid=received]")
     expect(received).to_have_count(1)
