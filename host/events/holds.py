@@ -1,6 +1,6 @@
 """Held requests: an answer that waits, at the front door, for the actor's next event.
 
-The registry of holds lives in core, beside the events that wake them (events/lifecycle.py
+The registry of holds lives in events/, beside the events that wake them (events/lifecycle.py
 wakes and adds them while the event still holds its actor's lock); the front door
 (host/net/frontdoor.py) waits on them.
 
