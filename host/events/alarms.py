@@ -23,7 +23,7 @@ from typing import Any
 from .. import metrics
 from ..clock import Clock
 from ..config import HostConfig
-from ..errors import GuestFailed, HostError, LeaseLost, NotOwnerNow
+from ..errors import GuestFailed, HostError, LeaseLost
 from ..logs import actor
 from ..runtime.scheduler import Scheduler
 from ..storage import host_rows
@@ -100,18 +100,24 @@ class Alarms:
         """Run the actor's due alarm (on an event thread), and let the scheduler know."""
         assert self._run_event is not None
         deadline = time.monotonic() + self._config.wall_budget_ms / 1000
+        ran: list[Event] = []
+
+        def on_alarm(slot: ActorSlot, ev: Event) -> None:
+            ran.append(ev)
+            self._on_alarm(slot, ev)
+
         try:
-            self._run_event(ref, "alarm", Chain(), deadline, self._on_alarm, create=False)
+            self._run_event(ref, "alarm", Chain(), deadline, on_alarm, create=False)
         except ActorGone:
             # Deleted since its alarm was indexed: an alarm never creates an actor.
             self._index.remove_actor(ref)
-        except NotOwnerNow as e:
+        except LeaseLost as e:
             # Cluster mode: the node that holds the shard now has the alarm (its store).
-            log.info("%s: alarm not run here: %s", ref, e, extra=actor(ref, event="alarm"))
-        except LeaseLost:
-            # It ran, and the store refused its write: reported once, as a request's is
-            # (its trap's line, events/settle.py); the shard's holder has the alarm.
-            pass
+            # A write refused inside the guest's call trapped, and its trap's line
+            # (events/settle.py) is the one report; any other refusal is said here.
+            if not (ran and self._refusal_trapped(ran[0])):
+                log.info("%s: alarm not run here: %s", ref, e,
+                         extra=actor(ref, event="alarm"))
         except HostError as e:
             log.warning("%s: alarm event failed: %s", ref, e,
                         extra=actor(ref, event="alarm", reason=str(e)))
@@ -133,6 +139,10 @@ class Alarms:
 
     def _on_alarm_now(self, slot: ActorSlot, ev: Event) -> Any:
         return self._call_export(slot, ev, "on-alarm", ())
+
+    @staticmethod
+    def _refusal_trapped(ev: Event) -> bool:
+        return ev.trapped is not None and ev.trapped.kind is TrapKind.LEASE_LOST
 
     def _retry_in_memory(self, ref: ActorRef) -> None:
         """The event failed before its alarm could be re-set or retried in its database
@@ -174,7 +184,7 @@ class Alarms:
         delay = host_rows.retry_delay_ms(before.retries, config.alarm_retry_base_ms,
                                            config.alarm_retry_max_ms)
         host_rows.host_retry(db, self._clock.now_ms() + delay, before.retries + 1)
-        if ev.trapped is not None and ev.trapped.kind is TrapKind.LEASE_LOST:
+        if self._refusal_trapped(ev):
             # A write the store refused: its trap's line is the one report (events/settle.py);
             # the retry only paces the next try here, once the copy is restored.
             return

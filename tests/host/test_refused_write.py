@@ -138,3 +138,18 @@ def test_an_alarm_event_whose_write_is_refused_logs_one_line(
     lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
     assert len(lines) == 1, lines
     assert "traps/a: its alarm event trapped" in lines[0], lines
+
+
+def test_an_alarm_event_failed_by_a_refusal_it_did_not_trap_on_says_so(
+        served: tuple[Probe, RefusingCopy], caplog: pytest.LogCaptureFixture) -> None:
+    """A refusal the guest's calls never met (a lazy write's, seen during the event) has
+    no trap's line to report it: the alarm's own line does."""
+    p, copy = served
+    at = p.clock.now_ms() + 1000
+    assert p.json("a", "POST", "/alarm", query=f"at={at}", cls=CLS) == {"at": at}
+    copy.lost = LeaseLost(REFUSED)  # its on-alarm's durable write goes through
+    with caplog.at_level(logging.INFO, logger="wkhost"):
+        p.clock.jump(1000)
+        assert p.host.alarms.scheduler.wait_settled(10)
+    lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
+    assert lines == [f"traps/a: alarm not run here: {REFUSED}"], lines
