@@ -211,7 +211,9 @@ class Host:
 
     def request(self, ref: ActorRef, req: Request, sender: Sender, *,
                 may_hold: bool = False, again: bool = False) -> Response:
-        """A request from outside (the public or an operator) to `ref`'s handle.
+        """A request from outside (the public or an operator) to `ref`'s handle, run
+        here: the caller asks `placement` first who serves `ref` (the front door and the
+        peer routes do), and passes on one served elsewhere.
 
         The `wk-hold-*` headers of the answer are the host's (events/holds.py): they never
         reach the caller. With `may_hold`, an answer that asks to be held comes back with
@@ -221,8 +223,9 @@ class Host:
     def call_here(self, ref: ActorRef, record: Any, sender: Sender, chain: Chain,
                   deadline: float) -> Any:
         """An actor's call to an actor of this process: from an actor's call here
-        (events/requests.py), or from another process or node (host/net/peer_routes.py,
-        which asked who serves it), with the chain of calls it came through."""
+        (events/requests.py), or from another process or node (host/net/peer_routes.py),
+        with the chain of calls it came through. Run here: the caller asks `placement`
+        first who serves `ref`, as those two do."""
         return self._requests.call_here(ref, record, sender, chain, deadline)
 
     @contextlib.contextmanager

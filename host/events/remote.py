@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Protocol
 
+from ..errors import NotServedHere
 from ..placement import Where
 from ..types import ActorRef, Sender
 
@@ -23,3 +24,10 @@ class CallsElsewhere(Protocol):
         it is served (`where`, the placement's answer the caller got), with the chain of
         calls (`stack`) it comes through."""
         ...
+
+
+def not_served_here(ref: ActorRef, where: Where) -> NotServedHere:
+    """The refusal of an actor served elsewhere, by a host with no way to call there."""
+    if where.process is not None:
+        return NotServedHere(f"{ref} is served by process {where.process}, not this one")
+    return NotServedHere(f"{ref} is not served by this host")

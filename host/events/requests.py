@@ -20,7 +20,7 @@ from . import holds
 from .actor_slot import ActorSlot
 from .classes import ActorClass, check_access, check_protocol
 from .event import Chain, Event
-from .remote import CallsElsewhere
+from .remote import CallsElsewhere, not_served_here
 from .seams import CallExport, RunEvent
 
 
@@ -85,9 +85,10 @@ class Requests:
         try:
             where = self._placement.where(ref.id)  # asked once, passed on
             if not where.here:
-                # A Host whose placement may answer elsewhere is given one (net/serve.py,
-                # net/cluster.py).
-                assert self._remote is not None
+                if self._remote is None:
+                    # net/serve.py and net/cluster.py give one to a Host whose placement
+                    # may answer elsewhere; an embedder's Host without one refuses.
+                    raise not_served_here(ref, where)
                 try:
                     with self._long_wait():
                         return self._remote.call(ref, record, sender, caller.chain.stack,

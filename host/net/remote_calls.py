@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from ..errors import NotServedHere
+from ..events.remote import not_served_here
 from ..placement import Placement, Where
 from ..types import ActorRef, Sender
 
@@ -44,10 +44,9 @@ class RemoteCalls:
             where = self._placement.where(ref.id)
         if where.process is not None:
             if self._processes is None:
-                raise NotServedHere(f"{ref} is served by process {where.process}, "
-                                    "not this one")
+                raise not_served_here(ref, where)
             return self._processes.call_process(where.process, ref, rec, sender, stack,
                                                 deadline)
         if self._nodes is None:
-            raise NotServedHere(f"{ref} is not served by this host")
+            raise not_served_here(ref, where)
         return self._nodes.call(ref, rec, sender, stack, deadline, where)

@@ -42,3 +42,14 @@ def test_a_request_and_an_actor_call_ask_once(make_probe: MakeProbe) -> None:
                                                                 "params": []})})
     assert out["status"] == 200, out
     assert partition.asked == ["where b"]
+
+
+def test_an_actor_call_to_another_process_without_a_remote_is_refused(
+        make_probe: MakeProbe) -> None:
+    """A Host of one of two processes built with nothing to call the other by (an
+    embedder's, say) refuses an actor of the other one, as the peer route does."""
+    partition = Partition(0, 2)
+    assert (partition.owner("a"), partition.owner("p2")) == (0, 1)
+    probe = make_probe(partition=partition)
+    out = probe.json("a", "POST", "/call", {"cls": "probe", "id": "p2", "path": "/echo"})
+    assert out["error"] == "error: probe/p2 is served by process 1, not this one", out
