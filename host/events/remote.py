@@ -19,7 +19,7 @@ from ..types import ActorRef, Sender
 
 class CallsElsewhere(Protocol):
     def call(self, ref: ActorRef, rec: Any, sender: Sender, stack: Iterable[ActorRef],
-             deadline: float, where: Where | None = None) -> Any:
+             deadline: float, where: Where) -> Any:
         """`ref`'s answer to the request record `rec`, as a response record, from where
         it is served (`where`, the placement's answer the caller got), with the chain of
         calls (`stack`) it comes through."""

@@ -22,4 +22,4 @@ def build_node_host(config: HostConfig, actors: list[tuple[str, Path]], clock: C
     discard_working_copies(config.data_dir, config.partition.host_dir(config.data_dir))
     node = ClusterNode(config, address, class_hashes(actors))
     calls = ClusterCalls(node.placement, node.secret, config.lease_renew_s / 2)
-    return Host(config, clock, RemoteCalls(node.placement, nodes=calls), cluster=node)
+    return Host(config, clock, RemoteCalls(nodes=calls), cluster=node)

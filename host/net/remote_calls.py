@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..events.remote import not_served_here
-from ..placement import Placement, Where
+from ..placement import Where
 from ..types import ActorRef, Sender
 
 if TYPE_CHECKING:
@@ -27,21 +27,18 @@ if TYPE_CHECKING:
 
 
 class RemoteCalls:
-    def __init__(self, placement: Placement, processes: Peers | None = None,
+    def __init__(self, processes: Peers | None = None,
                  nodes: ClusterCalls | None = None) -> None:
-        self._placement = placement
         self._processes = processes
         self._nodes = nodes
 
     def call(self, ref: ActorRef, rec: Any, sender: Sender, stack: Iterable[ActorRef],
-             deadline: float, where: Where | None = None) -> Any:
+             deadline: float, where: Where) -> Any:
         """`ref`'s answer to the request record `rec`, as a response record, from where
-        it is served (`where`, the placement's answer the caller got; asked here if not
-        given), with the chain of calls (`stack`) it comes through. Raises the HostError
-        the other side raised, or the transport's (PeerUnavailable, PeerLost,
+        it is served (`where`, the placement's answer the caller got: not asked again),
+        with the chain of calls (`stack`) it comes through. Raises the HostError the
+        other side raised, or the transport's (PeerUnavailable, PeerLost,
         DeadlineExceeded; NotOwnerNow: the callee has come here, nothing ran)."""
-        if where is None:
-            where = self._placement.where(ref.id)
         if where.process is not None:
             if self._processes is None:
                 raise not_served_here(ref, where)

@@ -91,7 +91,7 @@ def build_host(config: HostConfig, opts: ServeOptions, address: str = "") -> Hos
         host = build_node_host(config, opts.actors, clock, address)
     else:
         partition = config.partition
-        remote = RemoteCalls(partition, processes=Peers(config.data_dir, partition)) \
+        remote = RemoteCalls(processes=Peers(config.data_dir, partition)) \
             if partition.count > 1 else None
         host = Host(config, clock, remote)
     compile_classes(host.engine, opts.actors, config.compile_cache())

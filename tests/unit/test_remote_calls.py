@@ -14,17 +14,10 @@ from wkhost.interfaces.records import record
 from wkhost.net.peers import Peers
 from wkhost.net.remote_calls import RemoteCalls
 from wkhost.partition import Partition
-from wkhost.placement import NOBODY_YET, Where
+from wkhost.placement import NOBODY_YET
 from wkhost.types import ActorRef, Sender
 
 CALLER = ActorRef("app", "caller")
-
-
-class Nobody:
-    """A cluster's placement while no node holds any shard yet."""
-
-    def where(self, actor_id: str) -> Where:
-        return NOBODY_YET
 
 
 def _rec() -> object:
@@ -33,35 +26,31 @@ def _rec() -> object:
 
 def _other(partition: Partition) -> str:
     return next(f"id-{i}" for i in range(1000)
-                if not partition.owns(f"id-{i}"))
+                if not partition.where(f"id-{i}").here)
 
 
 def test_another_process_is_called_over_its_socket(tmp_path: Path) -> None:
     partition = Partition(0, 2)
-    calls = RemoteCalls(partition, processes=Peers(tmp_path, partition))
+    calls = RemoteCalls(processes=Peers(tmp_path, partition))
     ref = ActorRef("app", _other(partition))
     where = partition.where(ref.id)
     assert where.process == 1
     with pytest.raises(PeerUnavailable, match="process 1, which serves app/"):
         calls.call(ref, _rec(), Sender.of_actor(CALLER), [CALLER], time.monotonic() + 5, where)
-    # Without the answer given, the placement is asked: the same transport, same refusal.
-    with pytest.raises(PeerUnavailable, match="process 1, which serves app/"):
-        calls.call(ref, _rec(), Sender.of_actor(CALLER), [CALLER], time.monotonic() + 5)
 
 
 def test_a_host_without_a_transport_refuses(tmp_path: Path) -> None:
     partition = Partition(0, 2)
     ref = ActorRef("app", _other(partition))
     with pytest.raises(NotServedHere, match="served by process 1, not this one"):
-        RemoteCalls(partition).call(ref, _rec(), Sender.of_actor(CALLER), [CALLER],
-                                    time.monotonic() + 5)
+        RemoteCalls().call(ref, _rec(), Sender.of_actor(CALLER), [CALLER],
+                           time.monotonic() + 5, partition.where(ref.id))
 
 
 def test_another_node_without_the_cluster_transport_is_refused() -> None:
     """The node transport is the cluster's (net/cluster.py gives it; its real calls are
     tests/cluster/test_cluster_calls_e2e.py's): a host without it serves no other node's
     actor."""
-    nobody = Nobody()
     with pytest.raises(NotServedHere, match="app/x is not served by this host"):
-        RemoteCalls(nobody).call(ActorRef("app", "x"), _rec(), Sender.of_actor(CALLER),
-                                 [CALLER], time.monotonic() + 5)
+        RemoteCalls().call(ActorRef("app", "x"), _rec(), Sender.of_actor(CALLER),
+                           [CALLER], time.monotonic() + 5, NOBODY_YET)
