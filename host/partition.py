@@ -35,9 +35,6 @@ class Partition:
     def owner(self, actor_id: str) -> int:
         return shard_of(actor_id) % self.count
 
-    def owns(self, actor_id: str) -> bool:
-        return self.count == 1 or self.owner(actor_id) == self.me
-
     def where(self, actor_id: str) -> Where:
         """The placement port's answer in process mode (host/placement.py)."""
         if self.count == 1:

@@ -5,8 +5,8 @@ Two implementations answer it:
 - process mode (`serve --processes N`): partition.Partition, here or another process of
   this host;
 - cluster mode: cluster/placement.py's ClusterPlacement, another node (its address and
-  its lease's epoch), nobody yet (a node is taking the shard over), or this node, and
-  then its Partition for the process.
+  its lease's epoch), nobody yet (a node is taking the shard over), or this node (a
+  cluster member is one process).
 
 The answer is a value (`Where`), passed on with the request: the forwarder
 (net/forward.py) and an actor's call to another process or node (net/remote_calls.py)
@@ -24,7 +24,7 @@ class Where:
     """Where an actor is served, as seen now.
 
     - `here`: by this process (of this node).
-    - else `process`: by that process of this host (or of this node);
+    - else `process`: by that process of this host (process mode);
     - else `node` (with its `address` and its lease's `epoch`): by that node;
     - else nobody yet: no node holds the actor's shard validly (cluster mode).
     """

@@ -21,8 +21,8 @@ import hashlib
 from collections.abc import Iterable
 from typing import Protocol
 
-from ..partition import Partition, shard_of
-from ..placement import NOBODY_YET, Where
+from ..partition import shard_of
+from ..placement import HERE, NOBODY_YET, Where
 
 SHARDS = 256
 
@@ -53,20 +53,19 @@ class ClusterPlacement:
     """What the host asks about an actor's place. Each answer is read from the keeper's
     state without a lock or a round trip: it is asked on every event."""
 
-    def __init__(self, keeper: Leases, me: str, partition: Partition | None = None) -> None:
-        """`partition`: which process of this node serves an actor this node holds (a
-        member of a node's --processes N is a node of its own: one process)."""
+    def __init__(self, keeper: Leases, me: str) -> None:
+        """A cluster member is one process (docs/cluster.md): an actor of a shard this
+        node holds is served here."""
         self._keeper = keeper
         self.me = me
-        self._partition = partition or Partition()
 
     def where(self, actor_id: str) -> Where:
-        """This node, then its process for the actor; or the node holding the actor's
-        shard, with its address and the lease's epoch; or nobody yet. A lease of this
-        node's past its deadline is not here: the node is named, as the lease does."""
+        """This node; or the node holding the actor's shard, with its address and the
+        lease's epoch; or nobody yet. A lease of this node's past its deadline is not
+        here: the node is named, as the lease does."""
         shard = shard_of(actor_id)
         if self._keeper.epoch(shard) is not None:
-            return self._partition.where(actor_id)
+            return HERE
         got = self._keeper.lease(shard)
         if got is None:
             return NOBODY_YET

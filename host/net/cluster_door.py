@@ -34,7 +34,6 @@ from aiohttp import web
 from ..errors import NotOwnerNow
 from ..events.holds import MAX_HOLD_MS
 from ..placement import Where
-from ..wire import HOP_BY_HOP
 from . import cluster_auth
 from .node_hop import NOT_OWNER, NodeClients, pass_to_owner, refused_unrun
 from .peer_clients import Exchange
@@ -76,12 +75,13 @@ async def to_owner(app: web.Application, actor_id: str, where: Where, method: st
                    ) -> Exchange | None:
     """The answer of the node that serves `actor_id`, starting from the placement's
     answer the caller got (`where`), to a client's request or the console's (never a
-    hop: net/forward.py refuses those), unchecked; None if this node serves the actor."""
+    hop: net/forward.py refuses those), unchecked; None if this node serves the actor.
+    `headers`: a client's without this connection's hop-by-hop ones (net/forward.py
+    leaves them out), or the console's own."""
     host: Host = app["host"]
     assert host.cluster is not None
     config = host.config
-    kept = [(k, v) for k, v in headers if k.lower() not in HOP_BY_HOP
-            and k.lower() != cluster_auth.HEADER]
+    kept = [(k, v) for k, v in headers if k.lower() != cluster_auth.HEADER]
     patience_s = 2 * config.lease_ttl_s + 2 * config.lease_renew_s
     nodes: NodeClients = app["nodes"]
 

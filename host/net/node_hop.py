@@ -156,7 +156,7 @@ async def pass_to_owner(placement: ClusterPlacement, actor_id: str, where: Where
     give_up = time.monotonic() + patience_s
     asked: set[tuple[str, int | None]] = set()
     while True:
-        if where.here or where.process is not None:  # this node holds it now
+        if where.here:  # this node holds it now
             return None
         if where.node is not None and where.node != placement.me \
                 and where.address is not None:

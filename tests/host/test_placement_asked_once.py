@@ -23,10 +23,6 @@ class CountedPartition(Partition):
         self.asked.append(f"where {actor_id}")
         return super().where(actor_id)
 
-    def owns(self, actor_id: str) -> bool:
-        self.asked.append(f"owns {actor_id}")
-        return super().owns(actor_id)
-
     def owner(self, actor_id: str) -> int:
         self.asked.append(f"owner {actor_id}")
         return super().owner(actor_id)

@@ -21,7 +21,7 @@ def test_an_actor_belongs_to_the_process_of_its_databases_directory() -> None:
         for i in range(300):
             actor_id = f"id-{i}"
             shard = db_path(Path("d"), "c", actor_id).parent.name
-            owners = [p.me for p in processes if p.owns(actor_id)]
+            owners = [p.me for p in processes if p.where(actor_id).here]
             assert owners == [processes[0].owner(actor_id)]
             assert [p.me for p in processes if p.owns_shard(shard)] == owners
 
@@ -34,13 +34,13 @@ def test_the_placement_port_says_here_or_which_process() -> None:
             p = Partition(me, count)
             for i in range(100):
                 where = p.where(f"id-{i}")
-                assert where.here == p.owns(f"id-{i}")
+                assert where.here == (p.owner(f"id-{i}") == me)
                 assert where == (HERE if where.here else Where(False, process=p.owner(f"id-{i}")))
 
 
 def test_one_process_owns_everything_and_keeps_the_old_layout(tmp_path: Path) -> None:
     one = Partition()
-    assert one.owns("anything") and one.owns_shard("ff")
+    assert one.where("anything").here and one.owns_shard("ff")
     assert one.host_dir(tmp_path) == tmp_path / "_host"
     assert Partition(1, 2).host_dir(tmp_path) == tmp_path / "_host" / "process-1-of-2"
 
