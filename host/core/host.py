@@ -128,11 +128,11 @@ class Host:
         instances = InstanceSource(self.engine, config, self.classes, self._table,
                                    self.spares, self.eviction)
         replication = None if self.cluster is None else self.cluster.replication
-        table = ActorParts(self.classes, self._table, self.graph, instances, guest_call,
+        parts = ActorParts(self.classes, self._table, self.graph, instances, guest_call,
                            self.alarms, self.holds, self.index, self.eviction, replication)
         places = RunPlaces(self.gate, self.long_wait, self.admission,
                            functools.partial(statement_loan, self.gate, self.executor))
-        self._runner = EventRunner(config, table, places, Settle(
+        self._runner = EventRunner(config, parts, places, Settle(
             config, self._table, self.alarms, self.eviction, self.index, self.testing),
             self.testing, self.observer)
         self.alarms.runs_with(self._runner.run)
@@ -152,7 +152,7 @@ class Host:
         return cls
 
     def _interface_host(self) -> InterfaceHost:
-        # The Requests' own call_from_actor: an actor call skips the façade's delegate.
+        # An actor's call goes straight to the Requests: the Host has no method for it.
         return InterfaceHost(self.config, self.clock, self.actor_ref,
                              self._requests.call_from_actor, self.long_wait)
 

@@ -43,7 +43,7 @@ T = TypeVar("T")
 
 
 class EventRunner:
-    def __init__(self, config: HostConfig, table: ActorParts, places: RunPlaces,
+    def __init__(self, config: HostConfig, parts: ActorParts, places: RunPlaces,
                  settle: Settle, testing: Switches, observer: Observer | None = None) -> None:
         """What an event needs: the actors' side (events/actor_parts.py), the runtime's
         places it takes and lends (runtime/run_places.py), and what follows it (settle).
@@ -52,16 +52,16 @@ class EventRunner:
         self._observer = observer
         self._testing = testing
         self._settle = settle
-        self._classes = table.classes
-        self._slots = table.slots
-        self._graph = table.graph
-        self._instances = table.instances
-        self._call_export = table.call_export
-        self._alarms = table.alarms
-        self._holds = table.holds
-        self._index = table.index
-        self._eviction = table.eviction
-        self._replication = table.replication
+        self._classes = parts.classes
+        self._slots = parts.slots
+        self._graph = parts.graph
+        self._instances = parts.instances
+        self._call_export = parts.call_export
+        self._alarms = parts.alarms
+        self._holds = parts.holds
+        self._index = parts.index
+        self._eviction = parts.eviction
+        self._replication = parts.replication
         self._gate = places.gate
         self._long_wait = places.long_wait
         self._admission = places.admission
