@@ -5,6 +5,9 @@ server for the run, and a fresh database for each test.
         ...
     def test_y(pg_server: PgServer) -> None: # the server itself: kill(), restart()
 
+And the shop's classes served by three nodes over that database (`cluster`), for the tests
+that drive orders through a cluster.
+
 Never skipped: without PostgreSQL the tests fail, saying what to run
 (`bash tests/cluster/setup_postgres.sh`, which `make test` runs).
 """
@@ -12,11 +15,16 @@ Never skipped: without PostgreSQL the tests fail, saying what to run
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from wkhost.testing.pg_machine import PgMissing
 from wkhost.testing.postgres import PgServer
+
+from tests.e2e.reliability_support import SHOP_ACCESS, SHOP_SOURCES
+
+from .nodes import Cluster
 
 _numbers = itertools.count(1)
 
@@ -40,3 +48,19 @@ def pg_url(pg_server: PgServer) -> str:
     if pg_server.pid is None:
         pg_server.restart()
     return pg_server.create_database(f"t_{next(_numbers)}")
+
+
+@pytest.fixture(scope="module")
+def wasm(build_guest: Callable[[str], Path]) -> dict[str, Path]:
+    """The shop's classes, built once a module."""
+    return {name: build_guest(src) for name, src in SHOP_SOURCES.items()}
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, pg_url: str, wasm: dict[str, Path]) -> Iterator[Cluster]:
+    """Three nodes serving the shop over this test's database, started and stopped."""
+    c = Cluster(tmp_path, pg_url, wasm, access=SHOP_ACCESS)
+    try:
+        yield c.start()
+    finally:
+        c.close()

@@ -9,34 +9,16 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from wkhost.cli.client import WorkflowAdmin
 from wkhost.net.console import session
 
-from tests.e2e.reliability_support import SHOP_ACCESS, SHOP_SOURCES
-
 from .load import ORDER, call
 from .nodes import Cluster, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
-
-
-@pytest.fixture(scope="module")
-def wasm(build_guest: Callable[[str], Path]) -> dict[str, Path]:
-    return {name: build_guest(src) for name, src in SHOP_SOURCES.items()}
-
-
-@pytest.fixture
-def cluster(tmp_path: Path, pg_url: str, wasm: dict[str, Path]) -> Iterator[Cluster]:
-    c = Cluster(tmp_path, pg_url, wasm, access=SHOP_ACCESS)
-    try:
-        yield c.start()
-    finally:
-        c.close()
 
 
 def _action(url: str, token: str, doc: dict[str, Any]) -> tuple[int, Any]:

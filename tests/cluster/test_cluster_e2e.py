@@ -8,15 +8,12 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 from wkhost.cli.client import WorkflowAdmin
-
-from tests.e2e.reliability_support import SHOP_ACCESS, SHOP_SOURCES
 
 from .load import (
     INSERT,
@@ -32,21 +29,6 @@ from .load import (
 from .nodes import Cluster, across_a_takeover, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
-
-
-@pytest.fixture(scope="module")
-def wasm(build_guest: Callable[[str], Path]) -> dict[str, Path]:
-    built = {name: build_guest(src) for name, src in SHOP_SOURCES.items()}
-    return built
-
-
-@pytest.fixture
-def cluster(tmp_path: Path, pg_url: str, wasm: dict[str, Path]) -> Iterator[Cluster]:
-    c = Cluster(tmp_path, pg_url, wasm, access=SHOP_ACCESS)
-    try:
-        yield c.start()
-    finally:
-        c.close()
 
 
 def test_a_request_to_any_node_reaches_its_actors_owner(cluster: Cluster) -> None:
