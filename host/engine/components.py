@@ -19,6 +19,7 @@ import logging
 import os
 import threading
 import time
+import weakref
 from importlib.metadata import version
 from pathlib import Path
 
@@ -40,6 +41,9 @@ KEEP_COMPILED = 24
 # classes than KEEP_COMPILED, or a test suite's many servers, compiled again and again).
 KEEP_USED_WITHIN_S = 3600
 EPOCH_TICK_MS = 10
+# Ticks with no call into a guest before the ticker sleeps until the next call: a busy
+# host, whose calls come and go between ticks, pays no wake-up per call.
+IDLE_TICKS = 10
 # Fuel per ms of CPU budget: the one calibration factor, what a guest Python busy loop
 # burns per ms of CPU here (bench/calibrate_fuel.py). Code dominated by C inside the guest
 # (json, re) burns less fuel per ms, recursion more, so a budget is exact for interpreted
@@ -199,24 +203,84 @@ def _compile(engine: Engine, data: bytes, label: str) -> Component:
 
 
 class EpochTicker:
-    """Advances the engine's epoch every EPOCH_TICK_MS, so wall-clock deadlines can trap."""
+    """Advances the engine's epoch every EPOCH_TICK_MS while guest code may run, so
+    wall-clock deadlines can trap; asleep while none has run for IDLE_TICKS ticks, so an
+    idle host wakes for nothing. Every call into a guest is between `enter` and `leave`
+    (engine/instance.py finds this ticker by its engine, `ticker_for`)."""
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
         self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._lock = threading.Lock()
+        self._running = 0  # calls into a guest under way
+        self._entered = 0  # calls begun, ever: a tick tells whether any began since the last
+        self._asleep = False
         self._thread = threading.Thread(target=self._run, name="wk-epoch", daemon=True)
+        _TICKERS[engine] = weakref.ref(self)
 
     def start(self) -> None:
         self._thread.start()
 
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
         if self._thread.is_alive():
             self._thread.join(timeout=1)
 
+    def enter(self) -> None:
+        with self._lock:
+            self._running += 1
+            self._entered += 1
+            if self._asleep:
+                self._asleep = False
+                self._wake.set()
+
+    def leave(self) -> None:
+        with self._lock:
+            self._running -= 1
+
+    @property
+    def asleep(self) -> bool:
+        """Is the ticker waiting for a call into a guest (tests)?"""
+        return self._asleep
+
     def _run(self) -> None:
+        quiet, seen = 0, -1
         while not self._stop.wait(EPOCH_TICK_MS / 1000):
             self._engine.increment_epoch()
+            with self._lock:
+                quiet = 0 if self._running or self._entered != seen else quiet + 1
+                seen = self._entered
+                if quiet >= IDLE_TICKS:
+                    self._asleep = True
+                    self._wake.clear()
+            if quiet >= IDLE_TICKS:
+                self._wake.wait()
+                quiet = 0
+
+
+class _NoTicker:
+    """For an engine no host ticks (a unit test's or a tool's): its epoch stays put."""
+
+    asleep = True
+
+    def enter(self) -> None:
+        pass
+
+    def leave(self) -> None:
+        pass
+
+
+# Weak both ways: the ticker holds its engine, and a host that goes takes both.
+_TICKERS: weakref.WeakKeyDictionary[Engine, weakref.ref[EpochTicker]] = \
+    weakref.WeakKeyDictionary()
+
+
+def ticker_for(engine: Engine) -> EpochTicker | _NoTicker:
+    ref = _TICKERS.get(engine)
+    ticker = ref() if ref is not None else None
+    return ticker if ticker is not None else _NoTicker()
 
 
 def ticks_for(ms: float) -> int:

@@ -27,7 +27,7 @@ from wasmtime.component import Linker as Linker
 from ..errors import BudgetExceeded, GuestFailed
 from ..traps import TrapKind, TrapReason, take_host_failure
 from . import guest_output
-from .components import ticks_for
+from .components import ticker_for, ticks_for
 from .guest_output import OutputPipe
 from .pool import pool_exhausted, pool_memory
 
@@ -82,6 +82,7 @@ class Instance:
         store.set_fuel(50_000_000)
         store.set_epoch_deadline(ticks_for(30_000))  # must be set before instantiate
         self.store = store
+        self._ticker = ticker_for(engine)  # its epoch moves only while a guest runs
         self.actors_served = 0  # how many actors it has served (reuse is bounded)
         self.fuel_at_trap = 0  # the fuel left when a call trapped (for the metrics)
         self.trap: TrapReason | None = None  # why a call trapped, as wasmtime says
@@ -107,12 +108,15 @@ class Instance:
         return wasi
 
     def _instantiate(self, linker: Linker, exports: ComponentExports) -> dict[str, Func]:
+        self._ticker.enter()
         try:
             instance = linker.instantiate(self.store, exports.component)
         except WasmtimeError as e:
             if pool_exhausted(e):
                 raise PoolExhausted(str(e)) from None
             raise
+        finally:
+            self._ticker.leave()
         funcs: dict[str, Func] = {}
         for name, index in exports.index.items():
             func = instance.get_func(self.store, index)
@@ -136,6 +140,7 @@ class Instance:
         store = self.store
         store.set_fuel(fuel)
         store.set_epoch_deadline(ticks_for(wall_ms))
+        self._ticker.enter()
         try:
             return self.funcs[name](store, *args)
         except WasmtimeError as e:
@@ -147,6 +152,7 @@ class Instance:
             self.trap = classify_trap(e, take_host_failure())
             raise failure(self.trap) from None
         finally:
+            self._ticker.leave()
             self._drain_output()
 
     def _drain_output(self) -> None:

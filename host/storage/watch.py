@@ -26,6 +26,10 @@ import apsw
 # How often the watch looks: the longest a neighbour waits for a slot held by a long
 # statement, and how far past its deadline a statement of many short steps runs.
 TICK_S = 0.002
+# Looks that find nothing running before the watch sleeps until a statement begins: an
+# idle host wakes for nothing, and a busy one, whose statements come and go between
+# looks, does not pay a wake-up per statement.
+IDLE_LOOKS = 50
 
 # What a long statement's thread lends (its run slot, its place among the working event
 # threads): `lend` gives them to other events, and returns what takes them back.
@@ -55,12 +59,18 @@ class StatementWatch:
         self._running: set[Running] = set()
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
+        self._asleep = False
+        self._wake = threading.Event()
 
     def begin(self, conn: apsw.Connection, deadline: float, loan: Loan | None) -> Running:
         if self._thread is None and self._own_thread:
             self._start()
         r = Running(conn, deadline, loan)
         self._running.add(r)  # a set's add and discard are atomic under the GIL
+        # After the add: the watch reads `_running` after it says it sleeps, so either it
+        # sees this statement or this sees it asleep.
+        if self._asleep:
+            self._wake.set()
         return r
 
     def end(self, r: Running) -> None:
@@ -82,10 +92,29 @@ class StatementWatch:
                 self._thread.start()
 
     def _run(self) -> None:
+        empty_looks = 0
         while True:
             time.sleep(self._tick_s)
             if self._running:
+                empty_looks = 0
                 self.look(time.monotonic())
+                continue
+            empty_looks += 1
+            if empty_looks >= IDLE_LOOKS:
+                self._sleep_until_a_statement()
+                empty_looks = 0
+
+    def _sleep_until_a_statement(self) -> None:
+        self._wake.clear()
+        self._asleep = True
+        if not self._running:  # read after `_asleep` is said: see `begin`
+            self._wake.wait()
+        self._asleep = False
+
+    @property
+    def asleep(self) -> bool:
+        """Is the watch's thread waiting for a statement (tests)?"""
+        return self._asleep
 
     def look(self, now: float) -> None:
         """One pass over the running statements (the watch's thread; tests call it).

@@ -10,6 +10,7 @@ import threading
 import time
 
 import pytest
+from wkhost.engine.components import ticker_for
 from wkhost.errors import BudgetExceeded, GuestFailed
 
 from .support import MakeProbe, Probe
@@ -29,6 +30,22 @@ def test_the_wall_budget_cuts_a_guest_that_never_yields(make_probe: MakeProbe) -
     with pytest.raises(BudgetExceeded, match="wall-clock"):
         p.send("w", "POST", "/spin-wall", query="ms=100000000")
     assert 0.25 < time.monotonic() - started < 10  # cut near 300 ms, not run on
+
+
+def test_the_wall_budget_cuts_a_guest_that_starts_while_the_ticker_sleeps(
+        make_probe: MakeProbe) -> None:
+    # An idle host's epoch ticker sleeps; the next call into a guest wakes it.
+    p = make_probe(cpu_budget_ms=100_000, wall_budget_ms=300)
+    assert p.json("w", "GET", "/now")["now"] == p.clock.now_ms()
+    ticker = ticker_for(p.host.engine)
+    until = time.monotonic() + 10
+    while not ticker.asleep and time.monotonic() < until:
+        time.sleep(0.01)
+    assert ticker.asleep
+    started = time.monotonic()
+    with pytest.raises(BudgetExceeded, match="wall-clock"):
+        p.send("w", "POST", "/spin-wall", query="ms=100000000")
+    assert 0.25 < time.monotonic() - started < 10
 
 
 def test_the_wall_deadline_bounds_a_blocking_host_call(make_probe: MakeProbe) -> None:

@@ -162,6 +162,24 @@ def test_the_watch_interrupts_a_statement_past_its_deadline_and_only_that_one(
     assert db.guest_exec(on_time, [], False, deadline=time.monotonic() + 60)[1] == [(0,)]
 
 
+def test_the_watch_sleeps_while_nothing_runs_and_wakes_for_the_next_statement(
+        db: ActorDb) -> None:
+    """Its own thread: idle, it stops looking (an idle host wakes for nothing); a
+    statement that begins then is still cut at its deadline."""
+    db.watch = watch = StatementWatch(tick_s=0.001)
+    assert db.guest_exec("SELECT 1", [], False)[1] == [(1,)]
+    until = time.monotonic() + 10
+    while not watch.asleep and time.monotonic() < until:
+        time.sleep(0.01)
+    assert watch.asleep
+    runaway = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
+               "SELECT count(*) FROM c")
+    started = time.monotonic()
+    with pytest.raises(SqlError, match="wall-clock budget"):
+        db.guest_exec(runaway, [], False, deadline=started + 0.2)
+    assert time.monotonic() - started < 10
+
+
 def test_the_event_end_rolls_back_an_open_transaction(db: ActorDb) -> None:
     run(db, "CREATE TABLE t (x)")
     run(db, "BEGIN")
