@@ -56,6 +56,7 @@ from bench.common import (
     SMOKE_HELP,
     fmt_us,
     probe_wasm,
+    process_cpu_s,
     save,
     scratch_dir,
     smoke_results,
@@ -77,12 +78,6 @@ INSERT = json.dumps({"sql": "INSERT INTO t VALUES (?)", "params": [1], "durable"
 def _stat(pid: int) -> list[str]:
     with open(f"/proc/{pid}/stat") as f:
         return f.read().rsplit(")", 1)[1].split()  # [0] is field 3, the state
-
-
-def cpu_s(pid: int) -> float:
-    """User + system CPU seconds of process `pid`, all its threads."""
-    fields = _stat(pid)
-    return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime: fields 14, 15
 
 
 def tree_cpu_s(pid: int) -> float:
@@ -238,12 +233,13 @@ def workflows(server: BenchServer, pg: Any, database: str, level: int, count: in
               tag: str, settle_s: float = SETTLE_S) -> dict[str, float]:
     """`count` three-step workflows at concurrency `level`; per workflow, µs."""
     lsn = pg.psql("SELECT pg_current_wal_insert_lsn()", database).strip()
-    before = (cpu_s(server.proc.pid), tree_cpu_s(pg.pid), client_cpu_s(), time.perf_counter())
+    before = (process_cpu_s(server.proc.pid), tree_cpu_s(pg.pid), client_cpu_s(),
+              time.perf_counter())
     done = asyncio.run(_load(server.url, server.token, level, count, tag))
     wall = time.perf_counter() - before[3]
     time.sleep(settle_s)
-    node, store, client = (cpu_s(server.proc.pid) - before[0], tree_cpu_s(pg.pid) - before[1],
-                           client_cpu_s() - before[2])
+    node, store, client = (process_cpu_s(server.proc.pid) - before[0],
+                           tree_cpu_s(pg.pid) - before[1], client_cpu_s() - before[2])
     if done["failures"]:
         raise RuntimeError(f"{int(done['failures'])} of {count} workflows failed")
     per = 1e6 / count
@@ -262,10 +258,11 @@ def workflows(server: BenchServer, pg: Any, database: str, level: int, count: in
 def idle_rates(servers: dict[str, BenchServer], pg: Any, idle_s: float = IDLE_S
                ) -> dict[str, float]:
     """CPU ms a second of each server, and of PostgreSQL, while nothing is asked."""
-    before = {n: cpu_s(s.proc.pid) for n, s in servers.items()}
+    before = {n: process_cpu_s(s.proc.pid) for n, s in servers.items()}
     pg_before = tree_cpu_s(pg.pid)
     time.sleep(idle_s)
-    out = {n: (cpu_s(s.proc.pid) - before[n]) / idle_s * 1e3 for n, s in servers.items()}
+    out = {n: (process_cpu_s(s.proc.pid) - before[n]) / idle_s * 1e3
+           for n, s in servers.items()}
     out["postgresql"] = (tree_cpu_s(pg.pid) - pg_before) / idle_s * 1e3
     return out
 

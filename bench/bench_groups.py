@@ -485,7 +485,7 @@ def print_latency(figs: dict[str, Any], branches: int) -> None:
 
 def _ratios(branches: int) -> list[tuple[str, str, str, float | None]]:
     names = list(workloads(branches))
-    return [("child round trip / three-step workflow", names[1], names[0], 3.0),
+    return [("child round trip / three-step workflow", names[1], names[0], 2.0),
             (f"fan-out / {branches} sequential steps", names[2], names[3], None)]
 
 

@@ -44,7 +44,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from bench.bench_workflows import WF, _load, bench_wasm
-from bench.common import SMOKE_HELP, fmt_us, probe_wasm, save, smoke_results, summary
+from bench.common import (
+    SMOKE_HELP,
+    fmt_us,
+    probe_wasm,
+    process_cpu_s,
+    save,
+    smoke_results,
+    summary,
+)
 from bench.httpload import Connection, drive
 from bench.server import BenchServer
 
@@ -55,7 +63,6 @@ PAIRS = (("metrics", "default", "metrics off"), ("traces", "traces on", "default
 BATCH_DELAY_MS = 250
 SETTLE_S = 0.8
 IDLE_S = 3.0
-TICK = os.sysconf("SC_CLK_TCK")
 
 
 # -- the traces' sink ------------------------------------------------------------------------
@@ -139,13 +146,6 @@ def start_servers(sink: Sink) -> dict[str, BenchServer]:
     return servers
 
 
-def cpu_s(pid: int) -> float:
-    """User + system CPU seconds of process `pid`, all its threads, ended ones included."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime: fields 14 and 15
-
-
 # -- the workloads ---------------------------------------------------------------------------
 
 async def trivial_events(url: str, token: str, total: int, tag: str) -> dict[str, float]:
@@ -179,10 +179,10 @@ def measure(server: BenchServer, sink: Sink, count: int, run: Workload, tag: str
             settle_s: float = SETTLE_S) -> tuple[float, float]:
     """(CPU µs per unit, spans per unit) of one workload on `server`."""
     sink.spans()  # what an earlier window sent late is not this one's
-    before = cpu_s(server.proc.pid)
+    before = process_cpu_s(server.proc.pid)
     result = run(server, tag)
     time.sleep(settle_s)
-    used = cpu_s(server.proc.pid) - before
+    used = process_cpu_s(server.proc.pid) - before
     if result.get("failures"):
         raise RuntimeError(f"{int(result['failures'])} of {count} failed")
     return used / count * 1e6, sink.spans() / count
@@ -197,9 +197,9 @@ def warm_up(servers: dict[str, BenchServer], sink: Sink, count: int,
         asyncio.run(trivial_events(server.url, server.token, count, "warm"))
     time.sleep(SETTLE_S)
     sink.spans()
-    before = {name: cpu_s(server.proc.pid) for name, server in servers.items()}
+    before = {name: process_cpu_s(server.proc.pid) for name, server in servers.items()}
     time.sleep(idle_s)
-    return {name: (cpu_s(server.proc.pid) - before[name]) / idle_s * 1e3
+    return {name: (process_cpu_s(server.proc.pid) - before[name]) / idle_s * 1e3
             for name, server in servers.items()}
 
 

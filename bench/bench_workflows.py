@@ -56,6 +56,8 @@ from bench.common import (
     example_wasm,
     fmt_us,
     probe_saw,
+    process_rss_mib,
+    process_run_s,
     remove_scratch,
     save,
     scratch_dir,
@@ -427,6 +429,37 @@ def bench_throughput(repeats: int, workflows: int, warmup: int = 200) -> dict[st
     return out
 
 
+# -- an idle server ------------------------------------------------------------------------------
+
+def bench_idle(windows: int, window_s: float, workflows: int) -> dict[str, Any]:
+    """`wkhost serve` of the bench's class as a new user runs it: its CPU a second and its
+    RSS while nothing is asked, once just started and once after `workflows` workflows
+    (the threads that work for events have started, and wait)."""
+    from bench.server import BenchServer
+
+    server = BenchServer({WF: bench_wasm()}, ["--access", f"{WF}=internal"])
+    pid = server.proc.pid
+
+    def idle(label: str) -> dict[str, Any]:
+        time.sleep(window_s)  # what the last requests left behind settles first
+        rates = []
+        for _ in range(windows):
+            before = process_run_s(pid)
+            time.sleep(window_s)
+            rates.append((process_run_s(pid) - before) / window_s * 1e3)
+        rss = process_rss_mib(pid)
+        return {"cpu_ms_per_s": summary(rates), "rss_mib": summary([rss]),
+                "threads": len(os.listdir(f"/proc/{pid}/task")), "when": label}
+
+    try:
+        out = {"started": idle("just started")}
+        asyncio.run(_load(server.url, server.token, 8, workflows, "idle-load"))
+        out["after_load"] = idle(f"after {workflows} workflows")
+    finally:
+        server.close()
+    return out
+
+
 # -- d. a 1 MiB step result ---------------------------------------------------------------------
 
 def bench_big(repeats: int) -> dict[str, Any]:
@@ -663,6 +696,9 @@ def rows(figs: dict[str, Any]) -> list[tuple[str, dict[str, float], str]]:
             out.append((f"1 MiB result: {k.removesuffix('_us')}", b[k], "us"))
     for k, v in figs.get("cold", {}).items():
         out.append((f"cold: {k.removesuffix('_us')}", v, "us"))
+    for v in figs.get("idle", {}).values():
+        out.append((f"idle server ({v['when']}): CPU ms/s", v["cpu_ms_per_s"], " ms/s"))
+        out.append((f"idle server ({v['when']}): RSS", v["rss_mib"], " MiB"))
     d = figs.get("drain", {})
     for name in ("pool", "no_pool"):
         if name in d:
@@ -684,7 +720,7 @@ def print_rows(figs: dict[str, Any]) -> None:
         print(f"  {name:<52} {cells[0]:>11} {cells[1]:>11} {cells[2]:>11}")
 
 
-PARTS = ("replay", "step", "throughput", "big", "cold", "drain")
+PARTS = ("replay", "step", "throughput", "big", "cold", "drain", "idle")
 
 
 def run(parts: tuple[str, ...], repeats: int, quick: bool, sleepers: int,
@@ -712,6 +748,9 @@ def run(parts: tuple[str, ...], repeats: int, quick: bool, sleepers: int,
         elif part == "drain":
             figs[part] = (bench_drain(1, 10, room_ms=4_000) if smoke else
                           bench_drain(1 if quick else 3, 300 if quick else 1000))
+        elif part == "idle":
+            figs[part] = (bench_idle(1, 0.5, 10) if smoke else
+                          bench_idle(3, 2.0 if quick else 5.0, 100 if quick else 300))
         elif part == "sleepers":
             figs[part] = (bench_sleepers(min(sleepers, 20), spread_s=2, lead_s=2, tail_s=2)
                           if smoke else bench_sleepers(sleepers))

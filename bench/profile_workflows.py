@@ -160,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hz", type=int, default=1999, help="samples a second per CPU" + default)
     ap.add_argument("--keep", type=Path, help="keep perf's recording at this path")
     ap.add_argument("--warmup", type=int, default=300, help="workflows first" + default)
+    ap.add_argument("--no-reuse", action="store_true",
+                    help="serve without --reuse-instances (the default server's path)")
     ap.add_argument("--smoke", action="store_true", help="a smoke run (make test): "
                     "--concurrency 4 --workflows 20 --warmup 20 --hz 199; nothing about "
                     "speed is asserted")
@@ -171,10 +173,12 @@ def main(argv: list[str] | None = None) -> int:
         print("profile: `perf` is not installed (Debian: apt install linux-perf)",
               file=sys.stderr)
         return 2
-    extra = ["--access", f"{WF}=internal", "--reuse-instances", WF]
+    extra = ["--access", f"{WF}=internal"]
+    if not args.no_reuse:
+        extra += ["--reuse-instances", WF]
     if args.processes > 1:
         extra += ["--processes", str(args.processes)]
-    print(f"== serving with {' '.join(extra[2:])}; warming up")
+    print(f"== serving with {' '.join(extra[2:]) or 'the defaults'}; warming up")
     server = BenchServer({WF: bench_wasm()}, extra)
     with tempfile.TemporaryDirectory(prefix="wkprofile-") as tmp:
         data = args.keep or Path(tmp) / "perf.data"
