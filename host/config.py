@@ -40,13 +40,16 @@ class Flag:
     """How `wkhost serve` sets one field: `option` takes the value in `unit`s (the field
     holds value * unit: --memory-mb 256 is 256 MiB), and `help` explains it, with
     %(default)s for the default in that unit. `parse` reads the value (default: the type
-    of the field's default); a bool field is a switch."""
+    of the field's default); a bool field is a switch. `serve_default`: the option's
+    default, where `wkhost serve`'s differs from a HostConfig made in code (a test's, a
+    benchmark's in-process host)."""
 
     option: str
     help: str
     unit: int = 1
     parse: Callable[[str], Any] | None = None
     metavar: str | None = None
+    serve_default: Any = None
 
 
 def flag(default: Any, option: str, help: str, **spec: Any) -> Any:
@@ -153,7 +156,19 @@ class HostConfig:
     # memory and file descriptors stay bounded however many actors exist.
     max_live_instances: int = flag(
         96, "--max-live-instances", "instances kept warm; the least recently used idle ones "
-        "go beyond this (default %(default)s)")
+        "go beyond this (default %(default)s; --memory-budget may keep fewer)")
+    # The server's RSS, kept under this: fewer instances kept warm (events/eviction.py's
+    # live_cap), and over it, what is idle let go (runtime/memory_budget.py). An event in
+    # flight is never cut for it. Off in a HostConfig made in code: a test's or a
+    # benchmark's host shares its process with the test runner's own memory.
+    memory_budget_bytes: int = flag(
+        0, "--memory-budget", "the server's resident memory (RSS) is kept under this many "
+        "MB, shared among --processes: fewer instances are kept warm, and over it the "
+        "spare instances, the instance pool's idle pages and the least recently used idle "
+        "actors are let go; events in flight are served even past it, with a warning "
+        "(default %(default)s; 0 or none: no budget)", unit=MiB,
+        parse=lambda v: 0 if v.strip().lower() in ("none", "off") else int(v),
+        metavar="MB", serve_default=512 * MiB)
     idle_instance_s: float = 30.0
     # An actor whose alarm event leaves it asleep keeps its instance this long if it was
     # asked something within this time (a client following a workflow it just started).
@@ -240,6 +255,11 @@ class HostConfig:
 
     def run_slots(self) -> int:
         return self.running_events or max(1, usable_cores() - 1)
+
+    def memory_budget(self) -> int:
+        """This process's share of --memory-budget (0: none): each of `serve
+        --processes N` keeps an Nth, so that the server's RSS stays under it."""
+        return self.memory_budget_bytes // self.partition.count
 
     def pool(self) -> InstancePool | None:
         if not self.instance_pool:

@@ -69,6 +69,10 @@ ALARM_LATENESS = Histogram("wkhost_alarm_lateness_seconds", "How long after its 
 FSYNCS = Counter("wkhost_fsyncs", "fsyncs and fdatasyncs made, by what was synced",
                  ("file",), registry=REGISTRY)
 
+MEMORY_EVICTIONS = Counter("wkhost_memory_evictions", "Idle actors let go (instance and "
+                           "database) to keep the RSS under --memory-budget",
+                           registry=REGISTRY)
+
 _refused = {r: REFUSALS.labels(r) for r in (HOST_QUEUE, ACTOR_QUEUE, INSTANCES)}
 _synced = {f: FSYNCS.labels(f) for f in (WAL, DIRECTORY, FILE)}
 
@@ -79,6 +83,11 @@ def refused(reason: str) -> None:
 
 def fsynced(file: str) -> None:
     _synced[file].inc()
+
+
+def evicted_for_memory(n: int) -> None:
+    if n:
+        MEMORY_EVICTIONS.inc(n)
 
 
 def alarm_late(seconds: float) -> None:
@@ -98,6 +107,7 @@ def _unbound(*_args: object) -> None:
 if not ON:
     # A function redefined, which mypy refuses, and the point here: no test per call.
     refused = fsynced = alarm_late = event_ended = _unbound  # type: ignore[assignment]
+    evicted_for_memory = _unbound  # type: ignore[assignment]
 
 
 class _HotPath(Collector):

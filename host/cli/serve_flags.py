@@ -32,8 +32,9 @@ def add_config_option(p: argparse.ArgumentParser, f: Field[Any], spec: Flag) -> 
         action = argparse.BooleanOptionalAction if f.default else "store_true"
         p.add_argument(spec.option, action=action, default=f.default, help=spec.help)
         return
+    default = f.default if spec.serve_default is None else spec.serve_default
     p.add_argument(spec.option, type=spec.parse or type(f.default), metavar=spec.metavar,
-                   default=_in_unit(f.default, spec.unit), help=spec.help)
+                   default=_in_unit(default, spec.unit), help=spec.help)
 
 
 def _in_unit(value: Any, unit: int) -> Any:

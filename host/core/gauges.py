@@ -9,13 +9,14 @@ actor class that publishes free-form statuses makes a series for each.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+
+from ..runtime.memory import resident_bytes
 
 if TYPE_CHECKING:
     from .host import Host
@@ -44,19 +45,23 @@ class HostGauges(Collector):
         if rss is not None:
             yield _gauge("wkhost_resident_memory_bytes", "The process's resident memory "
                          "(RSS)", rss)
+        yield from _budget(host)
+
+
+def _budget(host: Host) -> Iterator[Metric]:
+    """--memory-budget's figures (runtime/memory_budget.py); the budget 0 when off."""
+    budget = host.memory
+    yield _gauge("wkhost_memory_budget_bytes", "--memory-budget (0: no budget)",
+                 budget.budget if budget else 0)
+    if budget is not None:
+        yield _gauge("wkhost_memory_budget_rss_bytes", "The RSS the host last read to "
+                     "keep it under the budget", budget.rss)
+        yield _gauge("wkhost_memory_over_budget", "1 while the actors busy with events "
+                     "alone hold more than the budget (served all the same)", budget.over)
 
 
 def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
     return GaugeMetricFamily(name, doc, value=value)
-
-
-def resident_bytes() -> int | None:
-    """This process's RSS, where /proc tells it (Linux), else None."""
-    try:
-        with open("/proc/self/statm", "rb") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def registry_of(host: Host) -> CollectorRegistry:

@@ -51,7 +51,8 @@ from ..placement import Placement
 from ..runtime.admission import Admission
 from ..runtime.executor import EventExecutor
 from ..runtime.janitor import Janitor
-from ..runtime.memory import HeapTrim, release_pool_memory
+from ..runtime.memory import HeapTrim, release_pool_memory, trim_heap
+from ..runtime.memory_budget import MemoryBudget, Steps
 from ..runtime.pending import PendingEvents
 from ..runtime.run_gate import RunGate, statement_loan
 from ..runtime.run_places import RunPlaces
@@ -125,8 +126,9 @@ class Host:
         self._table = SlotTable(config)
         self.eviction = Eviction(config, self._table, self.classes, self.spares,
                                  self.admission, self.alarms, self.index, self.testing)
+        self.memory = self._memory_budget()
         instances = InstanceSource(self.engine, config, self.classes, self._table,
-                                   self.spares, self.eviction)
+                                   self.spares, self.eviction, self.memory)
         replication = None if self.cluster is None else self.cluster.replication
         parts = ActorParts(self.classes, self._table, self.graph, instances, guest_call,
                            self.alarms, self.holds, self.index, self.eviction, replication)
@@ -140,6 +142,17 @@ class Host:
             config=config, classes=self.classes, holds=self.holds, remote=self.remote,
             run_event=self._runner.run, call_export=guest_call, long_wait=self.long_wait,
             testing=self.testing, placement=self.placement)
+
+    def _memory_budget(self) -> MemoryBudget | None:
+        """What keeps the RSS under --memory-budget: the steps it lets go by, cheapest
+        first (runtime/memory_budget.py); none without a budget."""
+        if not self.config.memory_budget():
+            return None
+        spares, pool = self.spares, self.pool_memory
+        return MemoryBudget(self.config.memory_budget(), Steps(
+            cheap=(functools.partial(spares.drop_idle, 0),
+                   functools.partial(release_pool_memory, pool), trim_heap),
+            evict=self.eviction.evict_for_memory))
 
     # -- set-up and shutdown ------------------------------------------------------------
     def add_class(self, name: str, wasm: Path, access: Access = "public",
@@ -267,3 +280,5 @@ class Host:
             log.exception("evicting idle actors failed")
         trim.count(self.spares.drop_idle(self.config.spare_idle_s))
         release_pool_memory(self.pool_memory, self.config.pool_release_idle_s)
+        if self.memory is not None:
+            self.memory.check()

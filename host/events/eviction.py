@@ -7,10 +7,12 @@ import heapq
 import time
 from operator import attrgetter
 
+from .. import metrics
 from ..config import HostConfig
 from ..engine.instance import Instance
 from ..engine.spare_instances import SpareInstances
 from ..runtime.admission import Admission
+from ..runtime.memory_budget import LOW
 from ..storage.files import delete_db_files
 from ..storage.index import Index
 from ..testing import Switches
@@ -18,6 +20,28 @@ from .actor_slot import ActorSlot
 from .alarms import Alarms
 from .classes import ActorClass
 from .slot_table import SlotTable
+
+# Under a memory budget, the live instances are capped by it too (live_cap): what the
+# budget's low mark leaves past an idle server's own memory, per live actor (its
+# instance's pooled slot, its database and the host's share).
+BUDGET_RESERVE_BYTES = 160 << 20
+LIVE_ACTOR_BYTES = 8 << 20  # beside the pool's pool_keep_resident_bytes
+MIN_LIVE_INSTANCES = 4
+
+
+def live_cap(config: HostConfig) -> int:
+    """The instances kept warm: max_live_instances, or fewer under a memory budget.
+    Why the budget caps them too: a pooled slot keeps its pages after its instance goes,
+    and the pool's affinity hands them to the next instance; so few live instances keep
+    few slots resident from the start, where letting actors go only once the RSS is
+    over the budget comes after the slots were touched."""
+    budget = config.memory_budget()
+    if not budget:
+        return config.max_live_instances
+    room = int(budget * LOW) - BUDGET_RESERVE_BYTES
+    per_actor = LIVE_ACTOR_BYTES + (config.pool_keep_resident_bytes
+                                    if config.instance_pool else 0)
+    return max(MIN_LIVE_INSTANCES, min(config.max_live_instances, room // per_actor))
 
 
 class Eviction:
@@ -37,11 +61,11 @@ class Eviction:
     def evict_idle(self, keep: int | None = None) -> int:
         """Drop idle actors' instances and databases: those idle past idle_instance_s (or
         followed_s, for a sleepy one), then the least recently used beyond `keep` (default
-        max_live_instances). Returns how many were dropped."""
+        the live cap, config.live_instances). Returns how many were dropped."""
         config = self._config
         now = time.monotonic()
         slots = sorted(self._slots.all(), key=lambda s: s.last_used)
-        excess = len(slots) - (config.max_live_instances if keep is None else keep)
+        excess = len(slots) - (live_cap(config) if keep is None else keep)
         dropped = 0
         for slot in slots:
             idle_after = config.followed_s if slot.sleepy else config.idle_instance_s
@@ -54,18 +78,31 @@ class Eviction:
     def make_room(self) -> None:
         """Drop the least recently used idle actors beyond the live cap: the part of
         evict_idle that a new actor's event waits for (a few, not all of them)."""
+        self.drop_least_recent(len(self._slots) - live_cap(self._config))
+
+    def evict_for_memory(self, n: int) -> int:
+        """Let go of up to `n` least recently used idle actors, to bring the RSS under
+        the memory budget (runtime/memory_budget.py); counted in the metrics."""
+        dropped = self.drop_least_recent(n)
+        metrics.evicted_for_memory(dropped)
+        return dropped
+
+    def drop_least_recent(self, n: int) -> int:
+        """Drop up to `n` of the least recently used actors that no event holds or waits
+        for. Returns how many."""
+        if n <= 0:
+            return 0
         with self._slots.lock:
-            excess = len(self._slots) - self._config.max_live_instances
-            if excess <= 0:
-                return
-            # A few more than the excess, in case some of them are busy.
-            oldest = heapq.nsmallest(excess + 4, self._slots.by_ref.values(),
+            # A few more than asked for, in case some of them are busy.
+            oldest = heapq.nsmallest(n + 4, self._slots.by_ref.values(),
                                      key=attrgetter("last_used"))
+        dropped = 0
         for slot in oldest:
-            if excess <= 0:
+            if dropped >= n:
                 break
             if self.drop_slot(slot):
-                excess -= 1
+                dropped += 1
+        return dropped
 
     def drop_slot(self, slot: ActorSlot) -> bool:
         """Close an actor that no event holds or waits for, and let its slot go."""

@@ -8,26 +8,29 @@ from ..config import HostConfig
 from ..engine.instance import Engine, Instance, Output, PoolExhausted
 from ..engine.spare_instances import SpareInstances
 from ..errors import Overloaded
+from ..runtime.memory_budget import MemoryBudget
 from .actor_slot import ActorSlot
 from .classes import ActorClass
-from .eviction import Eviction
+from .eviction import Eviction, live_cap
 from .slot_table import SlotTable
 
 
 class InstanceSource:
     def __init__(self, engine: Engine, config: HostConfig, classes: dict[str, ActorClass],
-                 slots: SlotTable, spares: SpareInstances, eviction: Eviction) -> None:
+                 slots: SlotTable, spares: SpareInstances, eviction: Eviction,
+                 budget: MemoryBudget | None = None) -> None:
         self._engine = engine
         self._config = config
         self._classes = classes
         self._slots = slots
         self._spares = spares
         self._eviction = eviction
+        self._budget = budget
 
     def instance_for(self, slot: ActorSlot, creating: bool) -> Instance:
         """An instance for the actor, its output bound to the actor's (`creating`: the
         actor is new, and may take a spare)."""
-        if len(self._slots) > self._config.max_live_instances:
+        if len(self._slots) > live_cap(self._config):
             self._eviction.make_room()  # now, not at the next sweep: a burst must not pile up
         cap = self._config.max_guest_output_bytes
 
@@ -41,6 +44,8 @@ class InstanceSource:
             # call, and there the SDK lets the last actor's object go.
             inst = self._spares.take(slot.ref.cls)
         if inst is None:
+            if self._budget is not None:
+                self._budget.new_instance()  # where a burst grows the RSS
             inst = self._instantiate(cls, output)
         else:
             inst.set_output(output)
@@ -59,6 +64,6 @@ class InstanceSource:
             if not evicted:
                 # Every pooled slot holds an instance: the idle ones give theirs back.
                 self._spares.drop_idle(0)
-                self._eviction.evict_idle(keep=config.max_live_instances // 2)
+                self._eviction.evict_idle(keep=live_cap(config) // 2)
         metrics.refused(metrics.INSTANCES)
         raise Overloaded("every instance slot is busy with an event; retry shortly")

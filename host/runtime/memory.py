@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import os
 from collections.abc import Callable
 
 from ..engine.pool import PoolMemory
@@ -33,6 +34,24 @@ _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 # event; the janitor's malloc_trim still gives the rest back.
 _MMAP_THRESHOLD_BYTES = 4 << 20
 _TRIM_THRESHOLD_BYTES = 8 << 20
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def resident_bytes() -> int | None:
+    """This process's RSS, where /proc tells it (Linux), else None: one small read."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def trim_heap() -> None:
+    """Give the C heap's free part back to the system now (glibc only)."""
+    if _malloc_trim is not None:
+        _malloc_trim(0)
 
 
 def tune_malloc() -> None:

@@ -1,7 +1,8 @@
 """`wkhost serve`'s options and HostConfig agree: each option that sets a field takes its
 default and help from the field (host/config.py), in the option's unit, and a serve
-with no options configures the host as HostConfig() does. An option with a default of
-its own, written beside the field's, fails here."""
+with no options configures the host as HostConfig() does, but for a default that serve
+alone has, declared in the field's flag (serve_default: --memory-budget). An option with
+a default of its own, written anywhere else, fails here."""
 
 from __future__ import annotations
 
@@ -45,7 +46,8 @@ def test_every_field_option_defaults_to_the_fields_default_in_its_unit() -> None
     for f, spec in serve_flags():
         action = by_option[spec.option]
         default = action.default * spec.unit if spec.unit != 1 else action.default
-        assert default == f.default, (spec.option, action.default, f.name, f.default)
+        want = f.default if spec.serve_default is None else spec.serve_default
+        assert default == want, (spec.option, action.default, f.name, want)
         assert action.help and action.help.strip(), spec.option
         if not isinstance(f.default, bool) or f.default:  # a switch that is off says so
             assert "default" in action.help, spec.option
@@ -60,7 +62,11 @@ def test_every_serve_option_is_a_fields_or_the_commands_own() -> None:
 
 def test_serve_with_no_options_configures_the_defaults() -> None:
     args = parsed()
-    assert host_config(args, http=FetchPolicy.parse(args.allow_http)) == HostConfig()
+    # But for the options whose serve default differs from HostConfig's (serve_default).
+    serve = {f.name: spec.serve_default for f, spec in serve_flags()
+             if spec.serve_default is not None}
+    assert serve == {"memory_budget_bytes": 512 << 20}
+    assert host_config(args, http=FetchPolicy.parse(args.allow_http)) == HostConfig(**serve)
     assert serve_options(args, [], {}) == ServeOptions([], {})
 
 
