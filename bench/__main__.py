@@ -6,7 +6,8 @@
 Runs each installed peer (bench/peers: DBOS on SQLite, Restate) on the same workflow
 workloads as wkhost, then each benchmark module of bench/ that exists (bench_core,
 calibrate_fuel, bench_frontdoor, bench_conversion, bench_workflows, bench_hostile, ...,
-bench_observe: what metrics and traces cost; each in its own process, printing its own
+bench_observe: what metrics and traces cost; bench_memory: the server's RSS through a
+burst, with its memory budget and without; each in its own process, printing its own
 table), then the 10,000-sleepers part of bench_workflows in a process of its own, then
 the peers again: each peer's figures pool its runs from before and after wkhost's, so
 that they span the same stretch of this machine's time (its speed drifts by a quarter
@@ -51,7 +52,7 @@ QUICK_RESULTS = REPO / ".cache" / "bench-quick"
 
 MODULES = ("bench_core", "calibrate_fuel", "bench_frontdoor", "bench_conversion",
            "bench_workflows", "bench_hostile", "bench_continue", "bench_groups", "bench_listing",
-           "bench_observe", "bench_cluster")
+           "bench_observe", "bench_memory", "bench_cluster")
 LEVELS = (1, 8, 32)
 
 
@@ -315,7 +316,7 @@ def _run(args: argparse.Namespace, only: set[str]) -> int:
         elif args.quick and module == "bench_listing":  # creating 10,000 takes minutes
             extra = ["--instances", "2000", "--quick"]
         elif args.quick and module in ("bench_hostile", "bench_groups", "bench_observe",
-                                        "bench_cluster"):
+                                        "bench_memory", "bench_cluster"):
             extra = ["--quick"]
         codes[module] = run_module(module, extra)
     wk = (load("workflows", started) or {}).get("figures", {})
