@@ -100,6 +100,8 @@ class MemoryBudget:
             if self._measure() > max(self.high, floor + self.budget // REGROW_PARTS):
                 self._let_go()
             self._judge()
+        except Exception:  # an actor's close that failed: never the caller's event's fault
+            log.exception("letting go of memory for the budget failed")
         finally:
             self._busy.release()
 

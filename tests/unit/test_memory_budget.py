@@ -123,3 +123,14 @@ def test_a_new_instance_reads_the_rss_only_every_few(monkeypatch: pytest.MonkeyP
     now[0] += 2 * memory_budget.CHECK_EVERY_S
     b.new_instance()  # or once it has been a while
     assert proc.reads == 3
+
+
+def test_a_step_that_fails_is_logged_and_never_the_callers_error(
+        caplog: pytest.LogCaptureFixture) -> None:
+    def fail(_n: int) -> int:
+        raise OSError("the disk went away")
+
+    b = MemoryBudget(BUDGET, Steps(cheap=[], evict=fail), lambda: 95 * MiB)
+    with caplog.at_level(logging.ERROR, logger="wkhost"):
+        b.check()
+    assert "letting go of memory for the budget failed" in caplog.text
