@@ -15,7 +15,7 @@ from wkguest.types import ActorRef
 
 __all__ = ["NARROWED_REASON", "ReportedException", "TrapInfo", "TrapKind", "delete_self",
            "fuel_used", "holder", "last_trap", "last_trap_info", "narrow_deadline", "now",
-           "report_exception", "self_ref"]
+           "now_and_fuel", "report_exception", "self_ref"]
 
 # NARROWED_REASON (wkguest.reasons) is what `last_trap()` says of an event whose guest code
 # was still running at the deadline it set itself (`narrow_deadline`). Text for people:
@@ -128,6 +128,13 @@ def fuel_used() -> int:
     far, out of its budget (`--cpu-budget-ms`, metered as fuel). Never raises."""
     fuel: int = _b.lifecycle.fuel_used()
     return fuel
+
+
+def now_and_fuel() -> tuple[int, int]:
+    """`now()` and `fuel_used()` in one call to the host: (ms since the Unix epoch, the
+    fuel this call into the actor has burnt so far). Never raises."""
+    now, fuel = _b.lifecycle.now_and_fuel()
+    return int(now), int(fuel)
 
 
 def holder() -> str:

@@ -35,6 +35,9 @@ def register(root: Any, guard: Any, host: Lifecycle[E]) -> None:
         # its own: Store's reads the fuel through the context alone.
         return max(0, budget - Store.get_fuel(store))
 
+    def now_and_fuel(store: Any) -> tuple[int, int]:
+        return now_ms(), fuel_used(store)
+
     def holder(_store: Any) -> str:
         return holder_name
 
@@ -44,7 +47,8 @@ def register(root: Any, guard: Any, host: Lifecycle[E]) -> None:
         current().narrow(within_ms)
 
     funcs = {"self-ref": self_ref, "now": now, "delete-self": delete_self,
-             "fuel-used": fuel_used, "holder": holder, "narrow-deadline": narrow_deadline,
+             "fuel-used": fuel_used, "now-and-fuel": now_and_fuel, "holder": holder,
+             "narrow-deadline": narrow_deadline,
              "read-only": _read_only(current), **_trap_funcs(current)}
     with root.add_instance("wk:host/lifecycle@0.1.0") as iface:
         for name, fn in funcs.items():

@@ -2,7 +2,8 @@
 it), and publishes attributes (WIT `attributes`).
 
     GET  /meter?n=N   {"before": fuel used on entry, "after": fuel used after N loop
-                       rounds, "holder": lifecycle.holder()}
+                       rounds, "holder": lifecycle.holder(), "now_and_fuel": then
+                       lifecycle.now_and_fuel(), "now": lifecycle.now() after it}
     POST /publish     body {"status", "at", "labels"?: {k: v} | null, "write"?: bool,
                        "trap"?: bool}: publishes, then (with "write") inserts a row,
                        then (with "trap") traps; {"ok": true} | {"error": reason}
@@ -21,8 +22,9 @@ def _meter(req: Request) -> Response:
     for i in range(int(req.arg("n") or 0)):
         total += i
     after = lifecycle.fuel_used()
+    both = lifecycle.now_and_fuel()
     return Response.json({"before": before, "after": after, "holder": lifecycle.holder(),
-                          "total": total})
+                          "total": total, "now_and_fuel": list(both), "now": lifecycle.now()})
 
 
 class Trap(BaseException):

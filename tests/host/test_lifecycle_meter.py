@@ -1,4 +1,4 @@
-"""lifecycle.fuel-used and lifecycle.holder, read by a real component on a real host; and
+"""lifecycle.fuel-used, now-and-fuel and holder, read by a real component on a real host; and
 attributes.publish, listed from the index after the event."""
 
 from __future__ import annotations
@@ -51,6 +51,14 @@ def test_fuel_used_grows_with_the_guest_work_and_starts_again_each_call(meter: H
     assert big_loop > 100 * small_loop
     # Each call is metered from its own start, not from the first call's.
     assert fuel["big"][0] < fuel["small"][1]
+
+
+def test_now_and_fuel_reads_both_in_one_call(meter: Host) -> None:
+    _meter(meter, 0)
+    got = _meter(meter, 1000)
+    now, fuel = got["now_and_fuel"]  # type: ignore[misc]
+    assert now == got["now"] == START_MS  # the fake clock stands still
+    assert int(str(got["after"])) < fuel <= meter.config.fuel_per_event()
 
 
 def test_holder_names_this_process(meter: Host) -> None:

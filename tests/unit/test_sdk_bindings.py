@@ -265,6 +265,8 @@ def test_lifecycle_fuel_used_and_holder(wit: ModuleType, monkeypatch: pytest.Mon
     monkeypatch.setattr(wit.lifecycle, "holder", lambda: "process 1 of 2 (pid 7)")
     assert lifecycle.fuel_used() == 123_456
     assert lifecycle.holder() == "process 1 of 2 (pid 7)"
+    monkeypatch.setattr(wit.lifecycle, "now_and_fuel", lambda: (1_700_000_000_001, 99))
+    assert lifecycle.now_and_fuel() == (1_700_000_000_001, 99)
 
 
 def test_lifecycle_narrow_deadline_and_its_trap_reason(

@@ -64,6 +64,10 @@ class Backend(Protocol):
     def exec_durable(self, sql: str, params: Sequence[Param] = ()) -> int:
         """As `exec`, fsynced before it returns (at COMMIT inside a transaction)."""
 
+    def exec_many(self, writes: Sequence[tuple[str, Sequence[Param]]]) -> int:
+        """`writes` in order, in one call (as one ";"-separated script, each statement's
+        parameters bound in turn), committed like `exec`: the rows the last one changed."""
+
     def query_packed(self, sql: str, params: Sequence[Param] = ()) -> str:
         """A read, as the packed JSON: [[columns], [row values], ...]."""
 
@@ -94,6 +98,9 @@ class Backend(Protocol):
 
     def fuel_used(self) -> int:
         """The fuel this call into the guest has burnt so far (lifecycle.fuel-used)."""
+
+    def now_and_fuel(self) -> tuple[int, int]:
+        """`now` and `fuel_used` in one call (lifecycle.now-and-fuel)."""
 
     def memory_bytes(self) -> int | None:
         """The guest's linear memory size now, or None where the host cannot tell (the
@@ -156,6 +163,15 @@ class RealBackend:
         except self._errors as e:
             raise StoreFault(f"sqlite: {e}") from None
 
+    def exec_many(self, writes: Sequence[tuple[str, Sequence[Param]]]) -> int:
+        # The host binds a script's parameters across its statements, in order.
+        sql = "; ".join(w[0] for w in writes)
+        params = [p for w in writes for p in w[1]]
+        try:
+            return int(self._sqlite.write(sql, params))
+        except self._errors as e:
+            raise StoreFault(f"sqlite: {e}") from None
+
     def query_packed(self, sql: str, params: Sequence[Param] = ()) -> str:
         try:
             return str(self._sqlite.query_packed(sql, params))
@@ -210,6 +226,9 @@ class RealBackend:
 
     def fuel_used(self) -> int:
         return int(self._lifecycle.fuel_used())
+
+    def now_and_fuel(self) -> tuple[int, int]:
+        return self._lifecycle.now_and_fuel()  # type: ignore[no-any-return]
 
     def memory_bytes(self) -> int | None:
         return None

@@ -18,6 +18,7 @@ class Slot:
     """Just what an Attempt reads of its slot."""
 
     records = True
+    carries = False  # its end is not followed by a Store write here
 
     def __init__(self, name: str, idx: int) -> None:
         self.name, self.idx, self.key = name, idx, f"key-{idx}"

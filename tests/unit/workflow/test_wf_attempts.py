@@ -249,3 +249,21 @@ def test_bad_options_are_refused_naming_them(host: FakeHost, raw: Any, msg: Any,
     host.run_due()
     status, out = raw("w")("1", "steps", msg)
     assert status == 400 and word in str(out), out
+
+
+def test_a_new_step_costs_four_host_calls_its_history_row_riding_with_its_record(
+        host: FakeHost) -> None:
+    """A step's attempt crosses to the host four times: its count (exec), the clock
+    before it runs (now), its end (now_and_fuel), and its record with its history row
+    after it in one script (exec_many, one exec: the host runs it in one call)."""
+    def per_step(n: int) -> dict[str, int]:
+        host.serve("w", lambda run, _: [run.step(f"s{i}", lambda i=i: i) for i in range(n)])
+        host.client("w").start(f"n{n}")
+        host.run_due()
+        return dict(host.instance("w", f"n{n}").backend.calls)
+
+    small, big = per_step(2), per_step(12)
+    grown = {k: (big.get(k, 0) - small.get(k, 0)) / 10 for k in big}
+    assert {k: v for k, v in grown.items() if v} == {"exec": 2, "now": 1, "now_and_fuel": 1}
+    b = host.instance("w", "n12").backend
+    assert b.rows("SELECT count(*) FROM _wk_wf_attempt")[0][0] == 12

@@ -73,7 +73,7 @@ def attempt(front: Frontier, pos: int, slot: Slot, fn: Callable[..., Any], retry
         if cut is not None:
             front.attempts.cut(pos, slot.idx, attempts, timed_out)
         return slot.give_up(timed_out or error or COUNTED.format(n=attempts), attempts)
-    now = front.db.now()
+    now = front.attempts.clock()
     if next_at is not None and now < next_at:
         return slot.not_yet(next_at)  # a backoff is pending: an early event waits too
     if slot.budget_spent(now):
@@ -95,6 +95,7 @@ def _count(front: Frontier, pos: int, slot: Slot, n: int, retry: Retry, now: int
     front.watch(retry_at, now)
     if cut:
         front.attempts.cut(pos, slot.idx, n - 1, timed_out)
+    front.into_a_step(slot)
     slot.count(n, COUNTED.format(n=n), retry_at, now)
     return front.begin_attempt(slot, pos, n, now, retry.timeout_ms)
 
@@ -133,14 +134,13 @@ def _ended(front: Frontier, att: Attempt, retry: Retry, outcome: str, error: str
     the backoff, or the final error if the attempts ran out or nothing is retried (`exc`
     None: a NonRetryable, a value that cannot be recorded)."""
     n, slot = att.n, att.slot
-    att.end(outcome, error)
+    now = att.end(outcome, error)
     if exc is None or n >= retry.attempts:
         return slot.give_up(error, n)
     try:
         wait = policy.wait_after(retry, n, att.context, exc)
     except policy.DelayFailed as e:
         return slot.give_up(policy.delay_failed(e, n, error), n)
-    now = front.db.now()
     return slot.retry_later(n, error, now + wait, now)
 
 
@@ -157,8 +157,7 @@ def _returned(front: Frontier, att: Attempt, retry: Retry, value: Any,
             if tx is not None:
                 tx.rollback()
             return _ended(front, att, retry, FAILED, str(e))
-    now = front.db.now()
-    att.end(RETURNED, None, now)
+    now = att.end(RETURNED, None)
     return slot.returned(value, text, tagged, att.n, now, tx)
 
 
@@ -178,6 +177,7 @@ class StepSlot:
 
     __slots__ = ("front", "pos", "name", "idx", "key", "pending")
     records = True
+    carries = True  # its record, retry and final error are the Store's writes
 
     def __init__(self, front: Frontier, pos: int, name: str) -> None:
         self.front, self.pos, self.name, self.idx = front, pos, name, STEP_ONLY

@@ -16,21 +16,21 @@ branch of a group, or of a child's start in a group.
                    where the backend cannot tell (the host today)
 
 A row is written when its attempt ends, with one plain write that the run's last durable
-write syncs, as it syncs the step's result: no fsync of its own, and no write before the
+write syncs, as it syncs the step's result (a step's row rides in the same call to the
+host as the step's record: carried.py): no fsync of its own, and no write before the
 function runs (the step's row already counts the attempt, with its start time, before
 it). An attempt that was cut has no end: the step's row still holds it (its attempts,
 its updated_at, its `cut`). Its row is written when a run notes why (cuts.py), or else,
 the host having said nothing (a kill), copied from the step's row when the next attempt
 begins or the step gives up; until then the steps route shows it from the step's row.
 
-The table is made when an instance first needs it, not by the schema: an instance made
-by an older SDK has none. Its trigger forgets a position's attempts with its journal
+The schema makes the table; an instance made by an older SDK has none until it first
+needs it. Its trigger forgets a position's attempts with its journal
 entry (continue-as-new, a restart from a step), so the table never outgrows the journal.
 """
 
 from __future__ import annotations
 
-import weakref
 from typing import Any, NamedTuple
 
 from ..backend import Backend
@@ -61,11 +61,6 @@ _TIMED_OUT = (f"/*wk:attempt-timed-out*/ UPDATE {TABLE} SET outcome = '{TIMED_OU
               " error = ?1 WHERE pos = ?2 AND idx = ?3 AND attempt = ?4 AND ended_at IS NULL")
 _REASON = f"SELECT error FROM {TABLE} WHERE pos = ? AND idx = ? AND attempt = ?"
 
-# The Stores (one per Runner, so per actor object) whose database is known to hold the
-# table: made once per warm cache, not once per attempt.
-_KNOWN: weakref.WeakSet[Store] = weakref.WeakSet()
-
-
 class Meter(NamedTuple):
     """An attempt under way: when it began, and the fuel and memory then."""
 
@@ -91,10 +86,19 @@ class Attempts:
         self._fuel: int | None = None
 
     def ready(self) -> None:
-        """Make the table, unless this Store knows it is there."""
-        if self.store not in _KNOWN:
-            self.db.exec(ATTEMPTS)
-            _KNOWN.add(self.store)
+        """Make the table, unless this Store knows it is there (it made the schema, or it
+        made the table before: once per warm cache, not once per attempt)."""
+        if not self.store.has_attempts:
+            self.db.exec("; ".join(ATTEMPTS))
+            self.store.has_attempts = True
+
+    def clock(self) -> int:
+        """The host's clock, for an attempt about to be counted. The run's first attempt
+        reads the fuel in the same call: its meter's start (`begin`)."""
+        if self._fuel is None:
+            now, self._fuel = self.db.now_and_fuel()
+            return now
+        return self.db.now()
 
     def begin(self, pos: int, idx: int, attempt: int, now: int) -> Meter:
         """Attempt `attempt` begins (its row counted it at `now`): read the meters."""
@@ -102,14 +106,20 @@ class Attempts:
         fuel = self.db.fuel_used() if self._fuel is None else self._fuel
         return Meter(pos, idx, attempt, now, fuel, self.db.memory_bytes())
 
-    def end(self, m: Meter, outcome: str, error: str | None, now: int | None = None) -> None:
-        """The attempt `m` ended (returned or failed) at `now` (default: the clock): its
-        row."""
-        fuel, memory = self.db.fuel_used(), self.db.memory_bytes()
+    def end(self, m: Meter, outcome: str, error: str | None, carry: bool) -> int:
+        """The attempt `m` ended (returned or failed) now: its row, written at once, or
+        `carry`: with the Store's next write (the step's record, which follows at once).
+        Returns the host's clock read for its end."""
+        now, fuel = self.db.now_and_fuel()
+        memory = self.db.memory_bytes()
         self._fuel = fuel
-        self.db.exec(_END, (m.pos, m.idx, m.attempt, m.started_at,
-                            self.db.now() if now is None else now, outcome, error,
-                            _grown(m.fuel, fuel), _grown(m.memory, memory)))
+        row = (m.pos, m.idx, m.attempt, m.started_at, now, outcome, error,
+               _grown(m.fuel, fuel), _grown(m.memory, memory))
+        if carry:
+            self.store.carried.add(_END, row)
+        else:
+            self.db.exec(_END, row)
+        return now
 
     def cut(self, pos: int, idx: int, attempt: int, timed_out: str | None = None) -> None:
         """The step's (or branch `idx`'s) `attempt` was cut: its row, copied from the

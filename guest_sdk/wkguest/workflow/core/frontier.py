@@ -113,13 +113,18 @@ class Frontier:
         """Whether this event's budget is spent: a new step then goes on in a new event."""
         return bool(self.new_steps) and now - self.started_at >= self.budget_ms
 
+    def into_a_step(self, slot: Slot) -> None:
+        """An attempt of the step in `slot` is about to be counted: this run got into a
+        step, so it is not a bad run. The count carries the write that says so, in the
+        same call, when the count is the Store's (`slot.carries`)."""
+        if self.bad_runs_open:
+            self.store.clear_bad_runs(carried=slot.carries)
+            self.bad_runs_open = False
+
     def begin_attempt(self, slot: Slot, pos: int, n: int, now: int,
                       timeout_ms: int | None) -> Attempt:
-        """Attempt `n` of the step in `slot` at `pos` was counted at `now`: this run got
-        into a step (not a bad run), and the attempt is under way until it ends."""
-        if self.bad_runs_open:
-            self.store.clear_bad_runs()  # this run got into a step: not a bad run
-            self.bad_runs_open = False
+        """Attempt `n` of the step in `slot` at `pos` was counted at `now`: it is under
+        way until it ends."""
         self.new_steps += 1
         return Attempt(slot, pos, n, now, timeout_ms, self.journal, self.attempts,
                        self.in_flight)

@@ -68,7 +68,7 @@ def script(branches: bool, alter: bool = True) -> str:
     """The migration of the step table, and of the branch table if `branches`; without
     `alter`, of rows written as version 5 wrote them into tables that have the column
     (a history document's, testing/history.py)."""
-    body = [ATTEMPTS.removeprefix("/*wk:attempt-table*/ ")]
+    body = [ATTEMPTS[0].removeprefix("/*wk:attempt-table*/ "), ATTEMPTS[1]]
     body += ["ALTER TABLE _wk_wf_step ADD COLUMN cut TEXT"] * alter + _STEPS
     if branches:
         body += ["ALTER TABLE _wk_wf_branch ADD COLUMN cut TEXT"] * alter + _BRANCHES_ROWS

@@ -35,6 +35,9 @@ class ReadOnly:
     def exec_durable(self, sql: str, params: Sequence[Param] = ()) -> int:
         raise self._stop("a write")
 
+    def exec_many(self, writes: Sequence[tuple[str, Sequence[Param]]]) -> int:
+        raise self._stop("a write")
+
     def query_packed(self, sql: str, params: Sequence[Param] = ()) -> str:
         return self._db.query_packed(sql, params)
 
@@ -71,6 +74,9 @@ class ReadOnly:
 
     def fuel_used(self) -> int:
         return self._db.fuel_used()
+
+    def now_and_fuel(self) -> tuple[int, int]:
+        return self._db.now_and_fuel()
 
     def memory_bytes(self) -> int | None:
         return self._db.memory_bytes()

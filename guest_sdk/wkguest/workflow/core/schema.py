@@ -39,9 +39,9 @@ ATTEMPTS = (
     " pos INTEGER NOT NULL, idx INTEGER NOT NULL, attempt INTEGER NOT NULL,"
     " started_at INTEGER NOT NULL, ended_at INTEGER, outcome TEXT NOT NULL, error TEXT,"
     " fuel INTEGER, memory_grown INTEGER,"
-    " PRIMARY KEY (pos, idx, attempt)) WITHOUT ROWID;"
-    " CREATE TRIGGER IF NOT EXISTS _wk_wf_attempt_forget AFTER DELETE ON _wk_wf_step"
-    " BEGIN DELETE FROM _wk_wf_attempt WHERE pos = OLD.pos; END"
+    " PRIMARY KEY (pos, idx, attempt)) WITHOUT ROWID",
+    "CREATE TRIGGER IF NOT EXISTS _wk_wf_attempt_forget AFTER DELETE ON _wk_wf_step"
+    " BEGIN DELETE FROM _wk_wf_attempt WHERE pos = OLD.pos; END",
 )
 
 SCHEMA = (
@@ -85,4 +85,7 @@ SCHEMA = (
     RUNS,
     # The emitted-event stream and the trigger that journals each emit (stream.py).
     *stream.SCHEMA,
+    # Each attempt's history (attempt_history.py), which an instance made by an older
+    # SDK gets when it first needs it.
+    *ATTEMPTS,
 )

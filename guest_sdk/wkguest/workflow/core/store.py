@@ -25,6 +25,7 @@ from typing import Any
 from ..backend import Backend, Param
 from ..errors import StoreFault
 from . import migration
+from .carried import Carried
 from .continuation import RunChain
 from .instance import FINISHED_SQL, LOAD, PARKED, STATUS, STATUS_FROM, Loaded, StatusRow
 from .kinds import CUT_OPEN, STEP_RETRYING, TAGS, WAIT_TOOK_EVENT, WAIT_TOOK_EVENT_TAGGED, Pending
@@ -41,9 +42,13 @@ class Store:
         self.chain = RunChain(backend)  # continue-as-new (continuation.py)
         self.publish = Publisher(backend)  # the state, for the host's index (publish.py)
         self.current = False  # its tables are known to be of this format (migration.py)
+        self.has_attempts = False  # _wk_wf_attempt is known to be there (attempt_history.py)
+        # Plain writes that ride with the next one (carried.py): an attempt's history row.
+        self.carried = Carried(backend)
 
     def durable(self, sql: str, params: tuple[Param, ...] = ()) -> int:
-        """Run `sql` through exec_durable, counted in `syncs`."""
+        """Run `sql` through exec_durable, counted in `syncs`: the rows it changed."""
+        self.carried.flush()
         changes = self.db.exec_durable(sql, params)
         self.syncs += 1
         return changes
@@ -53,6 +58,7 @@ class Store:
         self.durable("/*wk:sync*/ SELECT 1")
 
     def rows(self, sql: str, params: tuple[Param, ...] = ()) -> list[list[Any]]:
+        self.carried.flush()
         packed = self.db.query_packed(sql, params)
         try:
             doc = json.loads(packed)
@@ -63,7 +69,7 @@ class Store:
     def init_schema(self) -> None:
         # One script in one transaction: one crossing and one commit, not six of each.
         self.db.exec("/*wk:schema*/ BEGIN; " + "; ".join(SCHEMA) + "; COMMIT")
-        self.stream.ready = self.chain.known = self.current = True
+        self.stream.ready = self.chain.known = self.current = self.has_attempts = True
 
     def migrate(self) -> None:
         """Bring tables an older runner made to this format, once per Store: before an
@@ -149,28 +155,33 @@ class Store:
     def begin_run(self, bad_runs: int, retry_at: int, now: int) -> None:
         # wake_at follows the watchdog alarm: a run cut before end_run (a trap, a kill)
         # leaves the status saying when the instance runs next, not a stale time.
-        self.db.exec(
+        self.carried.write(
             "/*wk:begin-run*/ UPDATE _wk_wf SET bad_runs = ?, retry_at = ?, wake_at = ?,"
             " updated_at = ?",
             (bad_runs, retry_at, retry_at, now),
         )
 
-    def clear_bad_runs(self) -> None:
-        self.db.exec("UPDATE _wk_wf SET bad_runs = 0, retry_at = NULL")
+    def clear_bad_runs(self, carried: bool = False) -> None:
+        """The run got into a step; `carried`: with the next write (the step's count)."""
+        sql = "UPDATE _wk_wf SET bad_runs = 0, retry_at = NULL"
+        if carried:
+            self.carried.add(sql, ())
+        else:
+            self.carried.write(sql)
 
     def undo_bad_run(self) -> None:
-        self.db.exec("UPDATE _wk_wf SET bad_runs = max(bad_runs - 1, 0), retry_at = NULL")
+        self.carried.write("UPDATE _wk_wf SET bad_runs = max(bad_runs - 1, 0), retry_at = NULL")
 
     def note_bad_run(self, error: str, now: int, durable: bool = False) -> None:
         # Never over a parked instance's reason (a storage fault in the event that found
         # it parked is noted here too).
-        write = self.durable if durable else self.db.exec
+        write = self.durable if durable else self.carried.write
         write(f"UPDATE _wk_wf SET error = ?, updated_at = ? WHERE state != '{PARKED}'",
               (error, now))
 
     def end_run(self, state: str, wake_at: int | None, waiting_for: str | None, now: int,
                 durable: bool) -> None:
-        write = self.durable if durable else self.db.exec
+        write = self.durable if durable else self.carried.write
         self.publish.state(state, now)
         write(
             "/*wk:end-run*/ UPDATE _wk_wf SET state = ?, wake_at = ?, waiting_for = ?,"
@@ -214,7 +225,7 @@ class Store:
     def count_attempt(self, pos: int, name: str, attempts: int, error: str,
                       next_attempt_at: int, now: int) -> None:
         """Attempt `attempts` counted before it runs: open (kinds.CUT_OPEN) until it ends."""
-        self.db.exec(
+        self.carried.write(
             "/*wk:attempt*/ INSERT INTO _wk_wf_step (pos, kind, name, attempts, error,"
             " next_attempt_at,"
             f" updated_at, cut) VALUES (?, '{STEP_RETRYING}', ?, ?, ?, ?, ?, '{CUT_OPEN}')"
@@ -226,7 +237,7 @@ class Store:
         )  # the trigger _wk_wf_attempt_wake copies next_attempt_at to the status
 
     def retry_later(self, pos: int, error: str, next_attempt_at: int, now: int) -> None:
-        self.db.exec(
+        self.carried.write(
             "UPDATE _wk_wf_step SET error = ?, next_attempt_at = ?, updated_at = ?, cut = NULL"
             " WHERE pos = ?",
             (error, next_attempt_at, now, pos),
@@ -248,7 +259,7 @@ class Store:
     def put_final(self, pos: int, kind: str, name: str, result: str, now: int, *,
                   error: str | None = None, wake_at: int | None = None,
                   durable: bool = True) -> None:
-        write = self.durable if durable else self.db.exec
+        write = self.durable if durable else self.carried.write
         write(TAGS[kind] + _PUT_FINAL, (pos, kind, name, result, error, wake_at, None,
                                                now))
 

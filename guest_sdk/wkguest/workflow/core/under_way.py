@@ -29,6 +29,9 @@ class Slot(Protocol):
     idx: int  # its attempts' history idx: attempt_history.STEP for a step, a branch's index
     key: str  # its idempotency key, as its StepContext gives it
     records: bool  # whether a returned attempt's value is recorded (so encoded first)
+    # Whether what follows an attempt's end is a write through the Store (the step's
+    # record, its retry, its final error), which carries the attempt's history row.
+    carries: bool
 
     def prior(self) -> tuple[int, str | None, int | None, str | None]:
         """The attempts counted so far, the last one's error, the next one's earliest,
@@ -70,10 +73,11 @@ class Attempt:
         self._meter: Meter | None = history.begin(pos, slot.idx, n, started_at)
         in_flight.append(self)
 
-    def end(self, outcome: str, error: str | None, now: int | None = None) -> None:
-        """It ended as `outcome` (attempt_history's RETURNED, FAILED, TIMED_OUT) with
-        `error`, at `now` (default: the clock): its history row, once."""
+    def end(self, outcome: str, error: str | None) -> int:
+        """It ended now as `outcome` (attempt_history's RETURNED, FAILED, TIMED_OUT) with
+        `error`: its history row, once. Returns the host's clock at its end."""
         m, self._meter = self._meter, None
-        if m is not None:
-            self._history.end(m, outcome, error, now)
-            self._in_flight.remove(self)
+        if m is None:
+            return self._history.db.now()
+        self._in_flight.remove(self)
+        return self._history.end(m, outcome, error, self.slot.carries)

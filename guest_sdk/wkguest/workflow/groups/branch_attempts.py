@@ -40,6 +40,7 @@ class BranchSlot:
 
     __slots__ = ("front", "rows", "row", "idx", "name", "key", "later", "budget", "done",
                  "records")
+    carries = False  # its writes are its group's rows' (rows.py), not the Store's
 
     def __init__(self, front: Frontier, rows: BranchRows, row: Row | None, idx: int,
                  name: str, key: str, later: Later, budget: Budget,

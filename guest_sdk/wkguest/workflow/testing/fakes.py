@@ -98,6 +98,17 @@ class FakeBackend:
             self._durable = (self.conn.serialize(), self.alarm)
         return changes
 
+    def exec_many(self, writes: Sequence[tuple[str, Sequence[Param]]]) -> int:
+        """One call (counted as one exec), its writes run in turn
+        through `exec` (a test that cuts at a statement sees each), as the host runs a
+        script's statements."""
+        changes = 0
+        for i, (sql, params) in enumerate(writes):
+            changes = self.exec(sql, params)
+            if i:
+                self.calls["exec"] -= 1  # one call for all of them
+        return changes
+
     def query_packed(self, sql: str, params: Sequence[Param] = ()) -> str:
         cur = self._run("query_packed", sql, params)
         t0 = time.perf_counter_ns()
@@ -160,6 +171,10 @@ class FakeBackend:
 
     def fuel_used(self) -> int:
         return self.fuel
+
+    def now_and_fuel(self) -> tuple[int, int]:
+        self.calls["now_and_fuel"] += 1
+        return self.clock.now(), self.fuel
 
     def memory_bytes(self) -> int | None:
         return self.memory
