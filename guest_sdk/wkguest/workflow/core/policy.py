@@ -48,6 +48,8 @@ class DelayFailed(Exception):
 def override(base: Retry, opts: dict[str, Any]) -> Retry:
     """`base` with the step options `opts`. Raises TypeError (an unknown option, a wrong
     type) or ValueError (a value out of range, two names of one setting), naming it."""
+    if not opts:
+        return base  # most steps: a new Retry, checked again, would be `base` again
     unknown = set(opts) - set(OPTIONS)
     if unknown:
         raise TypeError(f"unknown step option(s) {', '.join(sorted(map(repr, unknown)))}"
