@@ -41,7 +41,7 @@ def live_cap(config: HostConfig) -> int:
     room = int(budget * LOW) - BUDGET_RESERVE_BYTES
     per_actor = LIVE_ACTOR_BYTES + (config.pool_keep_resident_bytes
                                     if config.instance_pool else 0)
-    return max(MIN_LIVE_INSTANCES, min(config.max_live_instances, room // per_actor))
+    return min(config.max_live_instances, max(MIN_LIVE_INSTANCES, room // per_actor))
 
 
 class Eviction:

@@ -134,3 +134,15 @@ def test_a_step_that_fails_is_logged_and_never_the_callers_error(
     with caplog.at_level(logging.ERROR, logger="wkhost"):
         b.check()
     assert "letting go of memory for the budget failed" in caplog.text
+
+
+def test_the_budget_caps_the_live_instances_but_never_raises_a_lower_cap() -> None:
+    from wkhost.config import HostConfig, MiB
+    from wkhost.events.eviction import MIN_LIVE_INSTANCES, live_cap
+
+    assert live_cap(HostConfig()) == 96  # no budget: --max-live-instances
+    assert live_cap(HostConfig(memory_budget_bytes=512 * MiB)) == 10
+    assert live_cap(HostConfig(memory_budget_bytes=1024 * MiB)) == 27
+    assert live_cap(HostConfig(memory_budget_bytes=64 * MiB)) == MIN_LIVE_INSTANCES
+    assert live_cap(HostConfig(memory_budget_bytes=512 * MiB, max_live_instances=1)) == 1
+    assert live_cap(HostConfig(memory_budget_bytes=512 * MiB, instance_pool=False)) == 31
