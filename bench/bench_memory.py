@@ -25,14 +25,25 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
-from bench.common import REPO, SMOKE_HELP, remove_scratch, save, smoke_results, summary
+from bench.common import (
+    REPO,
+    SMOKE_HELP,
+    remove_scratch,
+    save,
+    smoke_results,
+    summary,
+)
 
 MiB = 1 << 20
 _PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -87,12 +98,13 @@ def _burst(server: Any, workflows: int, tag: str) -> dict[str, float]:
     return asyncio.run(_load(server.url, server.token, CONCURRENCY, workflows, tag))
 
 
-def wkhost_round(extra: list[str], workflows: int, idle_s: float) -> dict[str, float]:
+def wkhost_round(wasm: Path, extra: list[str], workflows: int, idle_s: float
+                 ) -> dict[str, float]:
     """One fresh server: a burst, the idle time, a second burst."""
-    from bench.bench_workflows import WF, bench_wasm
+    from bench.bench_workflows import WF
     from bench.server import BenchServer
 
-    server = BenchServer({WF: bench_wasm()}, ["--access", f"{WF}=internal", *extra])
+    server = BenchServer({WF: wasm}, ["--access", f"{WF}=internal", *extra])
     try:
         sampler = Sampler(server.proc.pid)
         time.sleep(0.5)
@@ -116,13 +128,20 @@ def wkhost_round(extra: list[str], workflows: int, idle_s: float) -> dict[str, f
             "failures": int(first["failures"] + second["failures"])}
 
 
-def _compile_first() -> None:
-    """A server started and stopped, so that the rounds load the class compiled: a
-    compilation's heap would be in the first round's RSS before the burst."""
+def _component() -> Path:
+    """The workload's component, built once and copied aside, so that every round
+    serves the same one (a guest SDK edited meanwhile would make a new build), and a
+    server started and stopped with it: the rounds load it compiled, where a
+    compilation's heap would be in a round's RSS before its burst."""
     from bench.bench_workflows import WF, bench_wasm
     from bench.server import BenchServer
 
-    BenchServer({WF: bench_wasm()}, ["--access", f"{WF}=internal"]).close()
+    # Not a scratch_dir: each round removes those as it ends.
+    wasm = Path(tempfile.mkdtemp(prefix="wkbench-memory-")) / "bench.wasm"
+    atexit.register(shutil.rmtree, wasm.parent, True)
+    shutil.copyfile(bench_wasm(), wasm)
+    BenchServer({WF: wasm}, ["--access", f"{WF}=internal"]).close()
+    return wasm
 
 
 def _idle(pid: int, idle_s: float, before: int) -> float:
@@ -171,11 +190,11 @@ def run(only: tuple[str, ...], repeats: int, workflows: int, idle_s: float,
     figs: dict[str, Any] = {"workflows": workflows, "concurrency": CONCURRENCY,
                             "idle_s": idle_s}
     rounds: dict[str, list[dict[str, Any]]] = {name: [] for name in only}
-    _compile_first()
+    wasm = _component()
     for r in range(repeats):  # the servers' rounds alternate: both see the same machine
         for name in only:
             print(f"  [memory] {name} round {r + 1} ...", flush=True)
-            rounds[name].append(wkhost_round(SERVERS[name], workflows, idle_s))
+            rounds[name].append(wkhost_round(wasm, SERVERS[name], workflows, idle_s))
             print(f"    {rounds[name][-1]}", flush=True)
     for name, done in rounds.items():
         figs[name] = _pool(done)
