@@ -117,6 +117,8 @@ def table(wk: dict[str, Any], peers: dict[str, Any]) -> list[dict[str, Any]]:
         rest = _med(peers.get("restate", {}).get("throughput", {}).get(str(c), {})
                     .get("wf_per_s"))
         for t, what in ((tp.get(str(c)), f"three-step workflows/s, concurrency {c}"),
+                        (tp.get("one_process", {}).get(str(c)),
+                         f"three-step workflows/s, concurrency {c}, one process"),
                         (tp.get("reused", {}).get(str(c)),
                          f"three-step workflows/s, concurrency {c}, instances reused"),
                         (tp.get("reused_2_processes", {}).get(str(c)),

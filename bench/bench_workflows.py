@@ -58,6 +58,7 @@ from bench.common import (
     probe_saw,
     process_rss_mib,
     process_run_s,
+    process_tree,
     remove_scratch,
     save,
     scratch_dir,
@@ -384,18 +385,23 @@ async def _load(url: str, token: str, concurrency: int, total: int, tag: str
 
 
 def bench_throughput(repeats: int, workflows: int, warmup: int = 200) -> dict[str, Any]:
-    """Through three servers, side by side: one as served by default (each actor its own
-    instance), one with `--reuse-instances` (a new workflow's actor takes an instance
-    another one let go), and that one in two processes (`--processes 2`). Their rounds
-    alternate, so that all see the same machine."""
+    """Through four servers, side by side: one as served by default (each actor its own
+    instance, `--processes auto`: one a core), the same in one process (the default
+    before), one process with `--reuse-instances` (a new workflow's actor takes an
+    instance another one let go), and that one in two processes (`--processes 2`). Their
+    rounds alternate, so that all see the same machine."""
     from bench.server import BenchServer
 
     wasm = bench_wasm()
     out: dict[str, Any] = {}
     t0 = time.perf_counter()
-    servers = {"isolated": BenchServer({WF: wasm}, ["--access", f"{WF}=internal"])}
+    servers = {"isolated": BenchServer({WF: wasm}, ["--access", f"{WF}=internal",
+                                                    "--processes", "auto"])}
     out["serve_start_ms"] = (time.perf_counter() - t0) * 1e3
     try:
+        # The default before `--processes auto`: one process.
+        servers["one_process"] = BenchServer({WF: wasm}, ["--access", f"{WF}=internal",
+                                                          "--processes", "1"])
         servers["reused"] = BenchServer({WF: wasm}, ["--access", f"{WF}=internal",
                                                      "--reuse-instances", WF])
         # One process per core (host/partition.py): the same, on both GILs.
@@ -437,19 +443,22 @@ def bench_idle(windows: int, window_s: float, workflows: int) -> dict[str, Any]:
     (the threads that work for events have started, and wait)."""
     from bench.server import BenchServer
 
-    server = BenchServer({WF: bench_wasm()}, ["--access", f"{WF}=internal"])
+    server = BenchServer({WF: bench_wasm()}, ["--access", f"{WF}=internal",
+                                              "--processes", "auto"])
     pid = server.proc.pid
 
     def idle(label: str) -> dict[str, Any]:
         time.sleep(window_s)  # what the last requests left behind settles first
         rates = []
         for _ in range(windows):
-            before = process_run_s(pid)
+            tree = process_tree(pid)  # the supervisor and its processes
+            before = sum(process_run_s(p) for p in tree)
             time.sleep(window_s)
-            rates.append((process_run_s(pid) - before) / window_s * 1e3)
-        rss = process_rss_mib(pid)
-        return {"cpu_ms_per_s": summary(rates), "rss_mib": summary([rss]),
-                "threads": len(os.listdir(f"/proc/{pid}/task")), "when": label}
+            rates.append((sum(process_run_s(p) for p in tree) - before) / window_s * 1e3)
+        tree = process_tree(pid)
+        return {"cpu_ms_per_s": summary(rates),
+                "rss_mib": summary([sum(process_rss_mib(p) for p in tree)]),
+                "processes": len(tree), "when": label}
 
     try:
         out = {"started": idle("just started")}
@@ -684,6 +693,9 @@ def rows(figs: dict[str, Any]) -> list[tuple[str, dict[str, float], str]]:
         t = figs.get("throughput", {}).get(str(level))
         if t:
             out.append((f"three-step wf/s at concurrency {level}", t["wf_per_s"], "/s"))
+        t = figs.get("throughput", {}).get("one_process", {}).get(str(level))
+        if t:
+            out.append(("  the same, one process", t["wf_per_s"], "/s"))
         t = figs.get("throughput", {}).get("reused", {}).get(str(level))
         if t:
             out.append(("  the same, instances reused", t["wf_per_s"], "/s"))

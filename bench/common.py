@@ -172,6 +172,16 @@ def process_run_s(pid: int) -> float:
     return total / 1e9
 
 
+def process_tree(pid: int) -> list[int]:
+    """`pid` and every live process under it (a supervisor's `--processes N`)."""
+    out = [pid]
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    if children.exists():
+        for child in children.read_text().split():
+            out += process_tree(int(child))
+    return out
+
+
 def process_rss_mib(pid: int) -> float:
     """Resident memory of process `pid` (VmRSS), in MiB."""
     with open(f"/proc/{pid}/status") as f:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.bench_workflows import WF, _load, bench_wasm
+from bench.common import process_tree
 from bench.server import BenchServer
 
 # What runs, from the sampled frame's object file (perf's "dso").
@@ -140,15 +141,6 @@ def print_profile(p: Profile, top_syscalls: int = 12) -> None:
         print(f"      {c:54s} {v:7,.0f} µs")
 
 
-def server_tree(pid: int) -> list[int]:
-    out = [pid]
-    children = Path(f"/proc/{pid}/task/{pid}/children")
-    if children.exists():
-        for child in children.read_text().split():
-            out += server_tree(int(child))
-    return out
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.profile_workflows",
                                  description=__doc__.split("\n\n")[0],
@@ -173,19 +165,17 @@ def main(argv: list[str] | None = None) -> int:
         print("profile: `perf` is not installed (Debian: apt install linux-perf)",
               file=sys.stderr)
         return 2
-    extra = ["--access", f"{WF}=internal"]
+    extra = ["--access", f"{WF}=internal", "--processes", str(args.processes)]
     if not args.no_reuse:
         extra += ["--reuse-instances", WF]
-    if args.processes > 1:
-        extra += ["--processes", str(args.processes)]
-    print(f"== serving with {' '.join(extra[2:]) or 'the defaults'}; warming up")
+    print(f"== serving with {' '.join(extra[2:])}; warming up")
     server = BenchServer({WF: bench_wasm()}, extra)
     with tempfile.TemporaryDirectory(prefix="wkprofile-") as tmp:
         data = args.keep or Path(tmp) / "perf.data"
         try:
             # Past the live cap, as a host that has served a while.
             asyncio.run(_load(server.url, server.token, 8, args.warmup, "warmup"))
-            pids = ",".join(map(str, server_tree(server.proc.pid)))
+            pids = ",".join(map(str, process_tree(server.proc.pid)))
             rec = subprocess.Popen([perf, "record", "-e", "cpu-clock", "-F", str(args.hz),
                                     "-g", "-o", str(data), "-p", pids],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

@@ -23,7 +23,7 @@ from ..partition import Partition
 from ..storage.paths import check_class
 from ..wire import SERVER_HEADERS
 from .options import with_exit_codes
-from .serve_flags import add_serve_options, host_config
+from .serve_flags import add_serve_options, host_config, processes
 
 
 def add_serve(sub: Any) -> None:
@@ -48,6 +48,7 @@ def run_serve(args: argparse.Namespace) -> int:  # returns only for bad usage
     except (UsageError, ValueError) as e:
         print(f"wkhost: error: {e}", file=sys.stderr)
         return 2
+    args.processes = processes(args)
     config = host_config(args, http=policy)
     wrong = _out_of_range(args)
     if wrong:

@@ -14,8 +14,9 @@ from dataclasses import Field
 from pathlib import Path
 from typing import Any
 
-from ..config import Flag, HostConfig, serve_flags
+from ..config import Flag, HostConfig, serve_flags, usable_cores
 from ..logs import LOG_FORMATS
+from ..net.supervisor import MAX_PROCESSES
 
 
 def add_serve_options(s: argparse.ArgumentParser) -> None:
@@ -90,17 +91,43 @@ def _add_address(s: argparse.ArgumentParser) -> None:
 
 
 def _add_processes(s: argparse.ArgumentParser) -> None:
-    s.add_argument("--processes", type=int, default=1, metavar="N",
+    s.add_argument("--processes", type=_processes, default=AUTO, metavar="N|auto",
                    help="serve with N processes, each owning a fixed share of the actors "
                         "and running its events on its own core; any of them takes any "
                         "request and passes it to the right one. About one core's worth "
-                        "of events is what one process runs (default %(default)s; try the "
-                        "number of cores)")
+                        "of events is what one process runs. auto: one a core this "
+                        "server may run on (at most 64), and 1 with --cluster "
+                        "(default %(default)s)")
     _add_supervised(s)
     s.add_argument("--cpu-affinity", choices=("auto", "off"), default="auto",
                    help="with --processes N: auto gives each process its own share of the "
                         "cores, one core each with as many processes as cores, when there "
                         "are at least N; off lets the kernel place them (default %(default)s)")
+
+
+AUTO = "auto"
+
+
+def _processes(text: str) -> int | str:
+    if text == AUTO:
+        return AUTO
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a number or auto, not {text!r}") from None
+
+
+def processes(args: argparse.Namespace) -> int:
+    """--processes as a number: auto is one a core this process may run on (in a cpuset,
+    its cores), and 1 in cluster mode, where each process is a member of its own. One of
+    --processes N is told N by its supervisor (--process K/N)."""
+    if args.process is not None:
+        return int(str(args.process).split("/")[1])
+    if args.processes != AUTO:
+        return int(args.processes)
+    if args.cluster:
+        return 1
+    return min(usable_cores(), MAX_PROCESSES)
 
 
 def _add_supervised(s: argparse.ArgumentParser) -> None:

@@ -51,6 +51,8 @@ _BACKLOG = 1024
 _READY_TIMEOUT_S = 300.0
 _RESTART_MIN_S = 1.0
 _RESTART_MAX_S = 30.0
+# The longest the supervisor sleeps between looks at its processes when nothing woke it.
+_LOOK_S = 5.0
 _PR_SET_PDEATHSIG = 1
 
 
@@ -87,10 +89,13 @@ def supervise(config: HostConfig, opts: ServeOptions, processes: int, argv: list
     listen = _prepare(config, opts, processes, bound)
     clock_start = time.time_ns() // 1_000_000 if opts.fake_clock else None
     shares = _shares(processes) if pin_cores else None
+    # Set by a signal and by a process that exited: the supervisor sleeps until then
+    # (an idle server wakes for nothing), or until a restart is due.
+    attention = threading.Event()
     procs = [_Process(k, processes, argv, (listen.fileno(), lock_fd), clock_start,
-                      shares[k] if shares else None)
+                      shares[k] if shares else None, attention)
              for k in range(processes)]
-    stopping = _stop_on_signal()
+    stopping = _stop_on_signal(attention)
     try:
         if not _start(procs, stopping):
             return 1
@@ -99,7 +104,9 @@ def supervise(config: HostConfig, opts: ServeOptions, processes: int, argv: list
             log.info("%d processes serve %s", processes,
                      ", ".join(n for n, _ in opts.actors))
             print(f"wkhost: listening on http://{address[0]}:{address[1]}", flush=True)
-        while not stopping.wait(0.2):
+        while not stopping.is_set():
+            attention.wait(_next_look(procs))
+            attention.clear()
             for p in procs:
                 p.restart_if_dead()
         return _stop(procs, opts.shutdown_timeout_s)
@@ -134,11 +141,20 @@ def _shares(processes: int) -> list[list[int]] | None:
     return shares
 
 
-def _stop_on_signal() -> threading.Event:
+def _next_look(procs: list[_Process]) -> float:
+    """Seconds until a restart is due, or a while (a process's exit and a signal wake the
+    supervisor sooner)."""
+    now = time.monotonic()
+    due = [p.restart_at - now for p in procs if p.restart_at is not None]
+    return max(0.0, min(due)) if due else _LOOK_S
+
+
+def _stop_on_signal(attention: threading.Event) -> threading.Event:
     stopping = threading.Event()
 
     def stop(signum: int, _frame: object) -> None:
         stopping.set()
+        attention.set()
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
@@ -183,8 +199,10 @@ def _compile_once(config: HostConfig, opts: ServeOptions) -> None:
 
 class _Process:
     def __init__(self, index: int, count: int, argv: list[str], fds: tuple[int, int],
-                 clock_start: int | None, cores: list[int] | None) -> None:
-        """`fds`: the listening socket's and the data directory lock's descriptors."""
+                 clock_start: int | None, cores: list[int] | None,
+                 attention: threading.Event) -> None:
+        """`fds`: the listening socket's and the data directory lock's descriptors;
+        `attention`: set once the process has exited."""
         self.index = index
         listen_fd, lock_fd = fds
         self.cmd = [sys.executable, "-m", "wkhost.cli", *argv, "--process",
@@ -199,7 +217,8 @@ class _Process:
         self._ready = threading.Event()
         self._started_at = 0.0
         self._delay = _RESTART_MIN_S
-        self._restart_at: float | None = None
+        self.restart_at: float | None = None
+        self._attention = attention
 
     def start(self) -> None:
         self._ready.clear()
@@ -218,6 +237,8 @@ class _Process:
             else:
                 sys.stdout.write(line)
                 sys.stdout.flush()
+        proc.wait()  # its stdout closed as it exited: its exit code, then the supervisor
+        self._attention.set()
 
     def wait_ready(self, timeout: float, stopping: threading.Event) -> bool:
         deadline = time.monotonic() + timeout
@@ -231,16 +252,16 @@ class _Process:
         if self.proc is None or self.proc.poll() is None:
             return
         now = time.monotonic()
-        if self._restart_at is None:
+        if self.restart_at is None:
             code = self.proc.returncode
             log.error("process %d exited (%s); starting it again in %.0f s", self.index,
                       f"signal {-code}" if code < 0 else f"code {code}", self._delay)
-            self._restart_at = now + self._delay
+            self.restart_at = now + self._delay
             # A process that keeps dying soon after it starts waits longer each time.
             quick = now - self._started_at < 60
             self._delay = min(_RESTART_MAX_S, self._delay * 2) if quick else _RESTART_MIN_S
-        elif now >= self._restart_at:
-            self._restart_at = None
+        elif now >= self.restart_at:
+            self.restart_at = None
             self.start()
 
     def terminate(self) -> None:

@@ -46,6 +46,11 @@ class Server:
             cmd += ["--actor", f"{name}={wasm}"]
         for name, level in self.access.items():
             cmd += ["--access", f"{name}={level}"]
+        if "--processes" not in self.extra:
+            # One process unless a test asks for more: `auto` (the default) would start
+            # one a core, which a test of one process's behaviour does not want, and the
+            # suite's time would pay for.
+            cmd += ["--processes", "1"]
         return cmd + self.extra
 
     def start(self, timeout: float = 60) -> Server:

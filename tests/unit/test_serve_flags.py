@@ -91,3 +91,20 @@ def test_each_option_sets_its_field_in_the_fields_unit(name: str) -> None:
         argv = [spec.option, text]
     config = host_config(parsed(*argv))
     assert getattr(config, name) == want, (argv, getattr(config, name))
+
+
+def test_processes_default_to_one_a_core_and_to_one_in_a_cluster(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from wkhost.cli import serve_flags as flags
+
+    monkeypatch.setattr(flags, "usable_cores", lambda: 3)
+    assert parsed().processes == "auto"
+    assert flags.processes(parsed()) == 3
+    assert flags.processes(parsed("--processes", "auto")) == 3
+    assert flags.processes(parsed("--processes", "1")) == 1
+    assert flags.processes(parsed("--cluster", "postgresql://x", "--node-id", "n")) == 1
+    assert flags.processes(parsed("--process", "1/4")) == 4  # told by its supervisor
+    monkeypatch.setattr(flags, "usable_cores", lambda: 500)
+    assert flags.processes(parsed()) == flags.MAX_PROCESSES
+    with pytest.raises(SystemExit):
+        parsed("--processes", "many")
