@@ -16,9 +16,10 @@ from ..config import HostConfig
 from ..errors import HostError
 from ..events.classes import Access
 from ..fetch import FetchPolicy
+from ..net.cores import pin_to_cores
 from ..net.preflight import UsageError, preflight, served_classes
 from ..net.serve import ServeOptions, serve
-from ..net.supervisor import MAX_PROCESSES, die_with, inherited_socket, pin_to_cores, supervise
+from ..net.supervisor import MAX_PROCESSES, die_with, inherited_socket, supervise
 from ..partition import Partition
 from ..storage.paths import check_class
 from ..wire import SERVER_HEADERS

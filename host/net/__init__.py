@@ -18,6 +18,7 @@ and serving it.
     preflight.py      the checks before any compile
     data_lock.py      one server per data directory
     supervisor.py     `--processes N`: start, restart and stop the processes
+    cores.py          each process on its own share of the cores
     operator.py, listing.py, audit.py, audit_entry.py, metrics_route.py, console/:
                       the host's own routes (listing, the audit log, metrics, the console)
 

@@ -16,10 +16,8 @@ passing the others on (host/net/peers.py).
   so is a process started by hand.
 - SIGTERM or SIGINT stops every process cleanly (each lets its running events finish),
   then the supervisor. The processes stop by themselves if the supervisor is killed.
-- Each process runs on its own share of the cores (`--cpu-affinity auto`, the default),
-  when there are at least as many cores as processes. A process's threads then hand the
-  GIL to one another on one core, whose caches hold that process's code and data, instead
-  of waking the other core: more workflows for less CPU each (docs/performance.md).
+- Each process runs on its own share of the cores (`--cpu-affinity auto`, the default;
+  host/net/cores.py).
 """
 
 from __future__ import annotations
@@ -40,6 +38,7 @@ from ..storage import paths
 from ..storage.files import make_dirs
 from ..storage.index import prepare_layout
 from .connections import reserve_address
+from .cores import core_shares_here
 from .serve import ServeOptions, admin_token
 
 log = logging.getLogger("wkhost.supervisor")
@@ -56,26 +55,6 @@ _LOOK_S = 5.0
 _PR_SET_PDEATHSIG = 1
 
 
-def core_shares(cores: set[int], processes: int) -> list[list[int]] | None:
-    """Each process's own cores, as even a split of `cores` as goes: one core each when
-    there are as many processes as cores. None for fewer cores than processes, where two
-    processes pinned to one core would wait on each other while another core idles."""
-    ordered = sorted(cores)
-    if processes < 2 or len(ordered) < processes:
-        return None
-    return [ordered[k * len(ordered) // processes:(k + 1) * len(ordered) // processes]
-            for k in range(processes)]
-
-
-def pin_to_cores(cores: list[int]) -> None:
-    """In a process: run on `cores` only, from now on. Called before the host starts a
-    thread, since a thread keeps the affinity it was started with."""
-    try:
-        os.sched_setaffinity(0, cores)
-    except OSError as e:  # a core taken offline, or a cpuset changed since the supervisor looked
-        log.warning("cannot pin this process to cores %s (%s): the kernel places it", cores, e)
-
-
 def supervise(config: HostConfig, opts: ServeOptions, processes: int, argv: list[str],
               lock_fd: int, pin_cores: bool = True,
               bound: list[socket.socket] | None = None) -> int:
@@ -88,7 +67,7 @@ def supervise(config: HostConfig, opts: ServeOptions, processes: int, argv: list
     processes share the first."""
     listen = _prepare(config, opts, processes, bound)
     clock_start = time.time_ns() // 1_000_000 if opts.fake_clock else None
-    shares = _shares(processes) if pin_cores else None
+    shares = core_shares_here(processes) if pin_cores else None
     # Set by a signal and by a process that exited: the supervisor sleeps until then
     # (an idle server wakes for nothing), or until a restart is due.
     attention = threading.Event()
@@ -130,15 +109,6 @@ def _prepare(config: HostConfig, opts: ServeOptions, processes: int,
     listen.listen(_BACKLOG)
     listen.set_inheritable(True)
     return listen
-
-
-def _shares(processes: int) -> list[list[int]] | None:
-    if not hasattr(os, "sched_setaffinity"):  # Linux only
-        return None
-    shares = core_shares(os.sched_getaffinity(0), processes)
-    if shares is None:
-        log.info("%d processes, not pinned: fewer usable cores than processes", processes)
-    return shares
 
 
 def _next_look(procs: list[_Process]) -> float:
@@ -302,5 +272,4 @@ def inherited_socket(fd: int) -> socket.socket:
     return sock
 
 
-__all__ = ["MAX_PROCESSES", "core_shares", "die_with", "inherited_socket", "pin_to_cores",
-           "supervise"]
+__all__ = ["MAX_PROCESSES", "die_with", "inherited_socket", "supervise"]

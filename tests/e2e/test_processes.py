@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import cbor2
-from wkhost.net.supervisor import core_shares
+from wkhost.net.cores import core_shares
 from wkhost.partition import Partition
 
 from . import workflow_support

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 from wkhost.config import HostConfig, usable_cores
-from wkhost.net.supervisor import core_shares, pin_to_cores
+from wkhost.net.cores import core_shares, pin_to_cores
 
 
 @pytest.mark.parametrize(("cores", "processes", "shares"), [
@@ -48,7 +48,7 @@ def test_a_pinned_process_and_its_later_threads_run_on_its_cores_alone() -> None
     code = f"""
 import json, os, threading
 from wkhost.config import HostConfig, usable_cores
-from wkhost.net.supervisor import pin_to_cores
+from wkhost.net.cores import pin_to_cores
 pin_to_cores([{first}])
 seen = []
 t = threading.Thread(target=lambda: seen.append(sorted(os.sched_getaffinity(0))))
