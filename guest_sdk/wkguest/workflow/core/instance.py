@@ -42,7 +42,9 @@ SELECT json_array(w.state, w.run_id, w.bad_runs, w.retry_at, w.wake_at, w.waitin
                   json((SELECT json_array(pos, kind, name, attempts, next_attempt_at,
                                           wake_at, error)
                           FROM _wk_wf_step WHERE pos = (SELECT max(pos) FROM _wk_wf_step)
-                           AND kind IN ({sql_list(PENDING_KINDS)})))),
+                           AND kind IN ({sql_list(PENDING_KINDS)}))),
+                  (SELECT instr(sql, ' cut TEXT') > 0 FROM sqlite_master
+                    WHERE type = 'table' AND name = '_wk_wf_step')),
        j.n, j.r
 FROM _wk_wf AS w,
      (SELECT count(*) AS c, group_concat(kind, '') AS k,
