@@ -90,9 +90,8 @@ class Store:
         except ValueError:
             raise StoreFault("the journal's load returned malformed JSON") from None
         if not self.current:
-            # The load tells whether the tables are of this format (its last column: the
-            # step table has `cut`, as its CREATE or the migration's ALTER wrote it), so a
-            # fresh instance's first event asks no more.
+            # The load's last column tells whether the tables are of this format (the
+            # step table has `cut`): a fresh instance's first event asks no more.
             if not r[13]:
                 self.migrate()
                 return self.load(since, run_id)
