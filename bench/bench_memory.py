@@ -10,9 +10,10 @@ three-step workflows at concurrency 32 through it (bench/httpload.py: one start 
 each, answered once the workflow has completed), leaves it idle for --idle-s seconds,
 then drives a second burst. The RSS of the server's processes together (the supervisor
 and each process) is read from /proc every 50 ms: its peak in each burst, what it holds
-at the end of the idle time and how soon it came down to that; and each burst's wf/s. Two servers: with the default
-`--memory-budget` (512 MB) and with `--memory-budget 0` (no budget). `--serve-arg`
-adds to both (`--serve-arg=--processes --serve-arg=1`: one process).
+at the end of the idle time and how soon it came down to that; and each burst's wf/s.
+Two servers: with the default `--memory-budget` (512 MB) and with `--memory-budget 0`
+(no budget). `--serve-arg` adds to both (`--serve-arg=--processes --serve-arg=1`: one
+process).
 
 The peers (bench/peers: DBOS on SQLite, Restate; when installed) run the same burst in
 their own scripts (`--levels 32 --repeats 1`): the peak RSS of the script's whole
