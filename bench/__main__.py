@@ -169,6 +169,19 @@ def table(wk: dict[str, Any], peers: dict[str, Any]) -> list[dict[str, Any]]:
         row(f"idle server ({v['when']}): CPU a second", "us", _scaled(v["cpu_ms_per_s"], 1e3),
             target="< 1 ms/s", met=_med(v["cpu_ms_per_s"]) < 1.0)
         row(f"idle server ({v['when']}): RSS", "MiB", v["rss_mib"])
+    mem = wk.get("memory")
+    if mem and "budget" in mem:
+        burst = f"a burst of {mem['workflows']:,} workflows (c={mem['concurrency']})"
+        b, peers_mem = mem["budget"], mem.get("peers", {})
+        peak = _med(b["peak_mib"])
+        row(f"{burst}: peak RSS, --memory-budget 512", "MiB", b["peak_mib"],
+            target="< 512 MB", met=None if peak is None else peak * 1.048576 < 512,
+            theirs_by_name={p: f.get("peak_mib") for p, f in peers_mem.items()})
+        row(f"{burst}: RSS {mem['idle_s']:g} s after it", "MiB", b["idle_mib"])
+        row(f"{burst}: wf/s, --memory-budget 512", "/s", b["wf_per_s"], better="higher",
+            theirs_by_name={p: f.get("wf_per_s") for p, f in peers_mem.items()})
+        if "off" in mem:
+            row(f"{burst}: peak RSS, no budget", "MiB", mem["off"]["peak_mib"])
     for what, f in wk.get("groups", {}).items():
         row(what, "x" if "target" in f else "us", f["wkhost"], target=f.get("target", ""),
             met=f.get("met"), theirs_by_name=f["peers"])
@@ -325,6 +338,9 @@ def _run(args: argparse.Namespace, only: set[str]) -> int:
     groups = (load("groups", started) or {}).get("figures")
     if groups:
         wk["groups"] = groups_rows(groups)
+    memory = (load("memory", started) or {}).get("figures")
+    if memory:
+        wk["memory"] = memory
     if not args.no_sleepers and (not only or "sleepers" in only or "bench_workflows" in only):
         count = 1000 if args.quick else args.sleepers
         codes["sleepers"] = run_module("bench_workflows", [
