@@ -29,7 +29,6 @@ from ..clock import Clock, SystemClock
 from ..config import HostConfig
 from ..engine.components import EpochTicker, make_engine
 from ..engine.pool import pool_memory
-from ..engine.reaper import Reaper
 from ..engine.spare_instances import SpareInstances
 from ..errors import HostError, UnknownClass
 from ..events.actor_parts import ActorParts
@@ -126,8 +125,7 @@ class Host:
         self.alarms = Alarms(config, self.clock, self.scheduler, self.index, guest_call)
         self._table = SlotTable(config)
         self.eviction = Eviction(config, self._table, self.classes, self.spares,
-                                 self.admission, self.alarms, self.index, self.testing,
-                                 Reaper())
+                                 self.admission, self.alarms, self.index, self.testing)
         self.memory = self._memory_budget()
         instances = InstanceSource(self.engine, config, self.classes, self._table,
                                    self.spares, self.eviction, self.memory)
@@ -202,7 +200,6 @@ class Host:
                 self.eviction.close_slot(slot)  # an actor that keeps nothing leaves no file
                 slot.lock.release()
         self.spares.drop_idle(0)
-        self.eviction.reaper.stop()
         release_pool_memory(self.pool_memory)
         self._ticker.stop()
         wait_new_files()
@@ -268,10 +265,8 @@ class Host:
     def evict_idle(self, keep: int | None = None) -> int:
         """Drop idle actors' instances and databases: those idle past idle_instance_s (or
         followed_s, for a sleepy one), then the least recently used beyond `keep` (default
-        max_live_instances). Returns how many were dropped, once they are gone."""
-        dropped = self.eviction.evict_idle(keep)
-        self.eviction.reaper.settle()
-        return dropped
+        max_live_instances). Returns how many were dropped."""
+        return self.eviction.evict_idle(keep)
 
     def _dispatch_alarm(self, ref: ActorRef) -> None:
         self.executor.submit(self.alarms.fire, ref)

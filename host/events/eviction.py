@@ -10,7 +10,6 @@ from operator import attrgetter
 from .. import metrics
 from ..config import HostConfig
 from ..engine.instance import Instance
-from ..engine.reaper import Reaper
 from ..engine.spare_instances import SpareInstances
 from ..runtime.admission import Admission
 from ..runtime.memory_budget import LOW
@@ -48,9 +47,8 @@ def live_cap(config: HostConfig) -> int:
 class Eviction:
     def __init__(self, config: HostConfig, slots: SlotTable, classes: dict[str, ActorClass],
                  spares: SpareInstances, admission: Admission, alarms: Alarms,
-                 index: Index, testing: Switches, reaper: Reaper) -> None:
+                 index: Index, testing: Switches) -> None:
         self._config = config
-        self.reaper = reaper  # where the instances let go are dropped
         self._testing = testing
         self._slots = slots
         self._classes = classes
@@ -86,7 +84,6 @@ class Eviction:
         """Let go of up to `n` least recently used idle actors, to bring the RSS under
         the memory budget (runtime/memory_budget.py); counted in the metrics."""
         dropped = self.drop_least_recent(n)
-        self.reaper.settle()  # the budget measures next: what was let go is gone
         metrics.evicted_for_memory(dropped)
         return dropped
 
@@ -159,14 +156,8 @@ class Eviction:
         return not Eviction.keeps_nothing(slot)
 
     def offer_spare(self, slot: ActorSlot, inst: Instance | None) -> None:
-        """The instance an actor let go: a spare for the class's next new actor, or
-        dropped on the reaper's thread."""
-        if inst is None:
-            return
-        if self._classes[slot.ref.cls].reuse_instances:
+        if inst is not None and self._classes[slot.ref.cls].reuse_instances:
             self._spares.offer(slot.ref.cls, inst)
-        else:
-            self.reaper.drop(inst)
 
     # -- deleted actors -------------------------------------------------------------------
     def destroy(self, slot: ActorSlot) -> None:

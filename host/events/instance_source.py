@@ -65,6 +65,5 @@ class InstanceSource:
                 # Every pooled slot holds an instance: the idle ones give theirs back.
                 self._spares.drop_idle(0)
                 self._eviction.evict_idle(keep=live_cap(config) // 2)
-                self._eviction.reaper.settle()
         metrics.refused(metrics.INSTANCES)
         raise Overloaded("every instance slot is busy with an event; retry shortly")
