@@ -31,6 +31,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 from ..config import HostConfig
 from ..engine.components import compile_classes, make_engine
@@ -65,8 +66,8 @@ def supervise(config: HostConfig, opts: ServeOptions, processes: int, argv: list
     this process may use, if there are enough of them (`core_shares`). `bound`: the
     sockets `reserve_address` bound for opts.host:port (default: bound here); the
     processes share the first."""
-    listen = _prepare(config, opts, processes, bound)
-    clock_start = time.time_ns() // 1_000_000 if opts.fake_clock else None
+    listen, token_path = _prepare(config, opts, processes, bound)
+    clock_start = _clock_start(opts)
     shares = core_shares_here(processes) if pin_cores else None
     # Set by a signal and by a process that exited: the supervisor sleeps until then
     # (an idle server wakes for nothing), or until a restart is due.
@@ -80,8 +81,10 @@ def supervise(config: HostConfig, opts: ServeOptions, processes: int, argv: list
             return 1
         if not stopping.is_set():
             address = listen.getsockname()
-            log.info("%d processes serve %s", processes,
-                     ", ".join(n for n, _ in opts.actors))
+            # As one process says it (net/serve.py), with how many: the default's line.
+            log.info("serving %s on http://%s:%s with %d processes (admin token in %s)",
+                     ", ".join(sorted(n for n, _ in opts.actors)), address[0], address[1],
+                     processes, token_path)
             print(f"wkhost: listening on http://{address[0]}:{address[1]}", flush=True)
         while not stopping.is_set():
             attention.wait(_next_look(procs))
@@ -96,11 +99,13 @@ def supervise(config: HostConfig, opts: ServeOptions, processes: int, argv: list
 
 
 def _prepare(config: HostConfig, opts: ServeOptions, processes: int,
-             bound: list[socket.socket] | None) -> socket.socket:
-    """What every process needs before the first starts; the listening socket."""
+             bound: list[socket.socket] | None) -> tuple[socket.socket, Path]:
+    """What every process needs before the first starts; the listening socket, and where
+    the admin token is."""
     listen = _listening_socket(bound or reserve_address(opts.host, opts.port))
     prepare_layout(config.data_dir, processes)
-    admin_token(config, opts.admin_token_file)  # made once, before any process reads it
+    # Made once, before any process reads it.
+    _, token_path = admin_token(config, opts.admin_token_file)
     for name, _ in opts.actors:
         # Shared by every process (each owns some of the directories below it): made,
         # and its entry synced, before any process could find it half made.
@@ -108,7 +113,14 @@ def _prepare(config: HostConfig, opts: ServeOptions, processes: int,
     _compile_once(config, opts)
     listen.listen(_BACKLOG)
     listen.set_inheritable(True)
-    return listen
+    return listen, token_path
+
+
+def _clock_start(opts: ServeOptions) -> int | None:
+    """Where every process's fake clock starts: the time asked for, or now."""
+    if not opts.fake_clock:
+        return None
+    return opts.fake_clock_start_ms or time.time_ns() // 1_000_000
 
 
 def _next_look(procs: list[_Process]) -> float:

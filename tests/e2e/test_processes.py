@@ -337,3 +337,13 @@ def _read_answer(c: socket.socket) -> tuple[bytes, bytes, bytes]:
     while len(body) < length:
         body += c.recv(65536)
     return head, sep, body
+
+
+def test_every_process_starts_its_fake_clock_where_it_was_asked_to(
+        make_server: MakeServer) -> None:
+    start = 1_796_169_934_436
+    server = make_server(extra=[*TWO, "--fake-clock-start", str(start)])
+    # o1 and o2 are served by the two processes (test_the_ids_used_here_...).
+    for actor in ("o1", "o2"):
+        status, _, body = server.request("GET", f"/probe/{actor}/now")
+        assert status == 200 and json.loads(body)["now"] == start, body
