@@ -427,21 +427,9 @@ def run_groups_peer(name: str, runs: int, branches: int) -> dict[str, Any]:
 
 
 def bench_peers(runs: int, branches: int) -> dict[str, Any]:
-    from bench.peers import available
+    from bench.peers import each_available
 
-    out: dict[str, Any] = {}
-    for name, why in available().items():
-        if why is not None:
-            print(f"  [groups] {name}: skipped: {why}", flush=True)
-            out[name] = {"skipped": why}
-            continue
-        print(f"  [groups] {name} ...", flush=True)
-        try:
-            out[name] = run_groups_peer(name, runs, branches)
-        except RuntimeError as e:
-            print(f"  [groups] {name}: failed: {e}", flush=True)
-            out[name] = {"skipped": f"failed: {e}"}
-    return out
+    return each_available("groups", lambda name: run_groups_peer(name, runs, branches))
 
 
 # -- the table ---------------------------------------------------------------------------------

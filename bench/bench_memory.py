@@ -211,21 +211,10 @@ def run(only: tuple[str, ...], repeats: int, workflows: int, idle_s: float,
 
 
 def _peers(workflows: int) -> dict[str, Any]:
-    from bench.peers import available
+    from bench.peers import each_available
 
-    out: dict[str, Any] = {}
-    for name, why in available().items():
-        if why is not None:
-            print(f"  [peers] {name}: skipped: {why}", flush=True)
-            out[name] = {"skipped": why}
-            continue
-        print(f"  [peers] {name} ...", flush=True)
-        try:
-            out[name] = peer_round(name, workflows)
-        except (RuntimeError, subprocess.TimeoutExpired) as e:
-            print(f"  [peers] {name}: failed: {e}", flush=True)
-            out[name] = {"skipped": f"failed: {e}"}
-    return out
+    return each_available("peers", lambda name: peer_round(name, workflows),
+                          (RuntimeError, subprocess.TimeoutExpired))
 
 
 def print_rows(figs: dict[str, Any]) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -100,4 +101,24 @@ def merge(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
             out[key] = (a + b) / 2
         else:
             out[key] = a
+    return out
+
+
+def each_available(tag: str, run: Callable[[str], dict[str, Any]],
+                   failures: tuple[type[BaseException], ...] = (RuntimeError,)
+                   ) -> dict[str, Any]:
+    """`run(name)` for each peer that can run; one that cannot, or whose run fails with
+    one of `failures`, is `{"skipped": why}`, said in one line headed `[tag]`."""
+    out: dict[str, Any] = {}
+    for name, why in available().items():
+        if why is not None:
+            print(f"  [{tag}] {name}: skipped: {why}", flush=True)
+            out[name] = {"skipped": why}
+            continue
+        print(f"  [{tag}] {name} ...", flush=True)
+        try:
+            out[name] = run(name)
+        except failures as e:
+            print(f"  [{tag}] {name}: failed: {e}", flush=True)
+            out[name] = {"skipped": f"failed: {e}"}
     return out

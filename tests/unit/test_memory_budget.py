@@ -91,9 +91,15 @@ def test_busy_actors_over_the_budget_are_served_with_one_warning(
     assert not b.over
 
 
-def test_a_futile_round_is_not_repeated_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def _still_clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The budget's monotonic clock, at 1000 s until the test moves `now[0]`."""
     now = [1000.0]
     monkeypatch.setattr(memory_budget.time, "monotonic", lambda: now[0])
+    return now
+
+
+def test_a_futile_round_is_not_repeated_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = _still_clock(monkeypatch)
     proc = Process(120 * MiB, {}, actors=0, per_actor=MiB)
     b = proc.budget()
     b.check()
@@ -109,8 +115,7 @@ def test_a_futile_round_is_not_repeated_at_once(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_a_new_instance_reads_the_rss_only_every_few(monkeypatch: pytest.MonkeyPatch) -> None:
-    now = [1000.0]
-    monkeypatch.setattr(memory_budget.time, "monotonic", lambda: now[0])
+    now = _still_clock(monkeypatch)
     proc = Process(10 * MiB, {}, actors=0, per_actor=MiB)
     b = proc.budget()
     b.check()
