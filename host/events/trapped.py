@@ -10,6 +10,9 @@ the outcome the metrics count it under.
   too short of memory to report) is read by the last line it wrote, where Python's
   traceback names the exception it ended with: a guest that only printed the word
   earlier, or reported another exception, did not run out of memory.
+- A guest's own trap after it reported the exception it raised says that exception
+  (its type and message), not wasm's last instruction (`unreachable`): what a person
+  can act on. A budget's cut keeps its own words, whatever the guest reported.
 - A guest whose output flooded (its writes failed past the cap) trapped for that: what
   the trap itself says is only its last step. Its outcome stays the trap's own.
 """
@@ -27,6 +30,8 @@ _OUT_OF_MEMORY = "MemoryError"
 # What is read of the output for its last line: a traceback's last line is the
 # exception's type and message, short for a MemoryError.
 _TAIL_BYTES = 4096
+# A reason is one line, for logs and answers: a long exception message is cut there.
+_REASON_CHARS = 500
 
 
 def kind_of(trap: TrapKind, narrowed: bool, reported: GuestException | None,
@@ -60,6 +65,17 @@ def _last_line(chunks: list[bytes]) -> bytes:
     return text.rpartition(b"\n")[2]
 
 
+def raised(e: GuestException) -> str:
+    """The one-line reason of a trap on the exception `e`: "the guest raised
+    ZeroDivisionError: division by zero". A message of many lines is joined into one
+    and cut at _REASON_CHARS (all of it stays in `last-trap-info`'s exception)."""
+    said = f"{e.type_name}: {e.message}" if e.message else e.type_name
+    line = " ".join(said.split())
+    if len(line) > _REASON_CHARS:
+        line = line[:_REASON_CHARS - 1] + "…"
+    return f"the guest raised {line}"
+
+
 def trap_outcome(kind: TrapKind) -> str:
     """How a trapped call ended, for the metrics' `outcome`."""
     return _OUTCOMES.get(kind, metrics.TRAP)
@@ -70,6 +86,8 @@ def ended(trap: TrapReason, narrowed: bool, reported: GuestException | None,
     """Why the call ended, as the event keeps it, and its outcome for the metrics."""
     kind = kind_of(trap.kind, narrowed, reported, output)
     message = NARROWED if kind is TrapKind.NARROWED_DEADLINE else trap.message
+    if kind is TrapKind.GUEST and reported is not None:
+        message = raised(reported)
     outcome = trap_outcome(kind)
     if output.flooded:
         kind = TrapKind.OUTPUT_FLOOD

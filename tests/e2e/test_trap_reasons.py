@@ -33,9 +33,10 @@ CPU = "the event used its CPU budget (--cpu-budget-ms)"
 
 @pytest.mark.parametrize("inp, reason, on_attempt", [
     ({"spin": True}, CPU, CPU),
-    # The guest reports the exception it traps on: its attempt names it.
-    ({"exit": 3}, "guest trapped: Exited with i32 exit status", "the guest raised SystemExit: 3"),
-    ({"abort": True}, "guest trapped: ",
+    # The guest reports the exception it traps on: the host's reason names it (not
+    # wasm's words), and so does the attempt.
+    ({"exit": 3}, "the guest raised SystemExit: 3", "the guest raised SystemExit: 3"),
+    ({"abort": True}, "the guest raised wf_traps.Abort: wf_traps: abort requested",
      "the guest raised wf_traps.Abort: wf_traps: abort requested"),
 ])
 def test_the_cut_is_in_the_status_the_failure_and_the_log(

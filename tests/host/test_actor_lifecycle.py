@@ -69,7 +69,7 @@ def test_an_error_from_on_init_is_a_failed_creation_too(probe: Probe) -> None:
 def test_a_trapped_actor_is_served_again_by_a_fresh_instance(probe: Probe) -> None:
     probe.sql("t", "CREATE TABLE k (v)")
     probe.sql("t", "INSERT INTO k VALUES (1)")
-    with pytest.raises(GuestFailed, match="trapped"):
+    with pytest.raises(GuestFailed, match="the guest raised RuntimeError: probe: trap requested"):
         probe.send("t", "POST", "/trap")
     assert probe.sql("t", "SELECT v FROM k")["rows"] == [[1]]
 

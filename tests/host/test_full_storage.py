@@ -56,7 +56,7 @@ def test_a_trap_whose_reason_cannot_be_kept_is_still_the_guests_trap(
     # after the event) fails too. The caller hears of the trap, not of that write.
     probe.json("trapper", "GET", "/now")
     failed = fail_on("host_exec", "trapper", lambda sql, *_: "'trap'" in sql)
-    with pytest.raises(GuestFailed, match="trapped"):
+    with pytest.raises(GuestFailed, match="the guest raised RuntimeError: probe: trap requested"):
         probe.send("trapper", "POST", "/trap")
     assert failed, "the trap's row was never written"
     assert probe.send("neighbour", "GET", "/now").status == 200

@@ -117,7 +117,7 @@ def test_an_actor_call_is_one_tree(spans: InMemorySpanExporter,
 def test_a_trap_marks_its_event_span(spans: InMemorySpanExporter,
                                      make_probe: MakeProbe) -> None:
     probe = make_probe(cpu_budget_ms=100)
-    with pytest.raises(GuestFailed, match="guest trapped"):
+    with pytest.raises(GuestFailed, match="the guest raised RuntimeError: probe: trap requested"):
         probe.send("t", "POST", "/trap")
     with pytest.raises(BudgetExceeded, match="CPU budget"):
         probe.send("s", "POST", "/spin")

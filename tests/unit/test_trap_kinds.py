@@ -202,3 +202,22 @@ def test_a_refused_cluster_write_is_the_hosts_lease_lost_and_the_guest_sees_host
     assert json.loads(trap.encoded_detail())["kind"] == "host"
     assert TrapReason.decoded(trap.message, trap.encoded_detail()).kind is TrapKind.HOST
     assert trap_info(trap).kind == "host"  # lifecycle.last-trap-info's answer
+
+
+def test_a_guests_own_trap_on_a_reported_exception_says_the_exception() -> None:
+    """Not wasm's `unreachable`: the type and message, on one line; a budget's cut and
+    a trap with nothing reported keep their own words."""
+    quiet = slot_that_wrote().output
+    wasm = TrapReason(TrapKind.GUEST, "guest trapped: wasm `unreachable` instruction executed")
+    trap, outcome = ended(wasm, False, RAISED, quiet, 100)
+    assert trap == TrapReason(TrapKind.GUEST, "the guest raised ValueError: bad", RAISED)
+    assert outcome == metrics.TRAP
+    assert ended(wasm, False, None, quiet, 100)[0] == wasm
+    cut = ended(TrapReason(TrapKind.CPU, CPU_BUDGET), False, RAISED, quiet, 100)[0]
+    assert cut.message == CPU_BUDGET
+    bare = GuestException("KeyboardInterrupt", "", "tb")
+    assert ended(wasm, False, bare, quiet, 100)[0].message == "the guest raised KeyboardInterrupt"
+    long = GuestException("ValueError", "line one\n  line two " + "x" * 2000, "tb")
+    message = ended(wasm, False, long, quiet, 100)[0].message
+    assert message.startswith("the guest raised ValueError: line one line two xxx")
+    assert "\n" not in message and len(message) < 600 and message.endswith("…")
