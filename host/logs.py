@@ -24,6 +24,9 @@ LOG_FORMATS = ("logfmt", "json")
 _RECORD_ATTRS = frozenset(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {
     "message", "asctime", "taskName"}
 _OWN_KEYS = ("ts", "level", "logger", "msg", "exc", "stack")
+# What a field from outside (a guest's, interfaces/log.py) may not be named: logging's own
+# attributes (it refuses them in `extra`), the formats' keys, and an actor's fields.
+RESERVED_FIELDS = _RECORD_ATTRS | frozenset(_OWN_KEYS) | frozenset({"class", "id", "event"})
 
 # logfmt: a value is written bare unless it holds a space, a quote, '=', a backslash or a
 # character that is not printable on one line; then it is quoted and escaped: \" \\ \n

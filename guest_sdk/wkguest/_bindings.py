@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from componentize_py_types import Err
 from wit_world import exports
-from wit_world.imports import actors, alarm, attributes, http, lifecycle, sqlite, types
+from wit_world.imports import actors, alarm, attributes, http, lifecycle, log, sqlite, types
 
-__all__ = ["Err", "actors", "alarm", "attributes", "exports", "http", "lifecycle", "sqlite",
-           "types"]
+__all__ = ["Err", "actors", "alarm", "attributes", "exports", "http", "lifecycle", "log",
+           "sqlite", "types"]

@@ -30,6 +30,7 @@ class InterfaceHost:
         self.now_ms: Callable[[], int] = clock.now_ms
         self.fuel_per_event = config.fuel_per_event()
         self.holder = holder_of(config.partition)
+        self.output_cap = config.max_guest_output_bytes
         self.actor_ref = actor_ref
         self.call_from_actor = call_from_actor
         self.long_wait = long_wait

@@ -54,6 +54,16 @@ class GuestOutput:
             self.dropped += max(0, len(data) - room)
         return None
 
+    def charge(self, size: int, cap: int) -> bool:
+        """A log record of `size` bytes (interfaces/log.py) takes its room under `cap`,
+        as a write would: False, and counted as dropped, if it does not fit."""
+        with self._lock:
+            if self.size + size > cap:
+                self.dropped += size
+                return False
+            self.size += size
+        return True
+
     @property
     def flooded(self) -> bool:
         """Its writes went past the point where they fail."""

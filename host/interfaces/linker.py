@@ -16,6 +16,7 @@ from ..errors import LeaseLost
 from ..traps import TrapKind, host_function_failed
 from . import actors, attributes, http, lifecycle, sqlite
 from . import alarm as alarms
+from . import log as guest_log
 from .ports import E, HostPort
 
 log = logging.getLogger("wkhost.linker")
@@ -140,4 +141,5 @@ def make_linker(engine: Engine, host: HostPort[E],
         http.register(root, pinned_guard("http"), host)
         lifecycle.register(root, pinned_guard("lifecycle"), host)
         attributes.register(root, pinned_guard("attributes"), host)
+        guest_log.register(root, pinned_guard("log"), host)
     return linker

@@ -23,11 +23,20 @@ from ..traps import GuestException, TrapReason
 from ..types import ActorRef, Sender
 
 
+class EventOutput(Protocol):
+    """The guest's output of the running event (events/actor_slot.py's GuestOutput)."""
+
+    def charge(self, size: int, cap: int) -> bool: ...
+
+
 class EventActor(Protocol):
     """The actor whose event is running (events/actor_slot.py's ActorSlot)."""
 
     @property
     def ref(self) -> ActorRef: ...
+
+    @property
+    def output(self) -> EventOutput: ...
 
     @property
     def last_trap(self) -> TrapReason | None: ...
@@ -52,6 +61,7 @@ class RunningEvent(Protocol):
     """The event a host function runs in (events/event.py's Event): what it reads, and the
     marks it leaves for the host to settle after the event."""
 
+    kind: str  # "init" | "alarm" | "request"
     alarm_touched: bool
     delete_requested: bool
     trap_read: bool
@@ -120,7 +130,11 @@ class Fetches(Events[E_co], Protocol[E_co]):
 
 class Lifecycle(Events[E_co], Protocol[E_co]):
     """The lifecycle interface: the host's clock, as the guest sees it, each call's fuel
-    budget, and who this host is (`holder`)."""
+    budget, and who this host is (`holder`); and the log interface's cap of each
+    event's output (`output_cap`)."""
+
+    @property
+    def output_cap(self) -> int: ...
 
     def now_ms(self) -> int: ...
 

@@ -42,6 +42,8 @@ Lifecycle (the behaviour depends on the actor id's prefix)
             in the past on every event (the number of alarms logged so far): due at
             once, every time.
   POST /delete-self           calls delete_self; {"deleted": true}
+  POST /say  body {"message", "level"?, "fields"?: {name: value}, "times"?: N}
+                              N records in the host's log (wkguest.log); {"said": N}
 
 Budgets and failures (these trap or burn resources on purpose)
   POST /spin                  `while True: pass` (fuel budget)
@@ -53,6 +55,8 @@ Budgets and failures (these trap or burn resources on purpose)
                               limit is raised to fit N unless raise_limit=0, in which case a
                               RecursionError is answered as {"error": "RecursionError: ..."}
   POST /trap                  raises an uncaught exception (trap)
+  POST /divide?by=N           {"quotient": 1 / N}; by=0 (the default) raises an uncaught
+                              ZeroDivisionError (trap)
   POST /print?n=N             prints N lines to stdout ("probe stdout i") and to stderr
                               ("probe stderr i"); {"printed": N}
 
@@ -89,6 +93,7 @@ from collections.abc import Callable
 from typing import Any
 
 from wkguest import Actor, Request, Response, actors, alarm, export, http, lifecycle, sqlite
+from wkguest import log as guest_log
 from wkguest.errors import AlarmError, CallError, FetchError, InitError, SqliteError
 
 try:  # imported now: at run time no new module can be found (build-time snapshot)
@@ -194,6 +199,13 @@ def log(req: Request) -> Response:
     return _ok(rows=[list(r) for r in sqlite.query("SELECT kind, at FROM log ORDER BY rowid")])
 
 
+def say(req: Request) -> Response:
+    d = req.json()
+    for _ in range(int(d.get("times", 1))):
+        guest_log.write(d.get("level", "info"), d["message"], **d.get("fields", {}))
+    return _ok(said=int(d.get("times", 1)))
+
+
 # ---- alarm ------------------------------------------------------------------------------
 
 
@@ -286,6 +298,10 @@ def recurse(req: Request) -> Response:
 
 def trap(req: Request) -> Response:
     raise RuntimeError("probe: trap requested")
+
+
+def divide(req: Request) -> Response:
+    return _ok(quotient=1 / _args(req, "by", 0))
 
 
 def print_lines(req: Request) -> Response:
@@ -431,6 +447,7 @@ ROUTES: dict[str, Callable[[Request], Response]] = {
     "/write": write,
     "/query": query,
     "/log": log,
+    "/say": say,
     "/hold": hold,
     "/alarm/set": alarm_set,
     "/alarm/clear": alarm_clear,
@@ -442,6 +459,7 @@ ROUTES: dict[str, Callable[[Request], Response]] = {
     "/alloc": alloc,
     "/recurse": recurse,
     "/trap": trap,
+    "/divide": divide,
     "/print": print_lines,
     "/call": call,
     "/fetch": fetch,
