@@ -1,6 +1,7 @@
 """`wkhost workflow steps`: an instance's recorded positions, as a table or JSON; with
 `--attempts`, each position's attempts (start, duration, outcome, error, fuel, memory
-grown), and with `--values`, each one's recorded value, cut at `--value-bytes`."""
+grown; under each that raised, its traceback), and with `--values`, each one's recorded
+value, cut at `--value-bytes`."""
 
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ def add_args(p: argparse.ArgumentParser) -> None:
     """The options of `workflow steps` beyond CLASS, ID, the server's and --json."""
     p.add_argument("--attempts", action="store_true",
                    help="each position's attempts: when each began, how long it took, how "
-                        "it ended (returned, failed, cut) and why, the fuel it burnt and "
-                        "the memory it grew")
+                        "it ended (returned, failed, cut) and why, the fuel it burnt, "
+                        "the memory it grew, and the traceback of each that raised")
     p.add_argument("--values", action="store_true",
                    help="each position's recorded value (its JSON), cut at --value-bytes")
     p.add_argument("--value-bytes", type=int, default=DEFAULT_VALUE_BYTES, metavar="N",
@@ -70,6 +71,8 @@ def _print_steps(steps: list[dict[str, Any]]) -> None:
         print(row.rstrip())
         for a in st.get("history") or []:
             print(f"{'':>6}{_attempt(a)}".rstrip())
+            for line in (a.get("traceback") or "").rstrip("\n").splitlines():
+                print(f"{'':>8}{line}".rstrip())
         if st.get("history_more"):
             print(f"{'':>6}({st['history_more']} earlier attempts not shown)")
         if "value" in st and st["value"] is not None:

@@ -97,6 +97,13 @@ def test_the_timeline_shows_each_attempt_of_the_demos_order(
     fuel = detail.locator("[data-field=fuel]").inner_text()
     assert int(fuel.replace(",", "")) > 0, fuel
     expect(detail.locator("[data-field=duration]")).to_contain_text(" ms")
+    # The attempt raised: its traceback, from the workflow's own code down.
+    tb = page.locator("[data-testid=attempt-traceback]")
+    expect(tb).to_contain_text("Traceback (most recent call last):")
+    expect(tb).to_contain_text(", in ledger")
+    expect(tb).to_contain_text("RuntimeError: ledger /charge answered 5")
+    charge.nth(2).click()  # it returned: no traceback
+    expect(tb).to_have_count(0)
     pack.nth(0).click()
     expect(detail.locator("[data-field=error]")).to_contain_text("the guest raised SystemExit")
 

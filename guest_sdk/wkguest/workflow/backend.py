@@ -120,6 +120,10 @@ class Backend(Protocol):
         """Publish the actor's status for the host's listing (WIT attributes): it commits
         with the next write. Raises StoreFault if the host refused it."""
 
+    def log(self, level: str, message: str, fields: Mapping[str, Any]) -> None:
+        """One record in the host's log (WIT log.write), at `level` ("debug", "info",
+        "warning", "error"), with `fields` (each value as its str(); None left out)."""
+
     def call(self, cls: str, id: str, method: str, path: str, body: bytes) -> tuple[int, bytes]:
         """A wk-workflow/v1 request to actor `cls`/`id`'s handle: (status, body).
         Raises CallFailed if the call itself failed."""
@@ -135,7 +139,7 @@ class RealBackend:
     """
 
     def __init__(self) -> None:
-        from wkguest import actors, alarm, attributes, errors, lifecycle, sqlite
+        from wkguest import actors, alarm, attributes, errors, lifecycle, log, sqlite
 
         from .status import CONTENT_TYPE, PROTOCOL
 
@@ -148,6 +152,7 @@ class RealBackend:
         self._alarm: Any = alarm
         self._lifecycle: Any = lifecycle
         self._attributes: Any = attributes
+        self._log: Any = log
         self._errors: tuple[type[Exception], ...] = (errors.SqliteError, errors.AlarmError)
 
     # The runner's writes need only their changes: `sqlite.write` leaves the rows behind.
@@ -245,6 +250,9 @@ class RealBackend:
             self._attributes.publish(status, updated_ms, labels)
         except self._attributes.PublishError as e:
             raise StoreFault(f"attributes: {e}") from None
+
+    def log(self, level: str, message: str, fields: Mapping[str, Any]) -> None:
+        self._log.write(level, message, **fields)
 
     def call(self, cls: str, id: str, method: str, path: str, body: bytes) -> tuple[int, bytes]:
         try:

@@ -40,3 +40,14 @@ class Raw:
 @pytest.fixture
 def raw(host: FakeHost) -> Any:
     return lambda cls: Raw(host, cls)
+
+
+def run_one(host: FakeHost, fn: Any, ticks: int, tick_ms: int) -> Any:
+    """Serve `fn` as class "w", start instance "1", and advance the clock `ticks` times
+    by `tick_ms`, running what is due: its Status then."""
+    host.serve("w", fn)
+    c = host.client("w")
+    c.start("1")
+    for _ in range(ticks):
+        host.advance(tick_ms)
+    return c.status("1")

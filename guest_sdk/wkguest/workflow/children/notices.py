@@ -25,6 +25,7 @@ from typing import Any
 
 from .. import cbor
 from ..backend import Backend
+from ..core import told
 from ..core.store import Store
 from ..core.values import decode, encode
 from ..status import PREFIX
@@ -157,7 +158,10 @@ def record_notice(store: Store, msg: dict[str, Any], parked: bool) -> bool:
     now = db.now()
     if not parked:
         db.alarm_set(now)  # first: the notice's durable COMMIT syncs it too
-    return Registry(db).take_notice(id, cls, run_id, text, tagged, now)
+    taken = Registry(db).take_notice(id, cls, run_id, text, tagged, now)
+    if taken and state != "completed":
+        told.child_failed(db, store.rows, f"{cls}/{id}", run_id, state, error)
+    return taken
 
 
 def _text(msg: dict[str, Any], key: str) -> str:

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..backend import TRAP_NARROWED_DEADLINE
 from ..errors import NonRetryable, Suspend, UnsupportedValue, ValueTooLarge
-from . import policy, timeouts
+from . import policy, timeouts, told, tracebacks
 from .attempt_history import FAILED, RETURNED, TIMED_OUT
 from .attempt_history import STEP as STEP_ONLY
 from .config import Retry
@@ -72,7 +72,8 @@ def attempt(front: Frontier, pos: int, slot: Slot, fn: Callable[..., Any], retry
     if attempts >= retry.attempts:  # the last attempt was cut: no result will come
         if cut is not None:
             front.attempts.cut(pos, slot.idx, attempts, timed_out)
-        return slot.give_up(timed_out or error or COUNTED.format(n=attempts), attempts)
+        return _give_up(front, pos, slot, timed_out or error or COUNTED.format(n=attempts),
+                        attempts)
     now = front.attempts.clock()
     if next_at is not None and now < next_at:
         return slot.not_yet(next_at)  # a backoff is pending: an early event waits too
@@ -109,15 +110,17 @@ def _run(front: Frontier, att: Attempt, fn: Callable[..., Any], retry: Retry,
         # A tx attempt's exception has rolled its writes back before it gets here.
         value = timeouts.call(db, fn if tx is None else lambda: tx.run(fn), limit)
     except NonRetryable as e:
-        error = describe(e)
+        error, tb = describe(e), tracebacks.of(e)
         if timeouts.overran(db, limit, now, e):
-            return _ended(front, att, retry, TIMED_OUT, timeouts.message(n, limit, error))
-        return _ended(front, att, retry, FAILED, error)
+            return _ended(front, att, retry, TIMED_OUT, timeouts.message(n, limit, error),
+                          traceback=tb)
+        return _ended(front, att, retry, FAILED, error, traceback=tb)
     except Exception as e:
+        tb = tracebacks.of(e)
         if not timeouts.overran(db, limit, now, e):
-            return _ended(front, att, retry, FAILED, describe(e), e)
+            return _ended(front, att, retry, FAILED, describe(e), e, tb)
         error = timeouts.message(n, limit, describe(e))
-        return _ended(front, att, retry, TIMED_OUT, error, timeouts.exception(error, e))
+        return _ended(front, att, retry, TIMED_OUT, error, timeouts.exception(error, e), tb)
     finally:
         front.running = None
     if timeouts.overran(db, limit, now):
@@ -129,19 +132,28 @@ def _run(front: Frontier, att: Attempt, fn: Callable[..., Any], retry: Retry,
 
 
 def _ended(front: Frontier, att: Attempt, retry: Retry, outcome: str, error: str,
-           exc: Exception | None = None) -> Any:
-    """`att` failed (as `outcome`) with `error`: its end, then the next attempt after
-    the backoff, or the final error if the attempts ran out or nothing is retried (`exc`
-    None: a NonRetryable, a value that cannot be recorded)."""
+           exc: Exception | None = None, traceback: str | None = None) -> Any:
+    """`att` failed (as `outcome`) with `error` (and the `traceback` of what it raised,
+    if it raised): its end, then the next attempt after the backoff, or the final error
+    if the attempts ran out or nothing is retried (`exc` None: a NonRetryable, a value
+    that cannot be recorded)."""
     n, slot = att.n, att.slot
-    now = att.end(outcome, error)
+    now = att.end(outcome, error, traceback)
     if exc is None or n >= retry.attempts:
-        return slot.give_up(error, n)
+        return _give_up(front, att.pos, slot, error, n)
     try:
         wait = policy.wait_after(retry, n, att.context, exc)
     except policy.DelayFailed as e:
-        return slot.give_up(policy.delay_failed(e, n, error), n)
+        return _give_up(front, att.pos, slot, policy.delay_failed(e, n, error), n)
+    told.step_retried(front.db, front.journal.run_id, att.pos, slot.name, n, error,
+                      now + wait)
     return slot.retry_later(n, error, now + wait, now)
+
+
+def _give_up(front: Frontier, pos: int, slot: Slot, error: str, attempts: int) -> Any:
+    """The step (or branch) in `slot` failed for good: told, then recorded."""
+    told.step_failed(front.db, front.journal.run_id, pos, slot.name, attempts, error)
+    return slot.give_up(error, attempts)
 
 
 def _returned(front: Frontier, att: Attempt, retry: Retry, value: Any,

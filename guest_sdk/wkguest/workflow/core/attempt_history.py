@@ -34,6 +34,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from ..backend import Backend
+from . import tracebacks
 from .kinds import CUT_OPEN, STEP_RETRYING
 from .schema import ATTEMPTS
 from .store import Store
@@ -106,19 +107,29 @@ class Attempts:
         fuel = self.db.fuel_used() if self._fuel is None else self._fuel
         return Meter(pos, idx, attempt, now, fuel, self.db.memory_bytes())
 
-    def end(self, m: Meter, outcome: str, error: str | None, carry: bool) -> int:
-        """The attempt `m` ended (returned or failed) now: its row, written at once, or
-        `carry`: with the Store's next write (the step's record, which follows at once).
-        Returns the host's clock read for its end."""
+    def end(self, m: Meter, outcome: str, error: str | None, carry: bool,
+            traceback: str | None = None) -> int:
+        """The attempt `m` ended (returned or failed) now: its row, and the `traceback` of
+        what it raised (tracebacks.py), written at once, or `carry`: with the Store's next
+        write (the step's record, which follows at once). Returns the host's clock read
+        for its end."""
         now, fuel = self.db.now_and_fuel()
         memory = self.db.memory_bytes()
         self._fuel = fuel
         row = (m.pos, m.idx, m.attempt, m.started_at, now, outcome, error,
                _grown(m.fuel, fuel), _grown(m.memory, memory))
+        if traceback is None:  # a returned attempt's path: as it was before tracebacks
+            if carry:
+                self.store.carried.add(_END, row)
+            else:
+                self.db.exec(_END, row)
+            return now
+        writes = [(_END, row), *tracebacks.writes(m.pos, m.idx, m.attempt, traceback)]
         if carry:
-            self.store.carried.add(_END, row)
+            for sql, params in writes:
+                self.store.carried.add(sql, params)
         else:
-            self.db.exec(_END, row)
+            self.db.exec_many(writes)
         return now
 
     def cut(self, pos: int, idx: int, attempt: int, timed_out: str | None = None) -> None:
@@ -150,7 +161,7 @@ def _grown(before: int | None, after: int | None) -> int | None:
 MAX_HISTORY = 100  # attempts shown per position: its latest
 MAX_HISTORY_ERROR = 500  # characters of an attempt's error shown in a history
 
-_EXISTS = "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN (?, ?)"
+_EXISTS = "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN (?, ?, ?)"
 # The latest MAX_HISTORY attempts of each position in [?1, ?2], with how many it has.
 _HISTORY = (
     "SELECT pos, idx, attempt, started_at, ended_at, outcome, substr(error, 1, ?3), fuel,"
@@ -168,8 +179,9 @@ _VALUES = "SELECT pos, substr(result, 1, ?3) FROM _wk_wf_step WHERE pos BETWEEN 
 
 
 def tables(store: Store) -> set[str]:
-    """Which of the attempt and branch tables this instance has."""
-    return {str(r[0]) for r in store.rows(_EXISTS, (TABLE, "_wk_wf_branch"))}
+    """Which of the attempt, traceback and branch tables this instance has."""
+    names = (TABLE, tracebacks.TABLE, "_wk_wf_branch")
+    return {str(r[0]) for r in store.rows(_EXISTS, names)}
 
 
 def history(store: Store, first: int, last: int) -> list[list[Any]]:
@@ -207,12 +219,14 @@ def add_history(store: Store, page: list[dict[str, Any]], rows: list[list[Any]])
     found = history(store, first, last) if TABLE in have else []
     brows = branches(store, first, last) if "_wk_wf_branch" in have else []
     names = {(b[0], b[1]): b[3] for b in brows}
+    tbs = tracebacks.read(store, first, last) if tracebacks.TABLE in have else {}
     by_pos: dict[int, list[dict[str, Any]]] = {}
     shown: dict[int, int] = {}
     more: dict[int, int] = {}
     seen = set()
     for r in found:
-        by_pos.setdefault(r[0], []).append(_attempt_map(r, names.get((r[0], r[1]))))
+        by_pos.setdefault(r[0], []).append(
+            _attempt_map(r, names.get((r[0], r[1])), tbs.get((r[0], r[1], r[2]))))
         seen.add((r[0], r[1], r[2]))
         shown[r[0]] = shown.get(r[0], 0) + 1
         more[r[0]] = r[9] - shown[r[0]]
@@ -231,12 +245,14 @@ def add_history(store: Store, page: list[dict[str, Any]], rows: list[list[Any]])
         m["history"], m["history_more"] = h, max(more.get(m["pos"], 0), 0)
 
 
-def _attempt_map(r: list[Any], name: str | None) -> dict[str, Any]:
+def _attempt_map(r: list[Any], name: str | None,
+                 traceback: str | None = None) -> dict[str, Any]:
     pos, idx, n, started, ended, outcome, error, fuel, grown = r[:9]
     return {"attempt": n, "branch": None if idx == STEP else idx, "name": name,
             "started_at": started, "ended_at": ended,
             "duration_ms": None if ended is None else ended - started,
-            "outcome": outcome, "error": error, "fuel": fuel, "memory_grown": grown}
+            "outcome": outcome, "error": error, "traceback": traceback, "fuel": fuel,
+            "memory_grown": grown}
 
 
 def add_values(store: Store, page: list[dict[str, Any]], cap: int) -> None:

@@ -12,13 +12,14 @@ machine (attempt.py) decides from the `cut` value alone.
 
 The reason on the attempt is the host's message, or, where the guest reported the
 exception it trapped on (kind "guest"), that exception: "the guest raised ValueError: bad
-input" says more than wasm's `unreachable`. Its traceback stays with the host's record
-(lifecycle.last-trap-info), for the host's log.
+input" says more than wasm's `unreachable`. Its traceback goes with a step's attempt
+(tracebacks.py), as a failed attempt's does.
 """
 
 from __future__ import annotations
 
 from ..backend import TRAP_GUEST, TRAP_NARROWED_DEADLINE, LastTrap
+from . import tracebacks
 from .attempt_history import CUT, STEP, TIMED_OUT, Attempts
 from .kinds import CUT_BECAUSE, CUT_OPEN, GROUP_OPEN, STEP_RETRYING, WAS_CUT, per_attempt
 from .store import Store
@@ -65,6 +66,8 @@ def note(store: Store, trap: LastTrap) -> str:
     if kind == STEP_RETRYING:
         db.exec(_STEP, (why, trap.kind, pos))
         db.exec(_STEP_HISTORY, (why, outcome, pos))
+        if trap.exception is not None and trap.exception[2]:
+            db.exec_many(tracebacks.cut_writes(pos, STEP_RETRYING, trap.exception[2]))
     else:  # the history first: the update closes what it selects
         db.exec(_BRANCH_HISTORY, (why, outcome, pos))
         db.exec(_BRANCH, (why, trap.kind, pos))

@@ -90,3 +90,6 @@ class ReadOnly:
     def publish(self, status: str, updated_ms: int,
                 labels: Mapping[str, str] | None = None) -> None:
         raise self._stop("publishing a status")
+
+    def log(self, level: str, message: str, fields: Mapping[str, Any]) -> None:
+        """Nothing: a dry replay passes only what was told when it happened (told.py)."""

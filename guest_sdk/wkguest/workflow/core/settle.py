@@ -30,6 +30,7 @@ from ..errors import (
     ValueTooLarge,
     WorkflowSignal,
 )
+from . import told
 from .config import Config
 from .cursor import Cursor
 from .frontier import Frontier
@@ -139,6 +140,7 @@ class Settler:
         # The watchdog alarm set at the start brings the next run after its backoff.
         # `sync`: steps of this run recorded outcomes that the next status would report.
         self.store.note_bad_run(reason, self.db.now(), durable=sync)
+        told.bad_run(self.db, self.store.rows, reason, bad, self.config.max_bad_runs)
 
     def too_many_bad_runs(self, last: str | None) -> str:
         return (
@@ -152,6 +154,7 @@ class Settler:
         that order, so that a cut in between leaves an alarm that finds it parked."""
         self.store.park(reason, self.db.now())
         self.db.alarm_clear()
+        told.parked(self.db, self.store.rows, reason)
 
     def finish(self, state: str, output: str | None, tagged: bool, error: str | None) -> None:
         """Finish the instance as `state`, durably, and set the alarm for its retention
@@ -159,6 +162,7 @@ class Settler:
         now = self.db.now()
         due = now + self.config.retention_ms
         if self.store.finish(state, output, tagged, error, now):
+            told.finished(self.db, self.store.rows, state, error)
             self.finished_as = (state, output, tagged, error, now)
             owed = self.endings.finished(state, output, tagged, error, now)
             if owed is not None:

@@ -73,11 +73,12 @@ class Attempt:
         self._meter: Meter | None = history.begin(pos, slot.idx, n, started_at)
         in_flight.append(self)
 
-    def end(self, outcome: str, error: str | None) -> int:
+    def end(self, outcome: str, error: str | None, traceback: str | None = None) -> int:
         """It ended now as `outcome` (attempt_history's RETURNED, FAILED, TIMED_OUT) with
-        `error`: its history row, once. Returns the host's clock at its end."""
+        `error`, and the `traceback` of what it raised: its history row, once. Returns
+        the host's clock at its end."""
         m, self._meter = self._meter, None
         if m is None:
             return self._history.db.now()
         self._in_flight.remove(self)
-        return self._history.end(m, outcome, error, self.slot.carries)
+        return self._history.end(m, outcome, error, self.slot.carries, traceback)

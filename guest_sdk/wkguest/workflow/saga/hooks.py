@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..backend import Backend
+from ..core import told
 from ..core.cursor import Cursor
 from ..core.frontier import Frontier
 from ..core.instance import PARKED, Loaded
@@ -51,6 +52,8 @@ class Saga:
             count, failed = done.run_all() if isinstance(done, Compensations) else (0, [])
         except WorkflowSignal as s:
             return settle.stopped(compensating(run.stopped or s), loaded, front, bad)
+        if count:
+            told.compensated(runner.db, front.journal.run_id, count, failed)
         settle.finish(state, None, False, outcome(count, failed, error))
 
     def cancel(self, runner: Runner) -> bool:

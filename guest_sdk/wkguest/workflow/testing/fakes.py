@@ -66,6 +66,7 @@ class FakeBackend:
         self.deadline_at: int | None = None
         # What the actor last published (WIT attributes): (status, updated_ms, labels).
         self.published: tuple[str, int, dict[str, str]] | None = None
+        self.logged: list[tuple[str, str, dict[str, str]]] = []  # its log records
         self.host_ns = 0
         self._durable: tuple[bytes | None, int | None] = (None, None)  # None: empty
 
@@ -195,6 +196,12 @@ class FakeBackend:
         kept = dict(labels) if labels is not None else (
             self.published[2] if self.published else {})
         self.published = (status, updated_ms, kept)
+
+    def log(self, level: str, message: str, fields: Mapping[str, Any]) -> None:
+        """Kept in `logged`: (level, message, fields as the host gets them)."""
+        self.calls["log"] += 1
+        self.logged.append((level, message,
+                            {k: str(v) for k, v in fields.items() if v is not None}))
 
     def call(self, cls: str, id: str, method: str, path: str, body: bytes) -> tuple[int, bytes]:
         self.calls["call"] += 1

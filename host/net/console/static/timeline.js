@@ -1,6 +1,6 @@
 // The step timeline: a row per step, each attempt a bar on one time axis (host clock),
 // coloured by its outcome; its error, duration and fuel on hover (title) and on click
-// (the detail panel under the axis).
+// (the detail panel under the axis, with the traceback of an attempt that raised).
 import {clear, duration, h, number, when} from "./dom.js";
 
 const TICKS = 5;
@@ -43,8 +43,12 @@ function detail(st, a) {
                 ["duration", duration(a.duration_ms)], ["fuel", number(a.fuel)],
                 ["memory grown", a.memory_grown === null ? "—" : `${number(a.memory_grown)} B`],
                 ["error", a.error ?? "—"]];
-  return h("dl", {class: "detail", "data-testid": "attempt-detail"},
-           rows.map(([k, v]) => [h("dt", {}, k), h("dd", {dataset: {field: k}}, v)]));
+  const facts = h("dl", {class: "detail", "data-testid": "attempt-detail"},
+                  rows.map(([k, v]) => [h("dt", {}, k), h("dd", {dataset: {field: k}}, v)]));
+  if (!a.traceback) return facts;
+  // The attempt raised: its traceback, from the workflow's own code (core/tracebacks.py).
+  return h("div", {}, facts,
+           h("pre", {class: "traceback", "data-testid": "attempt-traceback"}, a.traceback));
 }
 
 function bar(st, a, s, panel) {
