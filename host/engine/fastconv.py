@@ -226,8 +226,10 @@ def _lift(self: Any, tag: str, ptr: Any) -> Any:
 # element is a variant with no payload or a scalar one (s64, f64, string) is read here
 # from bytes snapshots of the C values instead, and freed whole by one vallist_delete at
 # the end (which drops the elements' parts, as upstream's per-element frees would have).
+# So is a list of pairs of strings (headers, a log record's fields: `_pairs_from_c`).
 # Any other list goes upstream.
 _LIST_KIND = ffi.WASMTIME_COMPONENT_LIST.value
+_TUPLE_KIND = ffi.WASMTIME_COMPONENT_TUPLE.value
 _VARIANT_KIND = ffi.WASMTIME_COMPONENT_VARIANT.value
 _S64_KIND = ffi.WASMTIME_COMPONENT_S64.value
 _F64_KIND = ffi.WASMTIME_COMPONENT_F64.value
@@ -273,12 +275,25 @@ def _scalar_variant_plan(elem: Any) -> tuple[bool, dict[bytes, tuple[str, int | 
     return tagged, by_tag
 
 
+_PAIRS = "string pairs"  # the plan of a list<tuple<string, string>>
+_TWO_VALS = struct.Struct("=B7xqQQB7xqQQ")
+
+
+def _list_plan(elem: Any) -> Any:
+    if type(elem) is T.TupleType:
+        kinds = [type(t) for t in elem.elements]
+        return _PAIRS if kinds == [T.String, T.String] else None
+    return _scalar_variant_plan(elem)
+
+
 def _list_from_c(self: Any, c: Any) -> Any:
     plan = self.__dict__.get("_fastconv_plan", _MISSING)
     if plan is _MISSING:
-        plan = self.__dict__.setdefault("_fastconv_plan", _scalar_variant_plan(self.element))
+        plan = self.__dict__.setdefault("_fastconv_plan", _list_plan(self.element))
     if plan is None:
         return _list_from_c_upstream(self, c)
+    if plan is _PAIRS:
+        return _pairs_from_c(c)
     if c.kind != _LIST_KIND:
         raise AssertionError("expected a list value")
     tagged, by_tag = plan
@@ -315,6 +330,33 @@ def _list_from_c(self: Any, c: Any) -> Any:
         return out
     finally:
         _vallist_delete_at(at)
+
+
+def _pairs_from_c(c: Any) -> list[tuple[str, str]]:
+    """A list<tuple<string, string>>, read as `_list_from_c` reads variants."""
+    if c.kind != _LIST_KIND:
+        raise AssertionError("expected a list value")
+    out: list[tuple[str, str]] = []
+    at = addressof(c) + _OF
+    try:
+        size, data = _LIST.unpack(string_at(at, _LIST.size))
+        n = size * _VAL_SIZE
+        vals = string_at(data, n) if n <= _STRING_AT_MAX else _big_bytes_at(data, n)
+        for kind, count, items, _ in _VAL.iter_unpack(vals):
+            if kind != _TUPLE_KIND or count != 2:
+                raise AssertionError("expected a pair")
+            ka, na, da, _, kb, nb, db, _ = _TWO_VALS.unpack(string_at(items, 2 * _VAL_SIZE))
+            if ka != _STRING_KIND or kb != _STRING_KIND:
+                raise AssertionError("expected a pair of strings")
+            out.append((_text_at(da, na), _text_at(db, nb)))
+        return out
+    finally:
+        _vallist_delete_at(at)
+
+
+def _text_at(data: int, size: int) -> str:
+    return (string_at(data, size) if size <= _STRING_AT_MAX
+            else _big_bytes_at(data, size)).decode("utf-8")
 
 
 def _string_from_c(self: Any, c: Any) -> str:

@@ -59,6 +59,8 @@ interface types {
     data: list<u8>,
     nums: list<s64>,
     pairs: list<tuple<string, u32>>,
+    /// Read by fastconv in bulk, as headers and a log record's fields are.
+    headers: list<tuple<string, string>>,
     maybe: option<u64>,
     maybe-maybe: option<option<string>>,
     res-point: result<point, string>,
@@ -195,7 +197,9 @@ def point(x: int, y: int, label: str) -> Record:
 def everything(**over: Any) -> Record:
     fields: dict[str, Any] = dict(
         name="héllo ✓ \x00 end", data=bytes(range(256)), nums=[0, -1, 2**63 - 1, -(2**63)],
-        pairs=[("a", 1), ("", 2**32 - 1)], maybe=None, maybe_maybe=Variant("none"),
+        pairs=[("a", 1), ("", 2**32 - 1)],
+        headers=[("content-type", "text/plain"), ("", ""), ("x-é\x00", "✓ \x00 v")],
+        maybe=None, maybe_maybe=Variant("none"),
         res_point=point(1, -2, "p"), res_str=Variant("ok", "fine"), res_unit=None,
         shapes=[Variant("empty"), Variant("circle", 1.5), Variant("rect", point(3, 4, "r")),
                 Variant("named", "n"), Variant("other", "o")],
@@ -211,7 +215,7 @@ def everything(**over: Any) -> Record:
 
 SAMPLES = {
     "base": everything(),
-    "empties": everything(name="", data=b"", nums=[], pairs=[], shapes=[], values=[], sqls=[],
+    "empties": everything(name="", data=b"", nums=[], pairs=[], headers=[], shapes=[], values=[], sqls=[],
                           odd=[], perms=set(), flag=False, f=0.0),
     "some": everything(maybe=0, maybe_maybe=Variant("some", None), res_point="bad point",
                        res_str=Variant("err", "nope"), res_unit="unit err", color="blue"),
@@ -220,6 +224,7 @@ SAMPLES = {
                         res_unit="", values=[None, None, "", 0.0, math.inf],
                         sqls=[Variant("real", math.nan), Variant("integer", 2**63 - 1)]),
     "big": everything(name="x" * 100_000, data=b"\xff" * 5000, nums=list(range(-500, 500)),
+                      headers=[(f"k{i}", "v" * i) for i in range(300)] + [("h", "é" * 50_000)],
                       values=[i if i % 2 else str(i) for i in range(300)],
                       sqls=[Variant("text", "é" * i) if i % 3 else Variant("integer", -i)
                             for i in range(300)]),
@@ -230,6 +235,8 @@ BAD = {
     "list-for-bytes": everything(data=[1, 2]),
     "bytearray-for-bytes": everything(data=bytearray(b"x")),
     "str-in-s64-list": everything(nums=["1"]),
+    "int-in-headers": everything(headers=[("a", 1)]),
+    "triple-in-headers": everything(headers=[("a", "b", "c")]),
     "unknown-tag": everything(shapes=[Variant("bogus", 1)]),
     "unknown-sqlv-tag": everything(sqls=[Variant("bogus", 1)]),
     "str-for-sqlv-integer": everything(sqls=[Variant("integer", "1")]),
