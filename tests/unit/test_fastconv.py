@@ -215,8 +215,8 @@ def everything(**over: Any) -> Record:
 
 SAMPLES = {
     "base": everything(),
-    "empties": everything(name="", data=b"", nums=[], pairs=[], headers=[], shapes=[], values=[], sqls=[],
-                          odd=[], perms=set(), flag=False, f=0.0),
+    "empties": everything(name="", data=b"", nums=[], pairs=[], headers=[], shapes=[],
+                          values=[], sqls=[], odd=[], perms=set(), flag=False, f=0.0),
     "some": everything(maybe=0, maybe_maybe=Variant("some", None), res_point="bad point",
                        res_str=Variant("err", "nope"), res_unit="unit err", color="blue"),
     "some2": everything(maybe=2**64 - 1, maybe_maybe=Variant("some", "inner"),
