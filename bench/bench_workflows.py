@@ -275,7 +275,10 @@ def bench_replay(repeats: int, sizes: tuple[int, ...]) -> dict[str, Any]:
 
 # -- b. a new durable step ----------------------------------------------------------------------
 
-def bench_step(repeats: int) -> dict[str, Any]:
+def bench_step(repeats: int, fail_first: bool = False) -> dict[str, Any]:
+    """A new step's cost: the slope between workflows of 10 and 50 steps. `fail_first`:
+    each step fails its first attempt (a traceback, a log line, an event more) and
+    returns on its second."""
     data = scratch_dir("wkbench-step-")
     host = make_host(data)
     totals: dict[int, list[float]] = {10: [], 50: []}
@@ -286,7 +289,7 @@ def bench_step(repeats: int) -> dict[str, Any]:
             for n in (10, 50):
                 ref = host.actor_ref(WF, f"step-{n}-{r}")
                 t0 = time.perf_counter_ns()
-                wf_call(host, ref, "start", {"input": {"n": n}})
+                wf_call(host, ref, "start", {"input": {"n": n, "fail_first": fail_first}})
                 st = run_until(host, ref, ("completed", "failed"))
                 pair[n] = (time.perf_counter_ns() - t0) / 1e3
                 assert st["state"] == "completed" and st["output"] == {"steps": n}, st
@@ -689,6 +692,8 @@ def rows(figs: dict[str, Any]) -> list[tuple[str, dict[str, float], str]]:
             out.append((f"replay {key}: guest / position", v["guest_us_per_pos"], "us"))
     if "step" in figs:
         out.append(("new durable step (slope 10..50)", figs["step"]["step_us"], "us"))
+    if "retry" in figs:
+        out.append(("a step failing once, then returning", figs["retry"]["step_us"], "us"))
     for level in LEVELS:
         t = figs.get("throughput", {}).get(str(level))
         if t:
@@ -732,7 +737,7 @@ def print_rows(figs: dict[str, Any]) -> None:
         print(f"  {name:<52} {cells[0]:>11} {cells[1]:>11} {cells[2]:>11}")
 
 
-PARTS = ("replay", "step", "throughput", "big", "cold", "drain", "idle")
+PARTS = ("replay", "step", "retry", "throughput", "big", "cold", "drain", "idle")
 
 
 def run(parts: tuple[str, ...], repeats: int, quick: bool, sleepers: int,
@@ -749,6 +754,8 @@ def run(parts: tuple[str, ...], repeats: int, quick: bool, sleepers: int,
             figs[part] = bench_replay(repeats, sizes)
         elif part == "step":
             figs[part] = bench_step(repeats)
+        elif part == "retry":
+            figs[part] = bench_step(max(least, repeats // 2), fail_first=True)
         elif part == "throughput":
             # At least 3 rounds: --quick's comparison judges a ratio by its spread.
             figs[part] = (bench_throughput(1, 10, warmup=10) if smoke else
