@@ -294,17 +294,12 @@ def _list_from_c(self: Any, c: Any) -> Any:
         return _list_from_c_upstream(self, c)
     if plan is _PAIRS:
         return _pairs_from_c(c)
-    if c.kind != _LIST_KIND:
-        raise AssertionError("expected a list value")
+    at = _list_at(c)
     tagged, by_tag = plan
     Variant = T.Variant
     out: list[Any] = []
-    at = addressof(c) + _OF
     try:
-        size, data = _LIST.unpack(string_at(at, _LIST.size))
-        n = size * _VAL_SIZE
-        vals = string_at(data, n) if n <= _STRING_AT_MAX else _big_bytes_at(data, n)
-        for kind, tag_len, tag_data, payload in _VAL.iter_unpack(vals):
+        for kind, tag_len, tag_data, payload in _VAL.iter_unpack(_elements(at)):
             if kind != _VARIANT_KIND:
                 raise AssertionError("expected a variant value")
             tag = string_at(tag_data, tag_len)
@@ -334,15 +329,10 @@ def _list_from_c(self: Any, c: Any) -> Any:
 
 def _pairs_from_c(c: Any) -> list[tuple[str, str]]:
     """A list<tuple<string, string>>, read as `_list_from_c` reads variants."""
-    if c.kind != _LIST_KIND:
-        raise AssertionError("expected a list value")
+    at = _list_at(c)
     out: list[tuple[str, str]] = []
-    at = addressof(c) + _OF
     try:
-        size, data = _LIST.unpack(string_at(at, _LIST.size))
-        n = size * _VAL_SIZE
-        vals = string_at(data, n) if n <= _STRING_AT_MAX else _big_bytes_at(data, n)
-        for kind, count, items, _ in _VAL.iter_unpack(vals):
+        for kind, count, items, _ in _VAL.iter_unpack(_elements(at)):
             if kind != _TUPLE_KIND or count != 2:
                 raise AssertionError("expected a pair")
             ka, na, da, _, kb, nb, db, _ = _TWO_VALS.unpack(string_at(items, 2 * _VAL_SIZE))
@@ -352,6 +342,20 @@ def _pairs_from_c(c: Any) -> list[tuple[str, str]]:
         return out
     finally:
         _vallist_delete_at(at)
+
+
+def _list_at(c: Any) -> int:
+    """The address of list value `c`'s vallist (which one vallist_delete frees whole)."""
+    if c.kind != _LIST_KIND:
+        raise AssertionError("expected a list value")
+    return addressof(c) + _OF
+
+
+def _elements(at: int) -> bytes:
+    """The C values of the vallist at `at`, as one bytes snapshot."""
+    size, data = _LIST.unpack(string_at(at, _LIST.size))
+    n = size * _VAL_SIZE
+    return string_at(data, n) if n <= _STRING_AT_MAX else _big_bytes_at(data, n)
 
 
 def _text_at(data: int, size: int) -> str:
