@@ -65,7 +65,8 @@ HOST_CALL_TIMES = Tally(_CALL_SECONDS)  # by interface
 REFUSALS = Counter("wkhost_refusals", "Requests and calls refused under backpressure "
                    "(503, retry), by reason", ("reason",), registry=REGISTRY)
 ALARM_LATENESS = Histogram("wkhost_alarm_lateness_seconds", "How long after its time an "
-                           "alarm's on-alarm began", buckets=_LATE, registry=REGISTRY)
+                           "alarm's on-alarm began", buckets=_LATE, registry=REGISTRY,
+                           unit="seconds")
 FSYNCS = Counter("wkhost_fsyncs", "fsyncs and fdatasyncs made, by what was synced",
                  ("file",), registry=REGISTRY)
 
@@ -124,20 +125,21 @@ class _HotPath(Collector):
         yield events
         yield _histogram("wkhost_event_duration_seconds", "An event's time, from its "
                          "actor's lock taken to its end, by class and kind", ("class", "kind"),
-                         EVENT_TIMES.bounds, grouped(times, (0, 1)))
-        yield _histogram("wkhost_event_fuel", "Fuel an event's guest calls burned (a CPU "
-                         "cut burned its whole budget), by class", ("class",),
-                         EVENT_FUEL.bounds, {(k,): r for k, r in EVENT_FUEL.totals().items()})
+                         EVENT_TIMES.bounds, grouped(times, (0, 1)), "seconds")
+        yield _histogram("wkhost_event_fuel_units", "Fuel an event's guest calls burned (a "
+                         "CPU cut burned its whole budget), by class", ("class",),
+                         EVENT_FUEL.bounds, {(k,): r for k, r in EVENT_FUEL.totals().items()},
+                         "units")
         yield _histogram("wkhost_host_call_duration_seconds", "Host calls from guests and "
                          "their time, waits included (a lock, the disk, the network), by "
                          "WIT interface: _count is the calls", ("interface",),
                          HOST_CALL_TIMES.bounds,
-                         {(k,): r for k, r in HOST_CALL_TIMES.totals().items()})
+                         {(k,): r for k, r in HOST_CALL_TIMES.totals().items()}, "seconds")
 
 
 def _histogram(name: str, doc: str, labels: tuple[str, ...], bounds: tuple[float, ...],
-               rows: dict[tuple[object, ...], Row]) -> HistogramMetricFamily:
-    fam = HistogramMetricFamily(name, doc, labels=labels)
+               rows: dict[tuple[object, ...], Row], unit: str) -> HistogramMetricFamily:
+    fam = HistogramMetricFamily(name, doc, labels=labels, unit=unit)
     for key, row in rows.items():
         fam.add_metric([str(k) for k in key], list(buckets(bounds, row)), sum_value=row[1])
     return fam

@@ -9,7 +9,17 @@ from __future__ import annotations
 
 from componentize_py_types import Err
 from wit_world import exports
-from wit_world.imports import actors, alarm, attributes, http, lifecycle, log, sqlite, types
+from wit_world.imports import (
+           actors,
+           alarm,
+           attributes,
+           http,
+           lifecycle,
+           log,
+           metrics,
+           sqlite,
+           types,
+)
 
 __all__ = ["Err", "actors", "alarm", "attributes", "exports", "http", "lifecycle", "log",
-           "sqlite", "types"]
+           "metrics", "sqlite", "types"]

@@ -34,7 +34,7 @@ from typing import Any
 # the app after importing it, and a module first imported at run time is not found. So
 # any app that calls export() can reach all of the SDK, even through a lazy import.
 from wkguest import _bindings as _b
-from wkguest import actors, alarm, http, lifecycle, sqlite  # noqa: F401
+from wkguest import actors, alarm, http, lifecycle, metrics, sqlite  # noqa: F401
 from wkguest.codec import from_wire, to_wire
 from wkguest.errors import InitError
 from wkguest.types import PUBLIC, ActorRef, Request, Response, Sender
@@ -134,7 +134,8 @@ def _response(r: object, cls_name: str) -> Any:
 
 
 def _run_hook(hook: Callable[[], None], name: str) -> None:
-    """Run on_init/on_alarm; turn an Exception into the export's error result."""
+    """Run on_init/on_alarm; turn an Exception into the export's error result. What the
+    event counted (wkguest.metrics) goes to the host at its end, however it ends."""
     try:
         hook()
     except InitError as e:
@@ -147,6 +148,8 @@ def _run_hook(hook: Callable[[], None], name: str) -> None:
     except BaseException as e:  # it traps: reported first, kept with the trap
         lifecycle.report_exception(e)
         raise
+    finally:
+        metrics.flush()
 
 
 def export(actor_cls: type[Actor]) -> type[Any]:
@@ -191,6 +194,8 @@ def _handler_class(actor_cls: type[Actor]) -> type[Any]:
             except BaseException as e:
                 lifecycle.report_exception(e)
                 raise
+            finally:
+                metrics.flush()  # what it counted (wkguest.metrics), however it ends
 
     Handler.__qualname__ = Handler.__name__ = f"Handler_{name}"
     return Handler

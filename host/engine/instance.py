@@ -15,6 +15,7 @@ through this module (re-exported), and hear of its failures as this module's err
 from __future__ import annotations
 
 import logging
+import threading
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -65,6 +66,26 @@ class PoolExhausted(Exception):
 Output = Callable[..., int | None]
 
 
+class _Live:
+    """How many Instances (each a wasmtime Store with its instance) live in this process:
+    made, and not yet collected."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.count = 0
+
+    def made(self) -> None:
+        with self._lock:
+            self.count += 1
+
+    def gone(self) -> None:
+        with self._lock:
+            self.count -= 1
+
+
+LIVE = _Live()
+
+
 class Instance:
     def __init__(self, engine: Engine, linker: Linker, exports: ComponentExports,
                  memory_limit: int, output: Output, output_cap: int = 16 << 10) -> None:
@@ -86,6 +107,8 @@ class Instance:
         self.actors_served = 0  # how many actors it has served (reuse is bounded)
         self.fuel_at_trap = 0  # the fuel left when a call trapped (for the metrics)
         self.trap: TrapReason | None = None  # why a call trapped, as wasmtime says
+        LIVE.made()
+        weakref.finalize(self, LIVE.gone)
         pool = pool_memory(engine)
         if pool is not None:
             # Counted before it takes a pooled slot, until this object is gone: while it

@@ -17,6 +17,7 @@ from ..traps import TrapKind, host_function_failed
 from . import actors, attributes, http, lifecycle, sqlite
 from . import alarm as alarms
 from . import log as guest_log
+from . import metrics as guest_metrics
 from .ports import E, HostPort
 
 log = logging.getLogger("wkhost.linker")
@@ -142,4 +143,5 @@ def make_linker(engine: Engine, host: HostPort[E],
         lifecycle.register(root, pinned_guard("lifecycle"), host)
         attributes.register(root, pinned_guard("attributes"), host)
         guest_log.register(root, pinned_guard("log"), host)
+        guest_metrics.register(root, pinned_guard("metrics"), host)
     return linker

@@ -15,19 +15,26 @@ is started again by the supervisor (a restart must then mark the old one dead, o
 counts stay in the sums for good), and its gauges each need a mode chosen for summing.
 Asking the live processes over the socket they already share costs one request each
 per scrape and keeps every figure in memory.
+
+The answer is Prometheus's text format 0.0.4, or OpenMetrics 1.0 to a scraper that asks
+for it (`Accept: application/openmetrics-text`), which also says each family's unit. The
+processes tell each other their figures in OpenMetrics, so that the units survive the sum.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from aiohttp import web
-from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry
+from prometheus_client import generate_latest as text_0_0_4
 from prometheus_client.core import Metric
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
-from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.openmetrics.exposition import CONTENT_TYPE_LATEST as OPENMETRICS
+from prometheus_client.openmetrics.exposition import generate_latest as openmetrics
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 
 from .. import metrics
@@ -50,13 +57,14 @@ def add_routes(app: web.Application) -> None:
 
 
 async def _prepare(app: web.Application) -> None:
-    app["metrics_gauges"] = registry_of(app["host"])
+    registry = registry_of(app["host"])
+    registry.register(_Fixed(metrics.REGISTRY.collect))
+    app["metrics_here"] = registry
 
 
 def text_here(app: web.Application) -> str:
-    """This process's figures, in Prometheus's text format. Blocking (the index)."""
-    return (generate_latest(metrics.REGISTRY)
-            + generate_latest(app["metrics_gauges"])).decode()
+    """This process's figures, in OpenMetrics. Blocking (the index)."""
+    return _openmetrics(app["metrics_here"]).decode()
 
 
 async def _here_route(request: web.Request) -> web.Response:
@@ -71,8 +79,10 @@ async def _metrics(request: web.Request) -> web.Response:
     partition = app["host"].config.partition
     others = [_ask(app, k) for k in range(partition.count) if k != partition.me]
     texts = [await asyncio.to_thread(text_here, app), *await asyncio.gather(*others)]
-    body = summed(t for t in texts if t is not None)
-    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_PLAIN_0_0_4})
+    wants_openmetrics = "application/openmetrics-text" in request.headers.get("Accept", "")
+    body = summed((t for t in texts if t is not None), wants_openmetrics)
+    return web.Response(body=body, headers={
+        "Content-Type": OPENMETRICS if wants_openmetrics else CONTENT_TYPE_PLAIN_0_0_4})
 
 
 async def _ask(app: web.Application, process: int) -> str | None:
@@ -87,13 +97,14 @@ async def _ask(app: web.Application, process: int) -> str | None:
     return bytes(body).decode()
 
 
-def summed(texts: Iterable[str]) -> bytes:
-    """One exposition of the sums of `texts`' series (same name, same labels). The
-    `_created` series go: a sum of creation times means nothing."""
+def summed(texts: Iterable[str], as_openmetrics: bool = False) -> bytes:
+    """One exposition of the sums of `texts`' series (each OpenMetrics; same name, same
+    labels), in OpenMetrics or else the text format 0.0.4. The `_created` series go: a
+    sum of creation times means nothing."""
     families: dict[str, Metric] = {}
     values: dict[str, dict[tuple[str, tuple[tuple[str, str], ...]], float]] = {}
     for text in texts:
-        for fam in text_string_to_metric_families(text):
+        for fam in text_string_to_metric_families(text):  # type: ignore[no-untyped-call]
             if fam.name not in families:
                 families[fam.name], values[fam.name] = fam, {}
             into = values[fam.name]
@@ -111,13 +122,19 @@ def summed(texts: Iterable[str]) -> bytes:
             out.add_sample(sample, dict(labels), value)
         merged.append(out)
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Fixed(merged))
-    return generate_latest(registry)
+    registry.register(_Fixed(lambda: iter(merged)))
+    return _openmetrics(registry) if as_openmetrics else text_0_0_4(registry)
+
+
+def _openmetrics(registry: CollectorRegistry) -> bytes:
+    return openmetrics(registry)  # type: ignore[no-untyped-call,no-any-return]
 
 
 class _Fixed(Collector):
-    def __init__(self, families: list[Metric]) -> None:
+    """The families `families()` yields at each collect."""
+
+    def __init__(self, families: Callable[[], Iterable[Metric]]) -> None:
         self._families = families
 
     def collect(self) -> Iterator[Metric]:
-        return iter(self._families)
+        return iter(self._families())

@@ -6,9 +6,12 @@ alarms, instances by status), the budgets' cuts are told apart, operators only, 
 from __future__ import annotations
 
 import http.client
+import re
 import socket
 from pathlib import Path
+from typing import Any
 
+from prometheus_client.openmetrics import parser as openmetrics_parser
 from prometheus_client.parser import text_string_to_metric_families
 from wkhost.engine.components import FUEL_PER_MS
 from wkhost.partition import Partition
@@ -23,9 +26,9 @@ workflow_wasm = workflow_support.workflow_wasm  # the fixture, by name
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
-def parse(text: str) -> Samples:
+def parse(text: str, parser: Any = text_string_to_metric_families) -> Samples:
     return {(s.name, frozenset(s.labels.items())): s.value
-            for fam in text_string_to_metric_families(text) for s in fam.samples}
+            for fam in parser(text) for s in fam.samples}
 
 
 def scrape(server: Server) -> Samples:
@@ -50,7 +53,7 @@ def calls(m: Samples, interface: str) -> float:
 
 
 def instances(m: Samples, status: str) -> float:
-    return value(m, "wkhost_instances", **{"class": "orders", "status": status})
+    return value(m, "wkhost_actors_by_status", **{"class": "orders", "status": status})
 
 
 def serve(make_server: MakeServer, wasm: dict[str, Path], probe: Path, data: Path,
@@ -77,7 +80,7 @@ def test_the_figures_move_as_an_order_runs(make_server: MakeServer, probe_wasm: 
     assert events(waiting, "app", "ok") == 1
     assert value(waiting, "wkhost_event_duration_seconds_count", **{"class": "orders"}) \
         == value(waiting, "wkhost_events_total", **{"class": "orders"})
-    assert value(waiting, "wkhost_event_fuel_count", **{"class": "orders"}) >= 3
+    assert value(waiting, "wkhost_event_fuel_units_count", **{"class": "orders"}) >= 3
     assert calls(waiting, "actors") >= 3  # app -> orders, orders -> ledger (reserve, pack)
     assert calls(waiting, "sqlite") > calls(before, "sqlite")
     assert calls(waiting, "alarm") >= 1
@@ -95,6 +98,17 @@ def test_the_figures_move_as_an_order_runs(make_server: MakeServer, probe_wasm: 
     assert value(done, "wkhost_fsyncs_total", file="wal") \
         > value(waiting, "wkhost_fsyncs_total", file="wal")
     assert events(done, "orders", "trap") == 1
+    # What the workflow runner counts (wkguest_workflow_*: core/counted.py): one run,
+    # completed, whose pack was retried once after its trap; each step's attempts.
+    orders = {"class": "orders"}
+    assert value(done, "wkguest_workflow_started_total", **orders) == 1
+    assert value(done, "wkguest_workflow_finished_total", **orders, state="completed") == 1
+    assert value(done, "wkguest_workflow_finished_total", **orders, state="failed") == 0
+    assert value(done, "wkguest_workflow_step_retries_total", **orders) == 1
+    assert value(done, "wkguest_workflow_step_retries_total", **orders, step="pack") == 1
+    assert value(done, "wkguest_workflow_step_attempts_sum", **orders, step="pack") == 2
+    assert value(done, "wkguest_workflow_step_attempts_count", **orders) \
+        == value(done, "wkguest_workflow_step_duration_seconds_count", **orders)
     for name in ("wkhost_events_total", "wkhost_host_call_duration_seconds_count"):
         assert not any(("id", "o1") in ls for (n, ls) in done if n == name)
 
@@ -113,9 +127,9 @@ def test_the_budgets_cuts_are_counted_apart(make_server: MakeServer, probe_wasm:
     # Each actor's first event creates it (on-init, then the request): one event each.
     assert got == {"ok": 1, "trap": 1, "cpu_cut": 1, "memory_cap": 1, "wall_cut": 0,
                    "error": 0}, got
-    assert value(m, "wkhost_event_fuel_count", **{"class": "probe"}) == 4
+    assert value(m, "wkhost_event_fuel_units_count", **{"class": "probe"}) == 4
     # The CPU cut burned its whole budget (and its on-init some more).
-    assert value(m, "wkhost_event_fuel_sum", **{"class": "probe"}) > 200 * FUEL_PER_MS
+    assert value(m, "wkhost_event_fuel_units_sum", **{"class": "probe"}) > 200 * FUEL_PER_MS
 
 
 def test_metrics_are_for_operators(server: Server) -> None:
@@ -155,7 +169,8 @@ def test_with_two_processes_the_figures_are_their_sums(
     for oid in ids:
         shop.drive(oid, waiting_for("approved"))
     total = scrape(shop.server)
-    parts = [parse(peer_text(shop.server, k)) for k in (0, 1)]
+    parts = [parse(peer_text(shop.server, k), openmetrics_parser.text_string_to_metric_families)
+             for k in (0, 1)]
     assert value(total, "wkhost_processes") == 2
     assert instances(total, "waiting") == 6
     assert all(0 < instances(p, "waiting") < 6 for p in parts)
@@ -163,7 +178,36 @@ def test_with_two_processes_the_figures_are_their_sums(
                          ("wkhost_host_call_duration_seconds_count", {"interface": "actors"}),
                          ("wkhost_fsyncs_total", {"file": "wal"}),
                          ("wkhost_alarms_pending", {}),
-                         ("wkhost_instances", {"status": "waiting"})):
+                         ("wkhost_actors_by_status", {"status": "waiting"})):
         each = [value(p, name, **labels) for p in parts]
         assert all(n > 0 for n in each), (name, each)
         assert value(total, name, **labels) == sum(each), (name, each)
+
+
+def test_every_family_parses_as_openmetrics_with_its_unit(server: Server) -> None:
+    """Asked for OpenMetrics, the scrape parses with prometheus_client's strict parser;
+    every name is Prometheus's (snake case, a counter's `_total`, a unit as the name's
+    last word and declared), and the process's and build's figures are there."""
+    assert server.request("GET", "/probe/a/echo")[0] == 200
+    status, headers, body = server.request(
+        "GET", "/_wk/metrics", operator=True,
+        headers={"Accept": "application/openmetrics-text; version=1.0.0"})
+    assert status == 200 and headers["Content-Type"].startswith(
+        "application/openmetrics-text; version=1.0.0"), headers
+    families = {f.name: f for f in openmetrics_parser.text_string_to_metric_families(
+        body.decode())}
+    for name, fam in families.items():
+        assert re.fullmatch(r"(wkhost|wkguest|process)_[a-z0-9_]+", name), name
+        for unit in ("seconds", "bytes", "units"):
+            assert (fam.unit == unit) == name.endswith("_" + unit), (name, fam.unit)
+        if fam.type == "counter":
+            assert all(s.name in (name + "_total", name + "_created")
+                       for s in fam.samples), name
+    assert "wkhost_instances" not in families and "wkhost_event_fuel" not in families
+    assert families["wkhost_event_fuel_units"].samples  # wkhost_actors_by_status: above
+    assert families["wkhost_wasm_instances"].samples[0].value >= 1
+    (build,) = families["wkhost_build_info"].samples
+    assert set(build.labels) == {"process", "version", "python", "wasmtime"}
+    cpu = families["process_cpu_seconds"]
+    assert cpu.type == "counter" and cpu.samples[0].labels == {"process": "0"}
+    assert families["process_resident_memory_bytes"].samples[0].value > 10 << 20

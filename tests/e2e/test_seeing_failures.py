@@ -1,9 +1,10 @@
 """Seeing why something failed, through a real `wkhost serve` (issue 41): each failure
 of a workflow leaves one structured log line (a retried step, a step and the workflow
-that failed, bad runs and the park after them); `wkhost workflow steps --attempts
---json` holds each failed attempt's traceback with the workflow's own function names;
-a guest's uncaught ZeroDivisionError is the reason of its trap, through the front door,
-`wkhost call` and an actor's call, and its traceback one log record."""
+that failed, bad runs and the park after them), and is counted in the metrics; `wkhost
+workflow steps --attempts --json` holds each failed attempt's traceback with the
+workflow's own function names; a guest's uncaught ZeroDivisionError is the reason of its
+trap, through the front door, `wkhost call` and an actor's call, and its traceback one log
+record."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from wkhost.cli.client import WorkflowAdmin
 
 from .conftest import MakeServer
@@ -52,6 +54,22 @@ def drive(server: Server, admin: WorkflowAdmin, id: str, state: str) -> Any:
     return admin.status(CLS, id)
 
 
+def scraped(server: Server) -> dict[str, float]:
+    """The runner's counters and its steps' attempts, as /_wk/metrics has them."""
+    status, _, body = server.request("GET", "/_wk/metrics", operator=True)
+    assert status == 200
+    got = {(s.name, tuple(sorted(s.labels.items()))): s.value
+           for fam in text_string_to_metric_families(body.decode()) for s in fam.samples}
+    c, charge = ("class", CLS), ("step", "charge")
+    return {"started": got[("wkguest_workflow_started_total", (c,))],
+            **{state: got[("wkguest_workflow_finished_total", (c, ("state", state)))]
+               for state in ("completed", "failed")},
+            "parked": got[("wkguest_workflow_parked_total", (c,))],
+            "retries of charge": got[("wkguest_workflow_step_retries_total", (c, charge))],
+            "charge settled": got[("wkguest_workflow_step_attempts_count", (c, charge))],
+            "charge's attempts": got[("wkguest_workflow_step_attempts_sum", (c, charge))]}
+
+
 def test_each_failure_of_a_workflow_is_one_line_with_its_fields(
         make_server: MakeServer, failures_wasm: Path) -> None:
     server = make_server({CLS: failures_wasm}, access={}, extra=["--log-format", "json"])
@@ -63,6 +81,10 @@ def test_each_failure_of_a_workflow_is_one_line_with_its_fields(
     assert drive(server, admin, "broken", "failed").state == "failed"
     assert drive(server, admin, "body", "parked").state == "parked"
     flaky_run = admin.status(CLS, "flaky").run_id
+    counted = scraped(server)  # the same, counted (core/counted.py)
+    assert counted == {"started": 3, "completed": 1, "failed": 1, "parked": 1,
+                       "retries of charge": 3, "charge settled": 2,
+                       "charge's attempts": 5}, counted
     assert server.stop() == 0
 
     (retried,) = told(server, "flaky")

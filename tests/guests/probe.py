@@ -44,6 +44,11 @@ Lifecycle (the behaviour depends on the actor id's prefix)
   POST /delete-self           calls delete_self; {"deleted": true}
   POST /say  body {"message", "level"?, "fields"?: {name: value}, "times"?: N}
                               N records in the host's log (wkguest.log); {"said": N}
+  POST /count body {"samples": [["add" | "observe", name, value, {label: value}], ...],
+                    "raw"?: text, "raw_pad"?: N}
+                              each sample to wkguest.metrics, and `raw` (then N x's)
+                              straight to WIT metrics.submit;
+                              {"refused": [wkguest's reason or null]}
 
 Budgets and failures (these trap or burn resources on purpose)
   POST /spin                  `while True: pass` (fuel budget)
@@ -93,7 +98,9 @@ from collections.abc import Callable
 from typing import Any
 
 from wkguest import Actor, Request, Response, actors, alarm, export, http, lifecycle, sqlite
+from wkguest import _bindings as _b
 from wkguest import log as guest_log
+from wkguest import metrics as guest_metrics
 from wkguest.errors import AlarmError, CallError, FetchError, InitError, SqliteError
 
 try:  # imported now: at run time no new module can be found (build-time snapshot)
@@ -204,6 +211,20 @@ def say(req: Request) -> Response:
     for _ in range(int(d.get("times", 1))):
         guest_log.write(d.get("level", "info"), d["message"], **d.get("fields", {}))
     return _ok(said=int(d.get("times", 1)))
+
+
+def count(req: Request) -> Response:
+    refused: list[str | None] = []
+    d = req.json()
+    if "raw" in d:
+        _b.metrics.submit(d["raw"] + "x" * int(d.get("raw_pad", 0)))
+    for kind, name, value, labels in d.get("samples", []):
+        try:
+            getattr(guest_metrics, kind)(name, value, **labels)
+            refused.append(None)
+        except guest_metrics.MetricRefused as e:
+            refused.append(str(e))
+    return _ok(refused=refused)
 
 
 # ---- alarm ------------------------------------------------------------------------------
@@ -448,6 +469,7 @@ ROUTES: dict[str, Callable[[Request], Response]] = {
     "/query": query,
     "/log": log,
     "/say": say,
+    "/count": count,
     "/hold": hold,
     "/alarm/set": alarm_set,
     "/alarm/clear": alarm_clear,

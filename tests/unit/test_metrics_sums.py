@@ -7,7 +7,9 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.openmetrics import parser as openmetrics_parser
+from prometheus_client.openmetrics.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from wkhost import metrics
 from wkhost.events.actor_slot import ActorSlot
@@ -47,30 +49,38 @@ def exposition(events: dict[str, int], depth: int, took: list[float]) -> str:
     for outcome, n in events.items():
         counter.labels(outcome).inc(n)
     Gauge("t_depth", "depth", registry=registry).set(depth)
-    histogram = Histogram("t_took", "took", buckets=(1, 10), registry=registry)
+    histogram = Histogram("t_took_seconds", "took", buckets=(1, 10), registry=registry,
+                          unit="seconds")
     for t in took:
         histogram.observe(t)
     return generate_latest(registry).decode()
 
 
 def test_the_processes_figures_are_summed_series_by_series() -> None:
+    """Each process's figures come in OpenMetrics; their sums go out in either format,
+    units kept in OpenMetrics."""
     a = exposition({"ok": 3, "trap": 1}, 2, [0.5, 5])
     b = exposition({"ok": 4}, 5, [20])
     out = summed([a, b]).decode()
     got = {(s.name, tuple(sorted(s.labels.items()))): s.value
            for fam in text_string_to_metric_families(out) for s in fam.samples}
+    opened = list(openmetrics_parser.text_string_to_metric_families(
+        summed([a, b], as_openmetrics=True).decode()))
+    assert got == {(s.name, tuple(sorted(s.labels.items()))): s.value
+                   for fam in opened for s in fam.samples}
+    assert {f.name: f.unit for f in opened}["t_took_seconds"] == "seconds"
     assert got == {
         ("t_events_total", (("outcome", "ok"),)): 7,
         ("t_events_total", (("outcome", "trap"),)): 1,
         ("t_depth", ()): 7,
-        ("t_took_bucket", (("le", "1.0"),)): 1,
-        ("t_took_bucket", (("le", "10.0"),)): 2,
-        ("t_took_bucket", (("le", "+Inf"),)): 3,
-        ("t_took_count", ()): 3,
-        ("t_took_sum", ()): 25.5,
+        ("t_took_seconds_bucket", (("le", "1.0"),)): 1,
+        ("t_took_seconds_bucket", (("le", "10.0"),)): 2,
+        ("t_took_seconds_bucket", (("le", "+Inf"),)): 3,
+        ("t_took_seconds_count", ()): 3,
+        ("t_took_seconds_sum", ()): 25.5,
     }
     # As prometheus_client itself writes them.
-    assert "# TYPE t_events_total counter" in out and "# TYPE t_took histogram" in out
+    assert "# TYPE t_events_total counter" in out and "# TYPE t_took_seconds histogram" in out
     assert "_created" not in out
 
 

@@ -25,6 +25,7 @@ from ..errors import CallError, CallErrorKind
 from .errors import StoreFault
 
 Param = None | int | float | str | bytes
+Labels = tuple[tuple[str, str], ...]  # a metric's labels, as (name, value) pairs
 
 
 class CallFailed(Exception):
@@ -124,6 +125,14 @@ class Backend(Protocol):
         """One record in the host's log (WIT log.write), at `level` ("debug", "info",
         "warning", "error"), with `fields` (each value as its str(); None left out)."""
 
+    def count(self, name: str, labels: Labels, value: float = 1) -> None:
+        """Add `value` to the guest counter `name` with `labels` (WIT metrics.add): never
+        raises, a sample the host refuses is counted there, and dropped."""
+
+    def observe(self, name: str, labels: Labels, value: float) -> None:
+        """One observation of the guest histogram `name` (WIT metrics.observe), as
+        `count` never raising."""
+
     def call(self, cls: str, id: str, method: str, path: str, body: bytes) -> tuple[int, bytes]:
         """A wk-workflow/v1 request to actor `cls`/`id`'s handle: (status, body).
         Raises CallFailed if the call itself failed."""
@@ -139,7 +148,7 @@ class RealBackend:
     """
 
     def __init__(self) -> None:
-        from wkguest import actors, alarm, attributes, errors, lifecycle, log, sqlite
+        from wkguest import actors, alarm, attributes, errors, lifecycle, log, metrics, sqlite
 
         from .status import CONTENT_TYPE, PROTOCOL
 
@@ -153,6 +162,7 @@ class RealBackend:
         self._lifecycle: Any = lifecycle
         self._attributes: Any = attributes
         self._log: Any = log
+        self._kept: Any = metrics.Kept()
         self._errors: tuple[type[Exception], ...] = (errors.SqliteError, errors.AlarmError)
 
     # The runner's writes need only their changes: `sqlite.write` leaves the rows behind.
@@ -253,6 +263,12 @@ class RealBackend:
 
     def log(self, level: str, message: str, fields: Mapping[str, Any]) -> None:
         self._log.write(level, message, **fields)
+
+    def count(self, name: str, labels: Labels, value: float = 1) -> None:
+        self._kept.add(name, labels, value)
+
+    def observe(self, name: str, labels: Labels, value: float) -> None:
+        self._kept.observe(name, labels, value)
 
     def call(self, cls: str, id: str, method: str, path: str, body: bytes) -> tuple[int, bytes]:
         try:

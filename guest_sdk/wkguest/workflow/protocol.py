@@ -44,6 +44,7 @@ from typing import Any
 
 from . import routes
 from .children.registry import Registry
+from .core import counted
 from .core.instance import RESTING, StatusRow
 from .core.listing import steps
 from .core.requests import BadRequest, int_field
@@ -203,6 +204,7 @@ class Protocol:
         self.db.alarm_set(now)  # first: the durable insert below syncs it too
         if not self.store.create(run_id, text, tagged, now):
             return self.store.status()
+        counted.started(self.db)
         # What status() would read back: the row just inserted, in an actor with no
         # steps or events yet (an id without an instance row never keeps any).
         return StatusRow(state="running", run_id=run_id, wake_at=None, waiting_for=None,

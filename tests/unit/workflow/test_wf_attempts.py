@@ -255,7 +255,9 @@ def test_a_new_step_costs_four_host_calls_its_history_row_riding_with_its_record
         host: FakeHost) -> None:
     """A step's attempt crosses to the host four times: its count (exec), the clock
     before it runs (now), its end (now_and_fuel), and its record with its history row
-    after it in one script (exec_many, one exec: the host runs it in one call)."""
+    after it in one script (exec_many, one exec: the host runs it in one call). Its two
+    samples (its time, its attempts: core/counted.py) cross with the event's others, in
+    one call at the event's end (wkguest.metrics)."""
     def per_step(n: int) -> dict[str, int]:
         host.serve("w", lambda run, _: [run.step(f"s{i}", lambda i=i: i) for i in range(n)])
         host.client("w").start(f"n{n}")
@@ -264,6 +266,7 @@ def test_a_new_step_costs_four_host_calls_its_history_row_riding_with_its_record
 
     small, big = per_step(2), per_step(12)
     grown = {k: (big.get(k, 0) - small.get(k, 0)) / 10 for k in big}
-    assert {k: v for k, v in grown.items() if v} == {"exec": 2, "now": 1, "now_and_fuel": 1}
+    assert {k: v for k, v in grown.items() if v} == {"exec": 2, "now": 1, "now_and_fuel": 1,
+                                                     "observe": 2}
     b = host.instance("w", "n12").backend
     assert b.rows("SELECT count(*) FROM _wk_wf_attempt")[0][0] == 12

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..backend import TRAP_NARROWED_DEADLINE
 from ..errors import NonRetryable, Suspend, UnsupportedValue, ValueTooLarge
-from . import policy, timeouts, told, tracebacks
+from . import counted, policy, timeouts, told, tracebacks
 from .attempt_history import FAILED, RETURNED, TIMED_OUT
 from .attempt_history import STEP as STEP_ONLY
 from .config import Retry
@@ -94,8 +94,9 @@ def _count(front: Frontier, pos: int, slot: Slot, n: int, retry: Retry, now: int
     (attempt_history.py), as timed out if it was cut at its narrowed deadline."""
     retry_at = now + retry.backoff(n)
     front.watch(retry_at, now)
-    if cut:
+    if cut:  # the attempt before was cut, not ended: this one is its retry
         front.attempts.cut(pos, slot.idx, n - 1, timed_out)
+        counted.retried(front.db, slot.name)
     front.into_a_step(slot)
     slot.count(n, COUNTED.format(n=n), retry_at, now)
     return front.begin_attempt(slot, pos, n, now, retry.timeout_ms)
@@ -147,12 +148,14 @@ def _ended(front: Frontier, att: Attempt, retry: Retry, outcome: str, error: str
         return _give_up(front, att.pos, slot, policy.delay_failed(e, n, error), n)
     told.step_retried(front.db, front.journal.run_id, att.pos, slot.name, n, error,
                       now + wait)
+    counted.retried(front.db, slot.name)
     return slot.retry_later(n, error, now + wait, now)
 
 
 def _give_up(front: Frontier, pos: int, slot: Slot, error: str, attempts: int) -> Any:
     """The step (or branch) in `slot` failed for good: told, then recorded."""
     told.step_failed(front.db, front.journal.run_id, pos, slot.name, attempts, error)
+    counted.settled(front.db, slot.name, attempts)
     return slot.give_up(error, attempts)
 
 
@@ -170,6 +173,7 @@ def _returned(front: Frontier, att: Attempt, retry: Retry, value: Any,
                 tx.rollback()
             return _ended(front, att, retry, FAILED, str(e))
     now = att.end(RETURNED, None)
+    counted.settled(front.db, slot.name, att.n)
     return slot.returned(value, text, tagged, att.n, now, tx)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..backend import Backend, Param
+from ..backend import Backend, Labels, Param
 from ..errors import WorkflowSignal
 
 
@@ -93,3 +93,9 @@ class ReadOnly:
 
     def log(self, level: str, message: str, fields: Mapping[str, Any]) -> None:
         """Nothing: a dry replay passes only what was told when it happened (told.py)."""
+
+    def count(self, name: str, labels: Labels, value: float = 1) -> None:
+        """Nothing: a dry replay counts nothing again (counted.py)."""
+
+    def observe(self, name: str, labels: Labels, value: float) -> None:
+        """Nothing, as `count`."""

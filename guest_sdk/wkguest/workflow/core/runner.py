@@ -37,7 +37,7 @@ from typing import Any, Protocol
 
 from ..backend import Backend
 from ..errors import Fail, JournalError, StepFailed, StoreFault, WorkflowSignal
-from . import cuts
+from . import counted, cuts
 from .config import Config
 from .cursor import Cursor
 from .explain import describe
@@ -124,6 +124,7 @@ class Runner:
         self.db.alarm_set(watchdog)  # first: whatever syncs the insert syncs it too
         if not self.store.create(run_id, text, tagged, now, watchdog=watchdog):
             return False
+        counted.started(self.db)
         self.on_alarm(begun=(Store.just_created(run_id, text, tagged), now, watchdog))
         return True
 

@@ -30,7 +30,7 @@ from ..errors import (
     ValueTooLarge,
     WorkflowSignal,
 )
-from . import told
+from . import counted, told
 from .config import Config
 from .cursor import Cursor
 from .frontier import Frontier
@@ -121,6 +121,7 @@ class Settler:
         self.db.alarm_set(now)
         self.cache.forget()
         self.store.continue_as_new(self.new_run_id(), text, tagged, now)
+        counted.started(self.db)
 
     def unreadable(self, e: JournalError, bad: int) -> None:
         """A recorded entry this runner cannot read. Read fresh from the database, the
@@ -155,6 +156,7 @@ class Settler:
         self.store.park(reason, self.db.now())
         self.db.alarm_clear()
         told.parked(self.db, self.store.rows, reason)
+        counted.parked(self.db)
 
     def finish(self, state: str, output: str | None, tagged: bool, error: str | None) -> None:
         """Finish the instance as `state`, durably, and set the alarm for its retention
@@ -163,6 +165,7 @@ class Settler:
         due = now + self.config.retention_ms
         if self.store.finish(state, output, tagged, error, now):
             told.finished(self.db, self.store.rows, state, error)
+            counted.finished(self.db, state)
             self.finished_as = (state, output, tagged, error, now)
             owed = self.endings.finished(state, output, tagged, error, now)
             if owed is not None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from . import timeouts
+from . import counted, timeouts
 from .attempt_history import Attempts, Meter
 from .context import StepContext
 from .journal import Journal
@@ -81,4 +81,6 @@ class Attempt:
         if m is None:
             return self._history.db.now()
         self._in_flight.remove(self)
-        return self._history.end(m, outcome, error, self.slot.carries, traceback)
+        now = self._history.end(m, outcome, error, self.slot.carries, traceback)
+        counted.attempt_ended(self._history.db, self.slot.name, now - self.started_at)
+        return now

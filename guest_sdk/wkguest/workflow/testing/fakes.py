@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..backend import TRAP_UNKNOWN, CallFailed, LastTrap, Param
+from ..backend import TRAP_UNKNOWN, CallFailed, Labels, LastTrap, Param
 from ..errors import StoreFault
 
 START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z: far from 0, so off-by-epoch bugs show
@@ -67,6 +67,8 @@ class FakeBackend:
         # What the actor last published (WIT attributes): (status, updated_ms, labels).
         self.published: tuple[str, int, dict[str, str]] | None = None
         self.logged: list[tuple[str, str, dict[str, str]]] = []  # its log records
+        # Its metrics' samples: ("add" or "observe", name, labels, value)
+        self.counted: list[tuple[str, str, dict[str, str], float]] = []
         self.host_ns = 0
         self._durable: tuple[bytes | None, int | None] = (None, None)  # None: empty
 
@@ -202,6 +204,15 @@ class FakeBackend:
         self.calls["log"] += 1
         self.logged.append((level, message,
                             {k: str(v) for k, v in fields.items() if v is not None}))
+
+    def count(self, name: str, labels: Labels, value: float = 1) -> None:
+        """Kept in `counted`."""
+        self.calls["count"] += 1
+        self.counted.append(("add", name, dict(labels), value))
+
+    def observe(self, name: str, labels: Labels, value: float) -> None:
+        self.calls["observe"] += 1
+        self.counted.append(("observe", name, dict(labels), value))
 
     def call(self, cls: str, id: str, method: str, path: str, body: bytes) -> tuple[int, bytes]:
         self.calls["call"] += 1
