@@ -6,7 +6,7 @@
     ├── Forbidden                  an internal class asked by the public (403)
     ├── NotThatProtocol            a request in a protocol its class does not declare (404)
     ├── TooLarge                   a body or result over its cap (413)
-    ├── frontdoor.SlowClient       a request body that did not arrive in time (408)
+    ├── bodies.SlowClient          a request body that did not arrive in time (408)
     ├── Overloaded                 backpressure: too many events waiting (503 + Retry-After)
     │   └── PeerUnavailable        the process that serves the actor is not answering
     │       └── LeaseLost          --cluster: this node lost the actor's shard's lease
@@ -32,7 +32,7 @@ neither:
   callee-budget, callee-trapped, too-large, storage, or error for the others.
 Every subclass must name its `kind` (a class without one is a TypeError when it is
 defined); `call_kind` defaults to "error". A kind that is not one of this module's
-classes (frontdoor.SlowClient, componentize.BuildError...) is read back as a plain
+classes (bodies.SlowClient, componentize.BuildError...) is read back as a plain
 HostError.
 """
 

@@ -6,16 +6,23 @@ in a span only when tracing is on as its class is loaded). The SDK is the option
 `wkhost[otel]`; asked for without it, `export_to` raises a HostError that says so.
 
 What is traced:
-- each event: a span "{kind} {class}" (events/lifecycle.py), with the class, the kind, the
+- a client's request at the front door: a SERVER span "{METHOD} /{class}/{id}" with
+  HTTP's attributes (`serving`, net/frontdoor.py), which is also its first event's span
+  (that event's attributes on it; a held request's later deliveries are its children). With a
+  valid W3C `traceparent` (and `tracestate`) it is a child of the client's span
+  (`from_client`); a malformed one is ignored, and the span is a root. With
+  `--processes N` only the process that serves the actor makes it: the one that passes
+  the request on runs no event;
+- each other event (an alarm, an actor's call, a held request delivered again): a span
+  "{kind} {class}" (events/lifecycle.py). An event's span has the class, the kind, the
   actor's id, how it ended and its fuel as attributes (the id is an attribute of a span,
-  never a metric's label); a workflow instance's event also has its run id, its status
-  and its journal's last position at the event's end (`workflow_ended`; read from the
-  instance's own tables by storage/workflow_place.py, which says why so);
-- a client's request: with a valid W3C `traceparent` (and `tracestate`), its event's
-  span is a child of the client's span (`from_client`, net/frontdoor.py); a malformed
-  one is ignored, and the span is a root. With `--processes N` only the process that
-  serves the actor reads it: the one that passes the request on runs no event;
-- each host call: a child span "{interface}.{function}" (SQL, an actor call, a fetch...);
+  never a metric's label);
+- a host call that leaves the actor: an actor call ("actors.call") or a fetch
+  ("http.fetch"), a CLIENT span, child of the current one, the callee's and the fetch's
+  attributes on it. SQL statements and the other host calls are not spans: each would
+  cost about what the statement does (docs/performance.md);
+- what a guest traces itself (WIT `trace`, host/guest_spans.py): the workflow runner's
+  span of each step attempt, in the trace of the request that began its run;
 - an actor call's callee: its event's span is a child of the caller's call span. In one
   process the callee runs on the caller's thread, inside that span; across processes
   (host/net/peers.py) the call carries W3C `traceparent` (`carrier`, `run_in`);
@@ -101,11 +108,25 @@ def shutdown(within_s: float = FLUSH_AT_STOP_S) -> None:
     tracer = _provider = None
 
 
+# The front door's SERVER spans whose request has not run its event yet, by span id: the
+# first event a request runs is that span (`event_span`), not a child of it. One span
+# less per request, and a span is most of what tracing costs (docs/performance.md).
+_serving: dict[int, Any] = {}
+
+
 @contextlib.contextmanager
 def event_span(cls: str, actor_id: str, kind: str) -> Iterator[Any]:
-    with tracer.start_as_current_span(f"{kind} {cls}", attributes={
-            "wkhost.class": cls, "wkhost.actor_id": actor_id,
-            "wkhost.kind": kind}) as span:
+    """The event's span: the front door's SERVER span for the first event of a client's
+    request (see `_serving`), else a span "{kind} {class}" of its own."""
+    from opentelemetry import trace
+
+    attributes = {"wkhost.class": cls, "wkhost.actor_id": actor_id, "wkhost.kind": kind}
+    served = _serving.pop(trace.get_current_span().get_span_context().span_id, None)
+    if served is not None:
+        served.set_attributes(attributes)
+        yield served
+        return
+    with tracer.start_as_current_span(f"{kind} {cls}", attributes=attributes) as span:
         yield span
 
 
@@ -118,26 +139,83 @@ def event_ended(span: Any, outcome: str, fuel: int) -> None:
         span.set_status(Status(StatusCode.ERROR, outcome))
 
 
-def workflow_ended(span: Any, place: tuple[str, str, int | None] | None) -> None:
-    """A workflow instance's (run id, status, last step position) on its event's span."""
-    if place is None:
-        return
-    run_id, status, step = place
-    span.set_attribute("wkhost.workflow.run_id", run_id)
-    span.set_attribute("wkhost.workflow.status", status)
-    if step is not None:
-        span.set_attribute("wkhost.workflow.step", step)
+# The host calls that leave the actor, traced as CLIENT spans: (interface, WIT name).
+CLIENT_CALLS = frozenset({("actors", "call"), ("http", "fetch")})
 
 
 def traced(fn: Callable[..., T], name: str) -> Callable[..., T]:
-    """`fn` (a host function), each call inside a span named `name`."""
+    """`fn` (a host function that leaves the actor), each call inside a CLIENT span
+    named `name`."""
+    from opentelemetry.trace import SpanKind
+
     start = tracer.start_as_current_span
 
     def in_span(*args: Any) -> T:
-        with start(name):
+        with start(name, kind=SpanKind.CLIENT):
             return fn(*args)
 
     return in_span
+
+
+def annotate(attributes: Mapping[str, Any]) -> None:
+    """Attributes on the current span (an actor call's callee, a fetch's URL and status);
+    nothing when tracing is off."""
+    if tracer is not None:
+        from opentelemetry import trace
+
+        trace.get_current_span().set_attributes(attributes)
+
+
+def failed(why: str) -> None:
+    """The current span (a call's, a fetch's) failed: its status says `why`."""
+    if tracer is not None:
+        from opentelemetry import trace
+        from opentelemetry.trace import Status, StatusCode
+
+        trace.get_current_span().set_status(Status(StatusCode.ERROR, why))
+
+
+@contextlib.contextmanager
+def serving(method: str, cls: str, attributes: Mapping[str, Any],
+            client: dict[str, str]) -> Iterator[Any]:
+    """The front door's SERVER span of one request, a child of the `client`'s trace
+    (`from_client`), while the request is served; yields it, for `carrier_of` and
+    `answered`. Ended with an error status if what is served raises."""
+    from opentelemetry import context
+    from opentelemetry.trace import SpanKind
+
+    parent = _propagator.extract(client) if client else context.Context()
+    span = tracer.start_span(f"{method} /{cls}/{{id}}", context=parent,
+                             kind=SpanKind.SERVER, attributes=attributes)
+    span_id = span.get_span_context().span_id
+    _serving[span_id] = span
+    try:
+        yield span
+    except BaseException as e:
+        answered(span, getattr(e, "http_status", 500))
+        raise
+    finally:
+        _serving.pop(span_id, None)  # no event ran (refused, passed on...)
+        span.end()
+
+
+def answered(span: Any, status: int) -> None:
+    """The front door answered `status`: a 5xx is the server's error (a 4xx is the
+    client's, and leaves the span's status unset, as HTTP's conventions say)."""
+    from opentelemetry.trace import Status, StatusCode
+
+    span.set_attribute("http.response.status_code", status)
+    if status >= 500:
+        span.set_status(Status(StatusCode.ERROR))
+
+
+def carrier_of(span: Any) -> dict[str, str]:
+    """`span`'s W3C trace context, to send along (the front door's to its event)."""
+    from opentelemetry import trace
+
+    out: dict[str, str] = {}
+    _propagator.inject(out, context=trace.set_span_in_context(span))
+    return out
 
 
 def carrier() -> dict[str, str]:
@@ -170,6 +248,20 @@ def run_in(carried: dict[str, str] | None, fn: Callable[..., T], *args: Any,
         return fn(*args, **kwargs)
     finally:
         context.detach(token)
+
+
+def extracted(traceparent: str) -> Any:
+    """The context of a W3C `traceparent` a guest kept (host/guest_spans.py), or None if
+    it is malformed."""
+    from opentelemetry import trace
+
+    ctx = _propagator.extract({"traceparent": traceparent})
+    return ctx if trace.get_current_span(ctx).get_span_context().is_valid else None
+
+
+def current() -> str:
+    """The current span's W3C `traceparent`, or "" (tracing off)."""
+    return carrier().get("traceparent", "")
 
 
 def fetch_headers(target: Any) -> list[tuple[str, str]]:

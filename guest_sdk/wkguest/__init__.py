@@ -12,7 +12,7 @@
     Handler = export(Counter)      # the name componentize-py looks for
 
 Modules, one per WIT interface: `sqlite`, `alarm`, `actors`, `http`, `lifecycle`,
-`attributes`, `log`, `metrics`; plus
+`attributes`, `log`, `metrics`, `trace`; plus
 `actor` (the base class and `export`), `types`, `errors`, `codec`.
 
 `types`, `errors`, `codec` and this package itself import on plain CPython. The rest need

@@ -10,16 +10,17 @@ from __future__ import annotations
 from componentize_py_types import Err
 from wit_world import exports
 from wit_world.imports import (
-           actors,
-           alarm,
-           attributes,
-           http,
-           lifecycle,
-           log,
-           metrics,
-           sqlite,
-           types,
+    actors,
+    alarm,
+    attributes,
+    http,
+    lifecycle,
+    log,
+    metrics,
+    sqlite,
+    trace,
+    types,
 )
 
 __all__ = ["Err", "actors", "alarm", "attributes", "exports", "http", "lifecycle", "log",
-           "metrics", "sqlite", "types"]
+           "metrics", "sqlite", "trace", "types"]

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import HostError
 from ..runtime.run_gate import RunGate
@@ -78,6 +78,7 @@ class Event:
     # For the metrics (host/metrics.py): how the event ended, if a call into its guest
     # trapped (else None), and the fuel its guest calls burned.
     outcome: str | None = None
+    guest_spans: Any = None  # host/guest_spans.py's GuestSpans, once the guest traces
     fuel: int = 0
     # A request whose answer asked to be held (events/holds.py): how long, and, once the
     # event has ended, the future that the actor's next event completes.

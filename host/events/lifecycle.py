@@ -22,7 +22,6 @@ from ..runtime.run_places import RunPlaces
 from ..storage import host_rows
 from ..storage.actordb import ActorDb, StorageError
 from ..storage.files import delete_db_files, is_storage_failure
-from ..storage.workflow_place import workflow_place
 from ..testing import Switches
 from ..traps import TrapReason
 from ..types import ActorRef
@@ -118,8 +117,8 @@ class EventRunner:
             # Each step of the end path runs whatever the one before it raised: the
             # actor is let go (its lock released) even if reading its database failed.
             try:
-                if span is not None:  # before its db may close: a workflow's place in it
-                    tracing.workflow_ended(span, workflow_place(slot.db))
+                if ev.guest_spans is not None:  # what the guest left open: cut (WIT trace)
+                    ev.guest_spans.close(f"the event ended first ({ev.outcome or 'error'})")
             finally:
                 try:
                     self._let_go(slot, ev, sleeps, wakes_holds)

@@ -153,15 +153,21 @@ def _exchange(
     trace = tracing.fetch_headers(target)  # checked again at each redirect's target
     if trace:  # the host's trace context, not one the guest wrote
         headers = [h for h in headers if h[0].lower() not in _TRACE_HEADERS] + trace
+    if tracing.tracer is not None:  # on the fetch's CLIENT span; the query may hold secrets
+        tracing.annotate({"http.request.method": method, "server.address": host_text(
+            target.host), "server.port": target.port, "url.full": target.url.split("?")[0]})
     head = _request_head(target, method, headers, body)
     entry = entry_for(target, policy)
     clock.left(f"starting the request to {target.where}")
     sock = _connect(target, _addresses(target, entry, clock), clock)
     try:
         _send(sock, target, head + body, clock)
-        return receive(sock, target, method, policy, clock)
+        got = receive(sock, target, method, policy, clock)
     finally:
         sock.close()
+    if tracing.tracer is not None:
+        tracing.annotate({"http.response.status_code": got.status})
+    return got
 
 
 def _request_head(

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .. import tracing
 from ..errors import DeadlineExceeded, HostError, NotThatProtocol, call_kind
 from ..types import ActorRef, Sender
 from .ports import ActorCalls, E
@@ -53,11 +54,18 @@ def register(root: Any, guard: Any, host: ActorCalls[E]) -> None:
         try:
             ref = actor_ref(getattr(target, "class"), target.id)
             sender = Sender.of_actor(caller.slot.ref)
-            return call_actor(ref, req, sender, caller)
+            if tracing.tracer is not None:  # on its CLIENT span (host/tracing.py)
+                tracing.annotate({"wkhost.callee.class": ref.cls, "wkhost.callee.id": ref.id,
+                                  "http.request.method": req.method, "url.path": req.path})
+            resp = call_actor(ref, req, sender, caller)
         except HostError as e:
             why = f"{call_kind(e)}: {e}"
             caller.call_error = (error_kind(e, caller.cut_by_limit), why)
+            tracing.failed(why)
             return why
+        if tracing.tracer is not None:
+            tracing.annotate({"http.response.status_code": resp.status})
+        return resp
 
     def last_error(_store: Any) -> Any:
         failed = current().call_error

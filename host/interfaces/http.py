@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import tracing
 from ..fetch import FetchError, FetchRequest, fetch
 from .ports import E, Fetches, RunningEvent
 from .records import record
@@ -20,6 +21,7 @@ NARROWED_DEADLINE = "narrowed-deadline"
 def _failed(ev: RunningEvent, kind: str, message: str) -> str:
     """Note `ev`'s failed fetch for `last-error`, and give its message back."""
     ev.fetch_error = (kind, message)
+    tracing.failed(message)  # its CLIENT span's status, if traced
     return message
 
 

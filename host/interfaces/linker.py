@@ -18,6 +18,7 @@ from . import actors, attributes, http, lifecycle, sqlite
 from . import alarm as alarms
 from . import log as guest_log
 from . import metrics as guest_metrics
+from . import trace as guest_trace
 from .ports import E, HostPort
 
 log = logging.getLogger("wkhost.linker")
@@ -52,7 +53,9 @@ def guard(fn: HostFunc, interface: str = "host") -> HostFunc:
     is right for a host function that failed unexpectedly.
     """
     name = getattr(fn, "__name__", "host_function")
-    if tracing.tracer is not None:  # on when the class was loaded: else no cost at all
+    # Traced if on when the class was loaded (else no cost at all), and one that leaves
+    # the actor: a call or a fetch (host/tracing.py says why not the others).
+    if tracing.tracer is not None and (interface, wit_name(name)) in tracing.CLIENT_CALLS:
         fn = tracing.traced(fn, f"{interface}.{wit_name(name)}")
     if not metrics.ON:  # WKHOST_METRICS=off (bench/bench_observe.py): nor any clock read
         return _untimed(fn, name)
@@ -144,4 +147,5 @@ def make_linker(engine: Engine, host: HostPort[E],
         attributes.register(root, pinned_guard("attributes"), host)
         guest_log.register(root, pinned_guard("log"), host)
         guest_metrics.register(root, pinned_guard("metrics"), host)
+        guest_trace.register(root, pinned_guard("trace"), host)
     return linker

@@ -22,6 +22,7 @@ MAX_VALUE = 1024
 MAX_FIELDS = 32
 MAX_NAME = 64
 _UNSAFE = re.compile(r"[^A-Za-z0-9_]")
+_UNSAFE_DOTTED = re.compile(r"[^A-Za-z0-9_.]")
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
            "error": logging.ERROR}
 
@@ -44,13 +45,16 @@ def register(root: Any, guard: Any, host: Lifecycle[E]) -> None:
         iface.add_func("write", guard(write))
 
 
-def bounded_fields(fields: list[tuple[str, str]]) -> dict[str, str]:
+def bounded_fields(fields: list[tuple[str, str]], dotted: bool = False) -> dict[str, str]:
     """The first MAX_FIELDS fields, each name made safe and not one of the host's, each
-    value cut at MAX_VALUE characters. A name given twice keeps its last value."""
+    value cut at MAX_VALUE characters. A name given twice keeps its last value.
+    `dotted`: a span's attributes (interfaces/trace.py), whose names keep their dots
+    (`wkhost.workflow.step`) and pass for nothing of the log's."""
+    unsafe, reserved = (_UNSAFE_DOTTED, frozenset()) if dotted else (_UNSAFE, RESERVED_FIELDS)
     out: dict[str, str] = {}
     for name, value in fields[:MAX_FIELDS]:
-        safe = _UNSAFE.sub("_", name[:MAX_NAME]) or "_"
-        out[safe + "_" if safe in RESERVED_FIELDS else safe] = value[:MAX_VALUE]
+        safe = unsafe.sub("_", name[:MAX_NAME]) or "_"
+        out[safe + "_" if safe in reserved else safe] = value[:MAX_VALUE]
     return out
 
 

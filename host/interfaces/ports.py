@@ -72,6 +72,7 @@ class RunningEvent(Protocol):
     sql_error: tuple[str, str] | None
     call_error: tuple[str, str] | None
     fetch_error: tuple[str, str] | None
+    guest_spans: Any  # host/guest_spans.py's GuestSpans (WIT trace), once begun
 
     @property
     def slot(self) -> EventActor: ...

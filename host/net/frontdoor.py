@@ -20,8 +20,9 @@
 - An answer may ask to be held until the actor's next event (`wk-hold-ms`,
   host/events/holds.py): the request then waits here, on a future, and is delivered again
   when woken.
-- With tracing on, a request's W3C `traceparent` makes its event's span a child of the
-  client's (host/tracing.py); a malformed one is ignored.
+- With tracing on, a request has a SERVER span with HTTP's attributes, its events'
+  spans its children; a client's W3C `traceparent` makes it a child of the client's
+  span (host/tracing.py); a malformed one is ignored.
 - `/_wk/...` is the host's own: health, listing a class's actors and the audit log
   (operator only, host/net/audit.py), and, with `--fake-clock` only, moving the clock
   (tests).
@@ -32,18 +33,19 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from typing import Any
 from urllib.parse import unquote
 
-from aiohttp import HttpVersion11, web
-from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp import web
 
 from .. import tracing
 from ..core.host import Host
-from ..errors import BadRequest, GuestFailed, HostError, Overloaded, TooLarge
+from ..errors import BadRequest, GuestFailed, HostError, Overloaded
 from ..events.holds import HOLD_STATE, is_hold_header
 from ..types import ActorRef, Request, Response, Sender
 from ..wire import ERROR_KIND, answer_headers
 from . import audit, console, listing, metrics_route
+from .bodies import expect_handler, read_body
 from .cluster_door import cluster_middlewares
 from .forward import pass_on
 from .node_hop import NodeClients
@@ -55,14 +57,6 @@ from .peers import advance_clock
 log = logging.getLogger("wkhost.http")
 
 _PEER_WRAPPER_BYTES = 1 << 20
-
-
-class SlowClient(HostError):
-    """The request's body did not arrive within the body timeout."""
-
-    kind = "SlowClient"
-
-    http_status = 408
 
 
 def make_app(host: Host, admin_token: str, peer_clients: PeerClients | None = None,
@@ -93,7 +87,7 @@ def make_app(host: Host, admin_token: str, peer_clients: PeerClients | None = No
     console.add_routes(app)
     app.router.add_post("/_wk/clock/advance", _advance_clock)
     app.router.add_route("*", r"/{tail:[\s\S]*}", _to_actor,  # ids may hold a newline
-                         expect_handler=_expect)
+                         expect_handler=expect_handler)
     return app
 
 
@@ -130,6 +124,19 @@ async def _to_actor(request: web.Request) -> web.Response:
     req = Request(request.method, path, raw_query, headers, body)
     sender = Sender.operator() if operator else Sender.public()
     trace = tracing.from_client(request.headers)  # here, not where it was passed on
+    if tracing.tracer is None:
+        return await _serve(request, host, ref, req, sender, trace)
+    with tracing.serving(request.method, cls, _http_attributes(request, cls),
+                         trace) as span:
+        out = await _serve(request, host, ref, req, sender, tracing.carrier_of(span))
+        tracing.answered(span, out.status)
+        return out
+
+
+async def _serve(request: web.Request, host: Host, ref: ActorRef, req: Request,
+                 sender: Sender, trace: dict[str, str]) -> web.Response:
+    """`req`'s answer, held (and delivered again) as long as the actor asks, its events
+    in the trace `trace` (a carrier: the front door's span's, or the client's)."""
     resp = await asyncio.wrap_future(host.submit(_deliver, host, ref, req, sender, False,
                                                  trace))
     if resp.hold is not None:
@@ -137,48 +144,26 @@ async def _to_actor(request: web.Request) -> web.Response:
     return to_web(resp)
 
 
+def _http_attributes(request: web.Request, cls: str) -> dict[str, Any]:
+    """A request's attributes on its SERVER span, as OpenTelemetry's HTTP conventions
+    name them (the query left out: it may hold secrets)."""
+    url = request.url
+    attributes: dict[str, Any] = {
+        "http.request.method": request.method, "url.scheme": url.scheme,
+        "url.path": request.path, "http.route": f"/{cls}/{{id}}/{{path}}",
+        "server.address": url.host or "", "wkhost.class": cls}
+    if url.port is not None:
+        attributes["server.port"] = url.port
+    if request.remote:
+        attributes["client.address"] = request.remote
+    if (agent := request.headers.get("User-Agent")) is not None:
+        attributes["user_agent.original"] = agent[:256]
+    return attributes
+
+
 def _gone(request: web.Request) -> bool:
     """The client has hung up: nobody would read an answer delivered again."""
     return request.transport is None or request.transport.is_closing()
-
-
-async def read_body(request: web.Request) -> bytes:
-    """The request's body, whole, or a refusal: 413 for a declared length over the cap
-    (before any of the body is read), 408 for one that takes over the body timeout, 400
-    for one cut short, its client gone (one line in the log)."""
-    cap: int = request.app["body_cap"]
-    declared = request.content_length
-    if declared is not None and declared > cap:
-        raise TooLarge(f"the body ({declared} bytes declared) is over the {cap}-byte cap")
-    timeout_s = request.app["host"].config.body_timeout_s
-    try:
-        async with asyncio.timeout(timeout_s):
-            return await request.read()
-    except TimeoutError:
-        log.info("%s %s: the body did not arrive within %g s; connection closed",
-                 request.method, request.path, timeout_s)
-        raise SlowClient(f"the body did not arrive within {timeout_s:g} s") from None
-    except (ConnectionError, web.RequestPayloadError, HttpProcessingError) as e:
-        log.info("%s %s: the body did not arrive whole (%s: %s)", request.method,
-                 request.path, type(e).__name__, e)
-        raise BadRequest("the body did not arrive whole") from None
-
-
-async def _expect(request: web.Request) -> web.StreamResponse | None:
-    """`Expect: 100-continue`, as aiohttp's own handler answers it, except that a declared
-    body over the cap gets its 413 instead of an invitation to send it."""
-    declared = request.content_length
-    if declared is not None and declared > request.app["body_cap"]:
-        return plain(413, f"the body ({declared} bytes declared) is over the "
-                          f"{request.app['body_cap']}-byte cap")
-    if request.version != HttpVersion11:
-        return None
-    expect = request.headers.get("Expect", "")
-    if expect.lower() != "100-continue":
-        return plain(417, f"unknown Expect: {expect}")
-    await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-    request.writer.output_size = 0  # the answer proper has not started
-    return None
 
 
 def _deliver(host: Host, ref: ActorRef, req: Request, sender: Sender, again: bool,

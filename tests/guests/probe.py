@@ -49,6 +49,10 @@ Lifecycle (the behaviour depends on the actor id's prefix)
                               each sample to wkguest.metrics, and `raw` (then N x's)
                               straight to WIT metrics.submit;
                               {"refused": [wkguest's reason or null]}
+  POST /spans body {"names": [...], "attributes"?: {...}, "end"?: bool, "trap"?: bool}
+                              begins a span per name (wkguest.trace), each inside the one
+                              before, ends them (innermost first) unless end is false,
+                              then traps if asked; {"handles": [...]}
 
 Budgets and failures (these trap or burn resources on purpose)
   POST /spin                  `while True: pass` (fuel budget)
@@ -101,6 +105,7 @@ from wkguest import Actor, Request, Response, actors, alarm, export, http, lifec
 from wkguest import _bindings as _b
 from wkguest import log as guest_log
 from wkguest import metrics as guest_metrics
+from wkguest import trace as guest_trace
 from wkguest.errors import AlarmError, CallError, FetchError, InitError, SqliteError
 
 try:  # imported now: at run time no new module can be found (build-time snapshot)
@@ -211,6 +216,17 @@ def say(req: Request) -> Response:
     for _ in range(int(d.get("times", 1))):
         guest_log.write(d.get("level", "info"), d["message"], **d.get("fields", {}))
     return _ok(said=int(d.get("times", 1)))
+
+
+def spans(req: Request) -> Response:
+    d = req.json()
+    handles = [guest_trace.begin(n, "", **d.get("attributes", {})) for n in d["names"]]
+    if d.get("end", True):
+        for h in reversed(handles):
+            guest_trace.end(h)
+    if d.get("trap"):
+        raise RuntimeError("probe: trap inside spans")
+    return _ok(handles=handles)
 
 
 def count(req: Request) -> Response:
@@ -470,6 +486,7 @@ ROUTES: dict[str, Callable[[Request], Response]] = {
     "/log": log,
     "/say": say,
     "/count": count,
+    "/spans": spans,
     "/hold": hold,
     "/alarm/set": alarm_set,
     "/alarm/clear": alarm_clear,

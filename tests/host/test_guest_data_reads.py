@@ -9,14 +9,10 @@ or a one-line HostError), never the host's (an unexpected exception) nor a wedge
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from wkhost import tracing
 from wkhost.errors import DeadlineExceeded, HostError
 from wkhost.storage import statements
 from wkhost.types import Response
@@ -26,27 +22,8 @@ from .support import MakeProbe, Probe
 # A wedged actor shows as a DeadlineExceeded of the next request, soon.
 WALL_MS = 3000
 
-# The SDK's workflow tables (guest_sdk/wkguest/workflow/schema.py), as far as the host's
-# tracing reads them (storage/workflow_place.py).
-WF_TABLES = ("CREATE TABLE _wk_wf (id INTEGER PRIMARY KEY, run_id TEXT, state TEXT); "
-             "CREATE TABLE _wk_wf_step (pos INTEGER PRIMARY KEY)")
-
 NOT_UTF8 = ("SELECT CAST(x'ff' AS TEXT)", "SELECT char(55296)",
             "SELECT 1 AS a, 'fine' AS b UNION ALL SELECT 2, CAST(x'41ff42' AS TEXT)")
-
-
-@pytest.fixture
-def traced() -> Iterator[InMemorySpanExporter]:
-    """Tracing on, before any host is made: the host then reads each actor's workflow
-    place at its events' end."""
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracing.install(provider)
-    try:
-        yield exporter
-    finally:
-        tracing.shutdown()
 
 
 def post(probe: Probe, actor_id: str, route: str, sql: str) -> Response:
@@ -73,24 +50,6 @@ def test_text_that_is_not_utf8_is_an_sql_error_never_a_trap(make_probe: MakeProb
     # The bytes are still the guest's to read, as a blob.
     rows = probe.sql("a", "SELECT CAST(CAST(x'41ff' AS TEXT) AS BLOB)")["rows"]
     assert rows == [[{"b64": "Qf8="}]]
-
-
-# -- item 4: the host's own read of guest-written data, at the event's end ------------------
-def test_text_that_is_not_utf8_in_a_workflows_tables_wedges_nothing(
-        traced: InMemorySpanExporter, make_probe: MakeProbe) -> None:
-    probe = make_probe(wall_budget_ms=WALL_MS)
-    probe.sql("wf", WF_TABLES)
-    # The write's own event ends with the host's read of the place: the event is answered.
-    out = probe.sql("wf", "INSERT INTO _wk_wf VALUES (1, CAST(x'ff' AS TEXT), 'running')")
-    assert "error" not in out, out
-    for _ in range(3):
-        served(probe, "wf")
-    # With a run id the host can read, the place is read again.
-    probe.sql("wf", "UPDATE _wk_wf SET run_id = 'r1'")
-    served(probe, "wf")
-    places = [s.attributes.get("wkhost.workflow.run_id") for s in traced.get_finished_spans()
-              if s.name == "request probe" and s.attributes is not None]
-    assert places[-1] == "r1", places
 
 
 # -- the rule, by fault injection on the one path ---------------------------------------
@@ -156,7 +115,7 @@ def outcome(probe: Probe, actor_id: str, route: str, sql: str) -> str:
 @pytest.mark.parametrize("after", [False, True], ids=["before", "after"])
 @pytest.mark.parametrize("event", list(EVENTS))
 def test_any_failure_of_a_read_is_that_events_error_and_releases_the_actor(
-        traced: InMemorySpanExporter, make_probe: MakeProbe, faults: Faults,
+        make_probe: MakeProbe, faults: Faults,
         event: str, after: bool) -> None:
     probe = make_probe(wall_budget_ms=WALL_MS)
     route, sql = EVENTS[event]
@@ -166,14 +125,14 @@ def test_any_failure_of_a_read_is_that_events_error_and_releases_the_actor(
 
     def prepare(actor_id: str) -> None:
         if event != "create":
-            probe.sql(actor_id, WF_TABLES)  # exists, and has a place to read
+            probe.sql(actor_id, "SELECT 1")  # exists
 
     # How many reads the event does, unharmed (a new actor's: from its creation on).
     prepare("count")
     before = faults.reads
     assert outcome(probe, "count", route, sql) == "ok"
     reads = faults.reads - before
-    assert reads >= 2, reads  # the guest's, and the host's own
+    assert reads >= 1, reads  # the guest's, and any of the host's own
     seen: set[str] = set()
     for k in range(reads):
         for e, make_error in enumerate(ERRORS):

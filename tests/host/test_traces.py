@@ -1,9 +1,10 @@
 """OpenTelemetry traces from an in-process Host serving the probe, through the SDK's
-in-memory exporter: a span per event with a child per host call, an actor call's callee
-under the caller's call span, a trap's span marked, `traceparent` on a guest's fetch
-only to a destination --trace-propagate names, a client's `traceparent` at the front
-door as its event span's parent (a malformed one ignored), and a workflow's run id, step
-position and status on its events' spans."""
+in-memory exporter: a span per event, an actor call and a fetch as CLIENT spans (the
+callee under the caller's call span; no span per SQL statement), a trap's span marked,
+`traceparent` on a guest's fetch only to a destination --trace-propagate names, the front
+door's SERVER span with HTTP's attributes, its event's too, under a client's
+`traceparent` (a malformed one ignored), and a workflow run's step attempts as spans in
+the trace its start began."""
 
 from __future__ import annotations
 
@@ -23,15 +24,13 @@ from aiohttp.test_utils import TestClient, TestServer
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import StatusCode
+from opentelemetry.trace import SpanKind, StatusCode
 from wkhost import tracing
 from wkhost.config import HostConfig
 from wkhost.core.host import Host
 from wkhost.errors import BudgetExceeded, GuestFailed, HostError
 from wkhost.fetch import FetchPolicy
 from wkhost.net.frontdoor import make_app
-from wkhost.storage.actordb import ActorDb
-from wkhost.storage.workflow_place import workflow_place
 from wkhost.testing import FakeClock
 
 from .support import COMPILED, START_MS, MakeProbe, Probe, wait_until
@@ -107,11 +106,15 @@ def test_an_actor_call_is_one_tree(spans: InMemorySpanExporter,
     assert caller.attributes["wkhost.outcome"] == "ok"
     assert caller.attributes["wkhost.fuel"] > 0
     call = one(done, "actors.call")
-    assert call in children(done, caller)
+    assert call.kind == SpanKind.CLIENT and call in children(done, caller)
+    assert call.attributes is not None
+    assert (call.attributes["wkhost.callee.class"], call.attributes["wkhost.callee.id"],
+            call.attributes["http.response.status_code"]) == ("inner", "b", 200)
     callee = one(done, "request inner", **{"wkhost.actor_id": "b"})
     assert children(done, call) == [callee]
     assert {s.context.trace_id for s in (caller, call, callee)} == {caller.context.trace_id}
-    assert any(s.name.startswith("sqlite.") for s in children(done, callee))
+    # A SQL statement is no span of its own (host/tracing.py says why).
+    assert children(done, callee) == [] and len(done) == 3
 
 
 def test_a_trap_marks_its_event_span(spans: InMemorySpanExporter,
@@ -140,7 +143,12 @@ def test_a_fetch_carries_the_trace_only_where_allowed(
         assert out["status"] == 200, out
     done = list(spans.get_finished_spans())
     fetches = [s for s in done if s.name == "http.fetch"]
-    assert len(fetches) == 2
+    assert len(fetches) == 2 and {s.kind for s in fetches} == {SpanKind.CLIENT}
+    attrs = fetches[0].attributes or {}
+    assert (attrs["http.request.method"], attrs["server.address"], attrs["server.port"],
+            attrs["url.full"], attrs["http.response.status_code"]) == (
+        "GET", "127.0.0.1", allowed.server_port, f"http://127.0.0.1:{allowed.server_port}/",
+        200)
     sent = allowed.seen[0]["traceparent"]
     first = fetches[0].context
     assert sent.startswith(f"00-{first.trace_id:032x}-{first.span_id:016x}-"), sent
@@ -151,6 +159,33 @@ def test_a_fetch_carries_the_trace_only_where_allowed(
 def test_a_bad_trace_destination_is_refused_by_name(make_probe: MakeProbe) -> None:
     with pytest.raises(HostError, match="--trace-propagate: .*'no such:host:1'"):
         make_probe(trace_propagate="127.0.0.1:80,no such:host:1")
+
+
+def test_a_guests_spans_are_bounded_and_a_trap_ends_those_left_open(
+        spans: InMemorySpanExporter, make_probe: MakeProbe) -> None:
+    from wkhost import guest_spans
+
+    probe = make_probe()
+    out = probe.json("g", "POST", "/spans", {"names": ["n" * 500, "inner"],
+                                             "attributes": {"a.b": "1", "c d": "x" * 2000}})
+    assert out["handles"] == [1, 2]
+    done = list(spans.get_finished_spans())
+    outer, inner = one(done, "n" * guest_spans.MAX_NAME), one(done, "inner")
+    event = one(done, "request probe")
+    assert children(done, event) == [outer] and children(done, outer) == [inner]
+    assert outer.attributes is not None and outer.attributes["a.b"] == "1"
+    assert len(str(outer.attributes["c_d"])) == 1024
+
+    names = [f"s{i}" for i in range(guest_spans.MAX_OPEN + 2)]
+    handles = probe.json("h", "POST", "/spans", {"names": names})["handles"]
+    assert handles == [*range(1, guest_spans.MAX_OPEN + 1), 0, 0]
+
+    spans.clear()
+    with pytest.raises(GuestFailed, match="trap inside spans"):
+        probe.send("t", "POST", "/spans", b'{"names": ["left"], "end": false, "trap": true}')
+    left = one(list(spans.get_finished_spans()), "left")
+    assert left.status.status_code == StatusCode.ERROR
+    assert left.status.description == "the event ended first (trap)"
 
 
 # -- a client's traceparent at the front door ------------------------------------------
@@ -173,18 +208,39 @@ def through_front_door(probe: Probe, path: str, headers: dict[str, str]) -> int:
         return asyncio.run(go())
 
 
-def test_a_clients_traceparent_is_its_event_spans_parent(
+def test_the_front_doors_server_span_is_under_a_clients_traceparent(
         spans: InMemorySpanExporter, make_probe: MakeProbe) -> None:
     probe = make_probe()
-    status = through_front_door(probe, "/probe/c/now", {
-        "traceparent": f"00-{CLIENT_TRACE}-{CLIENT_SPAN}-01", "tracestate": "vendor=x1"})
+    status = through_front_door(probe, "/probe/c/now?secret=1", {
+        "traceparent": f"00-{CLIENT_TRACE}-{CLIENT_SPAN}-01", "tracestate": "vendor=x1",
+        "User-Agent": "curl/8"})
     assert status == 200
-    span = one(list(spans.get_finished_spans()), "request probe", **{"wkhost.actor_id": "c"})
-    assert span.context is not None and span.parent is not None
-    assert span.context.trace_id == int(CLIENT_TRACE, 16)
-    assert span.parent.span_id == int(CLIENT_SPAN, 16) and span.parent.is_remote
-    assert span.context.trace_state.get("vendor") == "x1"
-    assert not any(k.startswith("wkhost.workflow.") for k in span.attributes or {})
+    done = list(spans.get_finished_spans())
+    server = one(done, "GET /probe/{id}")
+    assert server.kind == SpanKind.SERVER
+    assert server.context is not None and server.parent is not None
+    assert server.context.trace_id == int(CLIENT_TRACE, 16)
+    assert server.parent.span_id == int(CLIENT_SPAN, 16) and server.parent.is_remote
+    assert server.context.trace_state.get("vendor") == "x1"
+    attrs = server.attributes or {}
+    assert (attrs["http.request.method"], attrs["url.path"], attrs["http.route"],
+            attrs["http.response.status_code"], attrs["user_agent.original"],
+            attrs["server.address"], attrs["client.address"]) == (
+        "GET", "/probe/c/now", "/probe/{id}/{path}", 200, "curl/8", "127.0.0.1", "127.0.0.1")
+    assert "secret" not in str(attrs)
+    # It is its event's span too: one span a request.
+    assert (attrs["wkhost.class"], attrs["wkhost.actor_id"], attrs["wkhost.kind"],
+            attrs["wkhost.outcome"]) == ("probe", "c", "request", "ok")
+    assert done == [server]
+
+
+def test_a_front_door_refusal_is_its_server_spans_status(
+        spans: InMemorySpanExporter, make_probe: MakeProbe) -> None:
+    probe = make_probe(cpu_budget_ms=100)
+    assert through_front_door(probe, "/probe/s/spin", {}) == 503
+    server = one(list(spans.get_finished_spans()), "GET /probe/{id}")
+    assert (server.attributes or {})["http.response.status_code"] == 503
+    assert server.status.status_code == StatusCode.ERROR
 
 
 @pytest.mark.parametrize("traceparent", [
@@ -199,7 +255,7 @@ def test_a_malformed_traceparent_is_ignored(spans: InMemorySpanExporter,
     probe = make_probe()
     assert through_front_door(probe, "/probe/m/now", {"traceparent": traceparent,
                                                       "tracestate": "=,="}) == 200
-    span = one(list(spans.get_finished_spans()), "request probe", **{"wkhost.actor_id": "m"})
+    span = one(list(spans.get_finished_spans()), "GET /probe/{id}")
     assert span.parent is None and span.context is not None
     assert span.context.trace_id != int(CLIENT_TRACE, 16)
 
@@ -209,82 +265,71 @@ def test_with_tracing_off_a_clients_trace_is_not_read() -> None:
     assert tracing.from_client({"traceparent": f"00-{CLIENT_TRACE}-{CLIENT_SPAN}-01"}) == {}
 
 
-# -- a workflow's run id, step and status ------------------------------------------------
+# -- a workflow run's step attempts ---------------------------------------------------------
 
 @pytest.fixture
-def packer(tmp_path: Path, build_guest: Callable[[str], Path],
-           spans: InMemorySpanExporter) -> Iterator[Probe]:
-    """A host serving tests/guests/wf_events.py as "packer", tracing on (`spans` first)."""
-    wasm = build_guest("wf_events")
+def shop(tmp_path: Path, build_guest: Callable[[str], Path],
+         spans: InMemorySpanExporter) -> Iterator[Probe]:
+    """A host serving tests/guests/wf_failures.py as "shop", tracing on (`spans` first)."""
+    wasm = build_guest("wf_failures")
     clock = FakeClock(START_MS)
     host = Host(HostConfig(data_dir=tmp_path / "data", cache_dir=COMPILED), clock)
     try:
-        host.add_class("packer", wasm)
+        host.add_class("shop", wasm)
         host.start()
         yield Probe(host, clock)
     finally:
         host.close(timeout_s=2)
 
 
-def workflow(packer: Probe, route: str, doc: dict[str, Any] | None = None) -> Any:
-    resp = packer.send("p1", "POST", f"/wk-workflow/v1/{route}", cbor2.dumps(doc or {}),
-                       cls="packer")
+def workflow(shop: Probe, id: str, route: str, doc: dict[str, Any] | None = None) -> Any:
+    resp = shop.send(id, "POST", f"/wk-workflow/v1/{route}", cbor2.dumps(doc or {}),
+                     cls="shop")
     assert resp.status == 200, resp.body
     return cbor2.loads(resp.body)
 
 
-def alarm_span(spans: InMemorySpanExporter, status: str) -> ReadableSpan:
-    """The one event span of packer's alarm that ended with the instance `status`."""
-    def ended() -> list[ReadableSpan]:
-        return [s for s in spans.get_finished_spans() if s.name == "alarm packer"
-                and (s.attributes or {}).get("wkhost.workflow.status") == status]
+def test_a_runs_attempts_are_spans_in_the_trace_its_start_began(
+        shop: Probe, spans: InMemorySpanExporter) -> None:
+    """A run's start, its first run and its retry are three events, three traces of their
+    own: the two attempts of its step are both in the start's, each linked to the event
+    that ran it, the failed one with its exception."""
+    run_id = workflow(shop, "f", "start", {"input": {"flaky": 1}})["run_id"]
 
-    assert wait_until(lambda: len(ended()) > 0), [s.name for s in spans.get_finished_spans()]
-    (span,) = ended()
-    return span
+    def attempts() -> list[ReadableSpan]:
+        return [s for s in spans.get_finished_spans() if s.name == "step charge"]
 
+    assert wait_until(lambda: len(attempts()) == 1)
+    shop.clock.jump(1000)  # the backoff: the retry is the alarm's
+    assert wait_until(lambda: len(attempts()) == 2), [s.name for s in spans.get_finished_spans()]
 
-def test_a_workflows_events_carry_its_run_id_step_and_status(
-        packer: Probe, spans: InMemorySpanExporter) -> None:
-    started = workflow(packer, "start", {"input": {"items": ["a", "b"]}})
-    run_id = started["run_id"]
-    start = one(list(spans.get_finished_spans()), "request packer")
-    assert start.attributes is not None
-    assert start.attributes["wkhost.workflow.run_id"] == run_id
-    assert start.attributes["wkhost.workflow.status"] == "running"
-    assert "wkhost.workflow.step" not in start.attributes  # no step recorded yet
+    def linked_ended() -> bool:  # an event's span ends after the attempts it ran
+        ended = {s.context.span_id for s in spans.get_finished_spans()}
+        return all(link.context.span_id in ended for s in attempts() for link in s.links)
 
-    waiting = alarm_span(spans, "waiting")  # packed both, waits for "ship"
-    last = workflow(packer, "steps")["steps"][-1]["pos"]
-    assert last > 0
-    assert waiting.attributes is not None
-    assert waiting.attributes["wkhost.workflow.run_id"] == run_id
-    assert waiting.attributes["wkhost.workflow.step"] == last
-
-    workflow(packer, "event", {"name": "ship", "payload": "van"})
-    done = alarm_span(spans, "completed")
-    assert done.attributes is not None
-    assert done.attributes["wkhost.workflow.run_id"] == run_id
-    assert done.attributes["wkhost.workflow.step"] == workflow(packer, "steps")["steps"][-1]["pos"]
-    assert done.attributes["wkhost.workflow.step"] > last
-
-
-def test_a_workflows_place_is_read_from_its_tables_only(tmp_path: Path) -> None:
-    """storage/workflow_place.py reads the SDK's tables with the host's rights: a guest's
-    view of that name is refused there, never run, and the event has no place."""
-    db = ActorDb(tmp_path / "a.db", 1000)
-    try:
-        assert workflow_place(db) is None  # no such table: not a workflow
-        db.guest_exec("CREATE TABLE t (run_id, state, id)", (), False)
-        db.guest_exec("INSERT INTO t VALUES ('r', 'waiting', 1)", (), False)
-        db.guest_exec("CREATE VIEW _wk_wf AS SELECT * FROM t", (), False)
-        db.guest_exec("CREATE TABLE _wk_wf_step (pos INTEGER PRIMARY KEY)", (), False)
-        assert workflow_place(db) is None
-        db.guest_exec("DROP VIEW _wk_wf", (), False)
-        db.guest_exec("ALTER TABLE t RENAME TO _wk_wf", (), False)
-        assert workflow_place(db) == ("r", "waiting", None)
-        db.guest_exec("INSERT INTO _wk_wf_step VALUES (0), (3)", (), False)
-        assert workflow_place(db) == ("r", "waiting", 3)
-    finally:
-        db.close()
-    assert workflow_place(None) is None
+    assert wait_until(linked_ended)
+    done = list(spans.get_finished_spans())
+    start = one(done, "request shop")
+    failed, returned = attempts()
+    for span, n, outcome in ((failed, "1", "failed"), (returned, "2", "returned")):
+        attrs = span.attributes or {}
+        assert (attrs["wkhost.workflow.run_id"], attrs["wkhost.workflow.position"],
+                attrs["wkhost.workflow.attempt"], attrs["wkhost.workflow.outcome"]) == (
+            run_id, "0", n, outcome)
+        assert int(attrs["wkhost.fuel"]) > 0
+        assert span.parent is not None and span.parent.span_id == start.context.span_id
+        assert span.context.trace_id == start.context.trace_id
+    ran_in = []  # the alarm events that ran them: a start's run begins in its alarm
+    for span in (failed, returned):
+        (link,) = span.links
+        (event,) = [s for s in done if s.context.span_id == link.context.span_id]
+        assert event.name == "alarm shop" and event.context.trace_id != start.context.trace_id
+        ran_in.append(event.context.span_id)
+    assert ran_in[0] != ran_in[1]
+    assert failed.status.status_code == StatusCode.ERROR
+    (exc,) = failed.events
+    assert exc.name == "exception" and exc.attributes is not None
+    assert (exc.attributes["exception.type"], exc.attributes["exception.message"]) == (
+        "ConnectionError", "the bank refused attempt 1")
+    assert "_call_bank" in str(exc.attributes["exception.stacktrace"])
+    assert returned.status.status_code == StatusCode.UNSET

@@ -77,7 +77,7 @@ def test_a_class_defined_elsewhere_names_its_old_kind_and_is_read_back_as_a_host
 ) -> None:
     from wkhost.engine.componentize import BuildError
     from wkhost.events.event import ActorGone
-    from wkhost.net.frontdoor import SlowClient
+    from wkhost.net.bodies import SlowClient
     from wkhost.net.preflight import UsageError
 
     old_names = {ActorGone: "_Gone", BuildError: "BuildError", SlowClient: "SlowClient",

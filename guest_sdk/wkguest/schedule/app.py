@@ -6,7 +6,7 @@ from __future__ import annotations
 from wkguest.actor import Actor, export
 from wkguest.schedule.service import Schedules
 from wkguest.types import Request, Response
-from wkguest.workflow.backend import RealBackend
+from wkguest.workflow.real_backend import RealBackend
 
 # Made at import, at build time: it imports the bindings (see RealBackend's doc).
 _BACKEND = RealBackend()

@@ -41,7 +41,7 @@ in pyproject.toml holds them to these) and for tests:
 - `wkguest.workflow.errors`: the whole exception tree, with `CborError` and the runner's
   own signals, `Suspend` and `StoreFault`;
 - `wkguest.workflow.backend`: `Backend` (the host's SQL, alarm, clock and calls, as the
-  runner sees them) and `RealBackend`;
+  runner sees them), and `wkguest.workflow.real_backend`: `RealBackend`;
 - `wkguest.workflow.client`, `wkguest.workflow.status` and `wkguest.workflow.cbor`: the
   client, what it reads, and the wire's encoding;
 - `wkguest.workflow.runner.Runner` and `wkguest.workflow.protocol.Protocol`: the runner

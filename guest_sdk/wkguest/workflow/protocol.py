@@ -44,7 +44,7 @@ from typing import Any
 
 from . import routes
 from .children.registry import Registry
-from .core import counted
+from .core import counted, spans
 from .core.instance import RESTING, StatusRow
 from .core.listing import steps
 from .core.requests import BadRequest, int_field
@@ -205,6 +205,7 @@ class Protocol:
         if not self.store.create(run_id, text, tagged, now):
             return self.store.status()
         counted.started(self.db)
+        spans.run_began(self.db, self.store, run_id)
         # What status() would read back: the row just inserted, in an actor with no
         # steps or events yet (an id without an instance row never keeps any).
         return StatusRow(state="running", run_id=run_id, wake_at=None, waiting_for=None,

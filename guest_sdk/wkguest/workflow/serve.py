@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .backend import RealBackend
 from .core.config import Config
 from .protocol import HOLD_STATE, Protocol
+from .real_backend import RealBackend
 from .runner import Runner, Workflow
 from .status import PROTOCOL as PROTOCOL  # what the class declares (status.py)
 

@@ -132,6 +132,10 @@ class Attempts:
             self.db.exec_many(writes)
         return now
 
+    def fuel_since(self, m: Meter) -> int | None:
+        """The fuel burnt from attempt `m`'s start to the end just noted (`end`)."""
+        return _grown(m.fuel, self._fuel)
+
     def cut(self, pos: int, idx: int, attempt: int, timed_out: str | None = None) -> None:
         """The step's (or branch `idx`'s) `attempt` was cut: its row, copied from the
         step's (or branch's) if no run noted the cut (cuts.py), before the next attempt's

@@ -94,6 +94,19 @@ class ReadOnly:
     def log(self, level: str, message: str, fields: Mapping[str, Any]) -> None:
         """Nothing: a dry replay passes only what was told when it happened (told.py)."""
 
+    def tracing(self) -> bool:
+        return False  # a dry replay runs no step: nothing to trace
+
+    def trace_current(self) -> str:
+        return ""
+
+    def span_begin(self, name: str, parent: str, attributes: list[tuple[str, str]]) -> int:
+        return 0
+
+    def span_end(self, span: int, attributes: list[tuple[str, str]],
+                 error: tuple[str, str, str] | None) -> None:
+        pass
+
     def count(self, name: str, labels: Labels, value: float = 1) -> None:
         """Nothing: a dry replay counts nothing again (counted.py)."""
 

@@ -37,7 +37,7 @@ from typing import Any, Protocol
 
 from ..backend import Backend
 from ..errors import Fail, JournalError, StepFailed, StoreFault, WorkflowSignal
-from . import counted, cuts
+from . import counted, cuts, spans
 from .config import Config
 from .cursor import Cursor
 from .explain import describe
@@ -125,6 +125,7 @@ class Runner:
         if not self.store.create(run_id, text, tagged, now, watchdog=watchdog):
             return False
         counted.started(self.db)
+        spans.run_began(self.db, self.store, run_id)
         self.on_alarm(begun=(Store.just_created(run_id, text, tagged), now, watchdog))
         return True
 

@@ -31,6 +31,10 @@ ENTRY_COLUMNS = """kind TEXT NOT NULL,
         updated_at INTEGER NOT NULL,
         cut TEXT"""
 
+# The trace a run belongs to: one row, the current run's (spans.py).
+TRACE = ("CREATE TABLE IF NOT EXISTS _wk_wf_trace (id INTEGER PRIMARY KEY CHECK (id = 1),"
+         " run_id TEXT NOT NULL, traceparent TEXT NOT NULL)")
+
 # Each attempt's history (attempt_history.py), made when an instance first needs it; its
 # trigger forgets a position's attempts with its journal entry. One script, no
 # parameters: the host and FakeBackend both run it as one call.
@@ -88,4 +92,7 @@ SCHEMA = (
     # Each attempt's history (attempt_history.py), which an instance made by an older
     # SDK gets when it first needs it.
     *ATTEMPTS,
+    # The trace a run belongs to (spans.py; version 8): made here, so that a traced run's
+    # first write of it changes no schema; an older instance gets it from its first one.
+    TRACE,
 )

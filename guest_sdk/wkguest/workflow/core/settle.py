@@ -30,7 +30,7 @@ from ..errors import (
     ValueTooLarge,
     WorkflowSignal,
 )
-from . import counted, told
+from . import counted, spans, told
 from .config import Config
 from .cursor import Cursor
 from .frontier import Frontier
@@ -120,8 +120,10 @@ class Settler:
         now = self.db.now()
         self.db.alarm_set(now)
         self.cache.forget()
-        self.store.continue_as_new(self.new_run_id(), text, tagged, now)
+        run_id = self.new_run_id()
+        self.store.continue_as_new(run_id, text, tagged, now)
         counted.started(self.db)
+        spans.run_began(self.db, self.store, run_id)
 
     def unreadable(self, e: JournalError, bad: int) -> None:
         """A recorded entry this runner cannot read. Read fresh from the database, the

@@ -8,12 +8,11 @@ the attempts' history and the emitted stream keep their own tables' SQL). The ta
                   journal entry of the wait that took them, in one transaction)
 
 Durability: what the instance promises the moment it answers (its creation, a sleep's
-wake time, a wait's deadline, an event received, a timeout, a change of state) goes
-through exec_durable. What a run records for itself (a step's result or final error, an
-event taken, a helper's value) is a plain write that the run's last write syncs with
-itself: nothing reports it before then, and a crash before it loses the run's work
-together, which the next run does again. Bookkeeping that a crash may lose without
-breaking a promise (an attempt counted before `f` runs, a sleep seen as passed) uses exec.
+wake time, a wait's deadline, an event received, a timeout, a change of state) is
+exec_durable. What a run records for itself (a step's result or final error, an event
+taken, a helper's value) is a plain write that the run's last write syncs: a crash before
+it loses the run's work together, which the next run does again. Bookkeeping a crash may
+lose without breaking a promise (an attempt counted, a sleep seen as passed) uses exec.
 """
 
 from __future__ import annotations
@@ -43,8 +42,9 @@ class Store:
         self.publish = Publisher(backend)  # the state, for the host's index (publish.py)
         self.current = False  # its tables are known to be of this format (migration.py)
         self.has_attempts = False  # _wk_wf_attempt is known to be there (attempt_history.py)
-        # Plain writes that ride with the next one (carried.py): an attempt's history row.
-        self.carried = Carried(backend)
+        self.traced: bool | None = None  # whether the host traces (spans.py), once asked
+        self.trace_parent: tuple[str, str] | None = None  # (run id, traceparent): spans.py
+        self.carried = Carried(backend)  # writes riding with the next one (carried.py)
 
     def durable(self, sql: str, params: tuple[Param, ...] = ()) -> int:
         """Run `sql` through exec_durable, counted in `syncs`: the rows it changed."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from . import counted, timeouts
+from . import counted, spans, timeouts
 from .attempt_history import Attempts, Meter
 from .context import StepContext
 from .journal import Journal
@@ -62,7 +62,7 @@ class Attempt:
     """Attempt `n` of the step in `slot` at position `pos`, counted at `started_at`."""
 
     __slots__ = ("slot", "pos", "n", "started_at", "deadline", "context", "_meter",
-                 "_history", "_in_flight")
+                 "_history", "_in_flight", "_span")
 
     def __init__(self, slot: Slot, pos: int, n: int, started_at: int, timeout_ms: int | None,
                  journal: Journal, history: Attempts, in_flight: list[Attempt]) -> None:
@@ -71,6 +71,7 @@ class Attempt:
         self.context = StepContext(slot.name, n, pos, slot.key, self.deadline, journal)
         self._history, self._in_flight = history, in_flight
         self._meter: Meter | None = history.begin(pos, slot.idx, n, started_at)
+        self._span = spans.begin(history.store, journal.run_id, slot.name, pos, slot.idx, n)
         in_flight.append(self)
 
     def end(self, outcome: str, error: str | None, traceback: str | None = None) -> int:
@@ -83,4 +84,7 @@ class Attempt:
         self._in_flight.remove(self)
         now = self._history.end(m, outcome, error, self.slot.carries, traceback)
         counted.attempt_ended(self._history.db, self.slot.name, now - self.started_at)
+        if self._span:
+            spans.end(self._history.db, self._span, outcome, self._history.fuel_since(m),
+                      error, traceback)
         return now

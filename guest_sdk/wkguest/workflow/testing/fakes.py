@@ -67,6 +67,8 @@ class FakeBackend:
         # What the actor last published (WIT attributes): (status, updated_ms, labels).
         self.published: tuple[str, int, dict[str, str]] | None = None
         self.logged: list[tuple[str, str, dict[str, str]]] = []  # its log records
+        self.traceparent = ""  # what trace_current answers: "" is not traced
+        self.spans: list[list[Any]] = []  # what span_begin and span_end were given
         # Its metrics' samples: ("add" or "observe", name, labels, value)
         self.counted: list[tuple[str, str, dict[str, str], float]] = []
         self.host_ns = 0
@@ -204,6 +206,26 @@ class FakeBackend:
         self.calls["log"] += 1
         self.logged.append((level, message,
                             {k: str(v) for k, v in fields.items() if v is not None}))
+
+    def tracing(self) -> bool:
+        return bool(self.traceparent)
+
+    def trace_current(self) -> str:
+        """`traceparent`: "" (not traced) unless a test sets it."""
+        self.calls["trace_current"] += 1
+        return self.traceparent
+
+    def span_begin(self, name: str, parent: str, attributes: list[tuple[str, str]]) -> int:
+        """Kept in `spans` (a list: name, parent, attributes, then at its end its end's
+        attributes and error), if traced: its handle is its place there, plus 1."""
+        if not self.traceparent:
+            return 0
+        self.spans.append([name, parent, dict(attributes), None, None])
+        return len(self.spans)
+
+    def span_end(self, span: int, attributes: list[tuple[str, str]],
+                 error: tuple[str, str, str] | None) -> None:
+        self.spans[span - 1][3:] = [dict(attributes), error]
 
     def count(self, name: str, labels: Labels, value: float = 1) -> None:
         """Kept in `counted`."""

@@ -55,6 +55,7 @@ class FakeHost:
     def __init__(self, clock: FakeClock | None = None, *, always_replay: bool = False) -> None:
         self.clock = clock or FakeClock()
         self.always_replay = always_replay
+        self.traceparent = ""  # each new instance's FakeBackend.traceparent: "" untraced
         self.classes: dict[str, tuple[Workflow, Config]] = {}
         self.instances: dict[tuple[str, str], Instance] = {}
         self.traps = 0
@@ -158,6 +159,7 @@ class FakeHost:
 
     def _create(self, cls: str, id: str) -> Instance | None:
         backend = FakeBackend(self.clock, (cls, id))
+        backend.traceparent = self.traceparent
         backend.caller = lambda c, i, m, p, b: self._call_from((cls, id), c, i, m, p, b)
         runner, protocol = self._runner(cls, backend)
         try:
