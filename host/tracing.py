@@ -34,6 +34,7 @@ What is traced:
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -250,9 +251,11 @@ def run_in(carried: dict[str, str] | None, fn: Callable[..., T], *args: Any,
         context.detach(token)
 
 
+@functools.lru_cache(maxsize=1024)
 def extracted(traceparent: str) -> Any:
     """The context of a W3C `traceparent` a guest kept (host/guest_spans.py), or None if
-    it is malformed."""
+    it is malformed. Remembered: a run's every attempt gives the same one, and a Context
+    is immutable."""
     from opentelemetry import trace
 
     ctx = _propagator.extract({"traceparent": traceparent})

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from wkguest.workflow import Run
+from wkguest.workflow import Run, cbor
+from wkguest.workflow.status import PREFIX
 from wkguest.workflow.testing import FakeHost
 
 START = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
@@ -61,5 +62,22 @@ def test_each_attempt_is_a_span_in_the_trace_its_run_began_in(host: FakeHost) ->
 
 def test_untraced_nothing_is_asked_twice_read_or_written(host: FakeHost) -> None:
     b = run_flaky(host)
-    assert b.spans == [] and b.calls["trace_current"] == 1
+    assert b.spans == [] and (b.calls["tracing"], b.calls["trace_current"]) == (1, 0)
     assert b.rows("SELECT count(*) FROM _wk_wf_trace") == [(0,)]
+
+
+def test_a_run_that_ends_in_its_start_writes_no_trace(host: FakeHost) -> None:
+    """A waiting start's run runs in the start's event: its trace is written only if it
+    goes on in a later one (it does above: its retry is an alarm's)."""
+    host.traceparent = START
+    host.serve("w", lambda run, _: run.step("s", lambda: 1))
+
+    def start(inst: Any) -> Any:
+        return inst.protocol.handle("POST", PREFIX + "start",
+                                    cbor.dumps({"input": 1, "wait_ms": 1000}), "operator")
+
+    host._event("w", "1", start)  # noqa: SLF001 - the fake host's event, with its rules
+    assert host.client("w").status("1").state == "completed"
+    b = host.instance("w", "1").backend
+    assert b.rows("SELECT count(*) FROM _wk_wf_trace") == [(0,)]
+    assert [s[1] for s in b.spans] == [START]

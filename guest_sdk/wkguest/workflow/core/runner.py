@@ -125,7 +125,7 @@ class Runner:
         if not self.store.create(run_id, text, tagged, now, watchdog=watchdog):
             return False
         counted.started(self.db)
-        spans.run_began(self.db, self.store, run_id)
+        spans.run_began(self.db, self.store, run_id, running_now=True)
         self.on_alarm(begun=(Store.just_created(run_id, text, tagged), now, watchdog))
         return True
 

@@ -103,6 +103,7 @@ class Settler:
             loaded.state, loaded.wake_at, loaded.waiting_for) or loaded.error is not None
         # Only a change of the reported state needs an fsync; an unchanged one (an event
         # that did not wake it, say) only clears the bad-run count.
+        spans.goes_on(self.store)
         self.store.end_run(s.state, s.wake_at, s.waiting_for, now,
                            durable=changed or front.unsynced)
         front.arm(wake)
@@ -142,6 +143,7 @@ class Settler:
             return self.park(self.too_many_bad_runs(reason))
         # The watchdog alarm set at the start brings the next run after its backoff.
         # `sync`: steps of this run recorded outcomes that the next status would report.
+        spans.goes_on(self.store)
         self.store.note_bad_run(reason, self.db.now(), durable=sync)
         told.bad_run(self.db, self.store.rows, reason, bad, self.config.max_bad_runs)
 

@@ -32,27 +32,60 @@ _PUT = f"INSERT OR REPLACE INTO {TABLE} (id, run_id, traceparent) VALUES (1, ?, 
 _GET = f"SELECT run_id, traceparent FROM {TABLE}"
 
 
-def run_began(db: Backend, store: Store, run_id: str) -> None:
-    """Run `run_id` began in this event: keep its trace, if the host traces."""
-    parent = db.trace_current()
+class RunTrace:
+    """A warm cache's (Store.trace): whether the host traces, and the current run's id and
+    kept `traceparent` ("" if it began untraced), and whether that is written yet."""
+
+    __slots__ = ("on", "run_id", "parent", "kept")
+
+    def __init__(self, on: bool) -> None:
+        self.on = on
+        self.run_id: str | None = None  # None: not read yet
+        self.parent = ""
+        self.kept = True
+
+
+def _of(store: Store) -> RunTrace:
+    """The store's RunTrace, the host asked once per warm cache whether it traces."""
+    t: RunTrace | None = store.trace
+    if t is None:
+        t = store.trace = RunTrace(store.db.tracing())
+    return t
+
+
+def run_began(db: Backend, store: Store, run_id: str, running_now: bool = False) -> None:
+    """Run `run_id` began: keep its trace, if the host traces. `running_now`: it runs in
+    this event (a waiting start's), so it is written only if it goes on in a later one
+    (`goes_on`): most such runs end in the event they began in."""
+    t = _of(store)
+    parent = db.trace_current() if t.on else ""
     if parent:
-        db.exec_many([(_MAKE, ()), (_PUT, (run_id, parent))])
-        store.trace_parent = (run_id, parent)
+        t.run_id, t.parent, t.kept = run_id, parent, not running_now
+        if not running_now:
+            db.exec_many([(_MAKE, ()), (_PUT, (run_id, parent))])
+
+
+def goes_on(store: Store) -> None:
+    """The run goes on in a later event (it waits, or runs again): its trace written, if
+    `run_began` left it unwritten."""
+    t: RunTrace | None = store.trace
+    if t is None or t.kept or t.run_id is None:
+        return
+    store.db.exec_many([(_MAKE, ()), (_PUT, (t.run_id, t.parent))])
+    t.kept = True
 
 
 def begin(store: Store, run_id: str, name: str, pos: int, idx: int, attempt: int) -> int:
     """Attempt `attempt` of step (or branch) `name` at `pos` begins: its span's handle,
     0 if nothing is traced."""
-    traced = store.traced
-    if traced is None:  # once per warm cache: one attribute read an attempt after it
-        traced = store.traced = store.db.tracing()
-    if not traced:
+    t = store.trace or _of(store)  # one attribute read an attempt, once asked
+    if not t.on:
         return 0
     attributes = [("wkhost.workflow.run_id", run_id), ("wkhost.workflow.position", str(pos)),
                   ("wkhost.workflow.attempt", str(attempt))]
     if idx >= 0:
         attributes.append(("wkhost.workflow.branch", str(idx)))
-    return store.db.span_begin(f"step {name}", _parent(store, run_id), attributes)
+    return store.db.span_begin(f"step {name}", _parent(store, t, run_id), attributes)
 
 
 def end(db: Backend, span: int, outcome: str, fuel: int | None, error: str | None,
@@ -72,11 +105,10 @@ def end(db: Backend, span: int, outcome: str, fuel: int | None, error: str | Non
     db.span_end(span, attributes, failed)
 
 
-def _parent(store: Store, run_id: str) -> str:
-    """The run's kept `traceparent` ("" if it began untraced), read once per instance."""
-    kept = store.trace_parent
-    if kept is None:
+def _parent(store: Store, t: RunTrace, run_id: str) -> str:
+    """The run's kept `traceparent` ("" if it began untraced), read once per warm cache."""
+    if t.run_id is None:
         store.db.exec(_MAKE)
         row = store.db.query_row(_GET)
-        kept = store.trace_parent = (str(row[0]), str(row[1])) if row else ("", "")
-    return kept[1] if kept[0] == run_id else ""
+        t.run_id, t.parent = (str(row[0]), str(row[1])) if row else ("", "")
+    return t.parent if t.run_id == run_id else ""

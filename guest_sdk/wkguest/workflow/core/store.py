@@ -4,8 +4,8 @@ the attempts' history and the emitted stream keep their own tables' SQL). The ta
 
     _wk_wf        one row: the instance (state, run_id, input, output, error, times)
     _wk_wf_step   one row per position: the journal (its kinds: kinds.py)
-    _wk_wf_event  events received that no wait has taken yet (taken ones move into the
-                  journal entry of the wait that took them, in one transaction)
+    _wk_wf_event  events received that no wait has taken yet (a wait takes them into its
+                  journal entry)
 
 Durability: what the instance promises the moment it answers (its creation, a sleep's
 wake time, a wait's deadline, an event received, a timeout, a change of state) is
@@ -42,8 +42,7 @@ class Store:
         self.publish = Publisher(backend)  # the state, for the host's index (publish.py)
         self.current = False  # its tables are known to be of this format (migration.py)
         self.has_attempts = False  # _wk_wf_attempt is known to be there (attempt_history.py)
-        self.traced: bool | None = None  # whether the host traces (spans.py), once asked
-        self.trace_parent: tuple[str, str] | None = None  # (run id, traceparent): spans.py
+        self.trace: Any = None  # spans.py's RunTrace, once the host was asked if it traces
         self.carried = Carried(backend)  # writes riding with the next one (carried.py)
 
     def durable(self, sql: str, params: tuple[Param, ...] = ()) -> int:

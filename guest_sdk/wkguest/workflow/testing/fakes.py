@@ -208,6 +208,7 @@ class FakeBackend:
                             {k: str(v) for k, v in fields.items() if v is not None}))
 
     def tracing(self) -> bool:
+        self.calls["tracing"] += 1
         return bool(self.traceparent)
 
     def trace_current(self) -> str:
