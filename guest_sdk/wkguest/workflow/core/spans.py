@@ -56,7 +56,9 @@ def _of(store: Store) -> RunTrace:
 def run_began(db: Backend, store: Store, run_id: str, running_now: bool = False) -> None:
     """Run `run_id` began: keep its trace, if the host traces. `running_now`: it runs in
     this event (a waiting start's), so it is written only if it goes on in a later one
-    (`goes_on`): most such runs end in the event they began in."""
+    (`goes_on`): most such runs end in the event they began in. The price: such a run
+    that a trap cuts first has no row, and its later attempts' spans are children of
+    their events' spans."""
     t = _of(store)
     parent = db.trace_current() if t.on else ""
     if parent:
