@@ -20,6 +20,7 @@ import json
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass
@@ -37,6 +38,8 @@ KEEP_DAYS = 90
 _DAY_MS = 86_400_000
 _PRUNE_EVERY = 1_000
 _MOST_A_BATCH = 1_000
+
+_OPEN_WAITS_S = (0.05, 0.1, 0.2, 0.4, 0.8)  # between the tries of a busy open
 
 _SCHEMA = """
 PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;
@@ -165,17 +168,35 @@ class AuditLog:
             db.close()
 
     def _open(self) -> apsw.Connection | None:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = apsw.Connection(str(self.path))
-            db.setbusytimeout(10_000)  # the other processes' writes: this thread waits
-            list(db.execute(_SCHEMA))  # list(): apsw runs a script lazily
-            self._prune(db)
-            return db
-        except (apsw.Error, OSError) as e:
-            log.error("the audit log %s cannot be opened (%s): actions go to this log "
-                      "instead", self.path, e)
-            return None
+        """The log's connection, or None (its actions then go to the host's log).
+
+        Every process of `--processes N` opens the one file as it starts. Two doing it
+        at once can get "database is locked" from its first statements whatever the
+        busy timeout (SQLite answers BUSY without waiting while the other sets up its
+        WAL; about 1 open in 300 when two start together): such an open is tried again,
+        a few times, before the log is given up."""
+        for wait_s in (*_OPEN_WAITS_S, None):
+            db = None
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                db = apsw.Connection(str(self.path))
+                db.setbusytimeout(10_000)  # the other processes' writes: this thread waits
+                list(db.execute(_SCHEMA))  # list(): apsw runs a script lazily
+                self._prune(db)
+                return db
+            except apsw.BusyError as e:
+                if db is not None:
+                    db.close()
+                if wait_s is None:
+                    _unopened(self.path, e)
+                    return None
+                time.sleep(wait_s)
+            except (apsw.Error, OSError) as e:
+                if db is not None:
+                    db.close()
+                _unopened(self.path, e)
+                return None
+        return None
 
     def _write(self, db: apsw.Connection | None, entries: list[Entry]) -> None:
         if not entries:
@@ -251,3 +272,8 @@ def parse_cursor(text: str) -> tuple[int, int]:
     """A page's cursor ("AT.ID", as a page's answer gives it) back; ValueError if not."""
     at, _, row_id = text.partition(".")
     return int(at), int(row_id)
+
+
+def _unopened(path: Path, e: BaseException) -> None:
+    log.error("the audit log %s cannot be opened (%s): actions go to this log instead",
+              path, e)

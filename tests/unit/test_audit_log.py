@@ -1,10 +1,13 @@
 """The audit log's file (host/storage/audit_log.py): rows written by its thread, read back
-with filters and pages, kept within its caps, and a row that cannot be written logged."""
+with filters and pages, kept within its caps, a row that cannot be written logged, and
+processes that open it together all getting it."""
 
 from __future__ import annotations
 
 import json
 import logging
+import multiprocessing
+import multiprocessing.synchronize
 from pathlib import Path
 
 import pytest
@@ -166,3 +169,46 @@ def test_an_entry_as_the_route_answers_it() -> None:
     assert doc["target"] == "orders/o1" and doc["detail"] == {"name": "approved"}
     assert entry(5, cls="", actor_id="").doc()["target"] == ""
     assert entry(5, cls="orders", actor_id="").doc()["target"] == "orders"
+
+
+def _open_together(root: str, barrier: multiprocessing.synchronize.Barrier,
+                   errors: multiprocessing.Queue[str], files: int) -> None:
+    """Open an AuditLog on each of `files` new files as the other process opens it too,
+    and write one row: what `wkhost serve --processes N` does as its processes start."""
+    seen: list[str] = []
+
+    class Errors(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record.getMessage())
+
+    logging.getLogger("wkhost").addHandler(Errors(logging.ERROR))
+    for k in range(files):
+        barrier.wait()
+        a = AuditLog(Path(root) / f"audit-{k}.db", Clock())
+        a.record(lambda: entry(1))
+        a.flushed().result(10)
+        a.close()
+    for message in seen:
+        errors.put(message)
+    errors.put("")
+
+
+def test_processes_opening_the_log_together_all_get_it(tmp_path: Path) -> None:
+    """SQLite may answer "database is locked" to the first statements of a connection
+    whatever its busy timeout while another process sets the new file's WAL up (about 1
+    open in 300, two at once): the open is tried again, never given up on that."""
+    ctx = multiprocessing.get_context("fork")  # spawn would leave its resource tracker
+    barrier, errors = ctx.Barrier(2), ctx.Queue()
+    procs = [ctx.Process(target=_open_together, args=(str(tmp_path), barrier, errors, 400))
+             for _ in range(2)]
+    for p in procs:
+        p.start()
+    got: list[str] = []
+    done = 0
+    while done < 2:
+        message = errors.get(timeout=60)
+        done += message == ""
+        got += [message] if message else []
+    for p in procs:
+        p.join(30)
+    assert got == [], got[:3]
