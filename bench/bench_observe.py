@@ -35,6 +35,7 @@ import argparse
 import asyncio
 import contextlib
 import gzip
+import math
 import os
 import statistics
 import threading
@@ -241,8 +242,11 @@ def figures(loads: dict[str, tuple[str, int, Workload]], cpu: dict[str, dict[str
                                "spans_per_unit": summary(spans[w])}
         for what, on, off in PAIRS:
             a, b = cpu[w][on], cpu[w][off]
+            # A smoke run's few units can read no CPU at all (the kernel counts in ticks
+            # of 10 ms): no ratio then, rather than a ZeroDivisionError.
+            off_cpu = statistics.median(b)
             fig[what] = {"on": on, "off": off,
-                         "ratio": statistics.median(a) / statistics.median(b),
+                         "ratio": statistics.median(a) / off_cpu if off_cpu else math.nan,
                          "difference_us": statistics.median(a) - statistics.median(b),
                          "round_differences_us": summary([x - y for x, y in zip(a, b,
                                                                                 strict=True)])}
