@@ -17,6 +17,7 @@ from .engine.components import default_cache_dir
 from .engine.pool import InstancePool
 from .fetch import FetchError, FetchPolicy
 from .fetch.policy import entry_for
+from .flags import Flag, flag
 from .partition import Partition
 
 KiB = 1 << 10
@@ -33,28 +34,6 @@ def usable_cores() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
-
-
-@dataclass(frozen=True)
-class Flag:
-    """How `wkhost serve` sets one field: `option` takes the value in `unit`s (the field
-    holds value * unit: --memory-mb 256 is 256 MiB), and `help` explains it, with
-    %(default)s for the default in that unit. `parse` reads the value (default: the type
-    of the field's default); a bool field is a switch. `serve_default`: the option's
-    default, where `wkhost serve`'s differs from a HostConfig made in code (a test's, a
-    benchmark's in-process host)."""
-
-    option: str
-    help: str
-    unit: int = 1
-    parse: Callable[[str], Any] | None = None
-    metavar: str | None = None
-    serve_default: Any = None
-
-
-def flag(default: Any, option: str, help: str, **spec: Any) -> Any:
-    """A field with `default` that `wkhost serve` sets with `option` (see Flag)."""
-    return field(default=default, metadata={"flag": Flag(option, help, **spec)})
 
 
 @dataclass
@@ -207,6 +186,13 @@ class HostConfig:
     alarm_retry_base_ms: int = 1_000
     alarm_retry_max_ms: int = 300_000
     http: FetchPolicy = field(default_factory=FetchPolicy)
+    # What the front door serves besides the actors (host/net/frontdoor.py).
+    console: bool = flag(
+        True, "--console", "serve the web console under /_wk/console/ (default on; "
+        "--no-console to leave it out)")
+    metrics_route: bool = flag(
+        True, "--metrics", "serve Prometheus metrics at /_wk/metrics (default on; "
+        "--no-metrics to leave the route out)")
     # Traces (host/tracing.py): off without an endpoint.
     otlp_endpoint: str = flag(
         "", "--otlp-endpoint", "export OpenTelemetry traces over OTLP/HTTP to URL (its "

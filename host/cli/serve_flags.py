@@ -14,7 +14,8 @@ from dataclasses import Field
 from pathlib import Path
 from typing import Any
 
-from ..config import Flag, HostConfig, serve_flags, usable_cores
+from ..config import HostConfig, serve_flags, usable_cores
+from ..flags import Flag
 from ..logs import LOG_FORMATS
 from ..net.supervisor import MAX_PROCESSES
 

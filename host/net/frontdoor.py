@@ -83,8 +83,10 @@ def make_app(host: Host, admin_token: str, peer_clients: PeerClients | None = No
     app.router.add_get("/_wk/health", _health)
     listing.add_routes(app)
     audit.add_routes(app)
-    metrics_route.add_routes(app)
-    console.add_routes(app)
+    if host.config.metrics_route:
+        metrics_route.add_routes(app)
+    if host.config.console:
+        console.add_routes(app)
     app.router.add_post("/_wk/clock/advance", _advance_clock)
     app.router.add_route("*", r"/{tail:[\s\S]*}", _to_actor,  # ids may hold a newline
                          expect_handler=expect_handler)

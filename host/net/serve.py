@@ -29,6 +29,7 @@ from ..errors import HostError
 from ..events.classes import Access
 from ..testing import FakeClock
 from .connections import client_faults_logger, listen_for_clients, reserve_address
+from .console.session import PATH as CONSOLE_PATH
 from .frontdoor import make_app
 from .peer_clients import PeerClients
 from .peers import Peers, catch_up_clock
@@ -209,7 +210,17 @@ def _say_listening(host: Host, clients: list[asyncio.Server], token_path: Path) 
     address = clients[0].sockets[0].getsockname()
     log.info("serving %s on http://%s:%s (admin token in %s)",
              ", ".join(sorted(host.classes)), address[0], address[1], token_path)
-    print(f"wkhost: listening on http://{address[0]}:{address[1]}", flush=True)
+    say_listening(address, host.config, token_path)
+
+
+def say_listening(address: tuple[str, int], config: HostConfig, token_path: Path) -> None:
+    """The banner on stdout, once the server takes requests: where, and where its console
+    is (`listening on` is the line scripts and tests wait for: it comes first)."""
+    url = f"http://{address[0]}:{address[1]}"
+    print(f"wkhost: listening on {url}", flush=True)
+    if config.console:
+        print(f"wkhost: console at {url}{CONSOLE_PATH}/ (log in with the admin token in "
+              f"{token_path})", flush=True)
 
 
 async def _signalled() -> None:

@@ -40,7 +40,7 @@ from ..storage.files import make_dirs
 from ..storage.index import prepare_layout
 from .connections import reserve_address
 from .cores import core_shares_here
-from .serve import ServeOptions, admin_token
+from .serve import ServeOptions, admin_token, say_listening
 
 log = logging.getLogger("wkhost.supervisor")
 
@@ -85,7 +85,7 @@ def supervise(config: HostConfig, opts: ServeOptions, processes: int, argv: list
             log.info("serving %s on http://%s:%s with %d processes (admin token in %s)",
                      ", ".join(sorted(n for n, _ in opts.actors)), address[0], address[1],
                      processes, token_path)
-            print(f"wkhost: listening on http://{address[0]}:{address[1]}", flush=True)
+            say_listening(address, config, token_path)
         while not stopping.is_set():
             attention.wait(_next_look(procs))
             attention.clear()
