@@ -121,6 +121,7 @@ def test_moves_are_confirmed_then_seen_in_the_status_and_the_audit_log(
     state = page.locator("#summary [data-testid=state]")
     expect(state).to_have_text("waiting", timeout=WAIT_MS)
 
+    assert offered(page) == ["event", "pause", "restart", "cancel", "terminate"]
     page.click("#action-terminate")  # asked, then not confirmed: nothing happens
     expect(page.locator("#confirm")).to_be_visible()
     page.click("#confirm-no")
@@ -129,6 +130,7 @@ def test_moves_are_confirmed_then_seen_in_the_status_and_the_audit_log(
     _move(page, "pause", note="looking into it")
     expect(state).to_have_text("paused", timeout=WAIT_MS)
     assert shop.status("w1")["state"] == "paused"
+    assert offered(page) == ["event", "resume", "restart", "cancel", "terminate"]
     expect(page.locator("[data-testid=audit-row][data-action=pause]")).to_contain_text(
         "console: looking into it", timeout=WAIT_MS)
     _move(page, "resume")
@@ -140,13 +142,24 @@ def test_moves_are_confirmed_then_seen_in_the_status_and_the_audit_log(
     expect(state).to_have_text("completed", timeout=WAIT_MS)  # by the page's polling
     expect(page.locator("[data-testid=received]")).to_contain_text('{"by":"bo"}')
 
-    _move(page, "pause")  # refused by the instance: a finished one is not pausable
-    expect(page.locator("#action-result")).to_contain_text("refused", timeout=WAIT_MS)
+    assert offered(page) == ["restart"]  # all a finished instance takes
+    _move(page, "restart", step="no such step")  # refused by the instance, and said so
+    expect(page.locator("#action-result")).to_contain_text(
+        "Restart refused: no-step: the instance has 0 position(s) named 'no such step'",
+        timeout=WAIT_MS)
     rows = _audit(shop, "orders/w1")
     assert [(e["action"], e["status"], e["note"]) for e in reversed(rows)] == [
         ("pause", 200, "console: looking into it"), ("resume", 200, "console"),
-        ("event", 200, "console"), ("pause", 409, "console")], rows
+        ("event", 200, "console"), ("restart", 404, "console")], rows
     assert rows[3]["state"] == "paused" and rows[1]["detail"]["name"] == "approved", rows
+
+
+def offered(page: Page) -> list[str]:
+    """The moves the page offers, once its bar has caught up with the state shown."""
+    shown = page.locator("#summary [data-testid=state]").inner_text()
+    expect(page.locator(f"#actions[data-state={shown}]")).to_have_count(1, timeout=WAIT_MS)
+    ids = page.locator("#actions button").evaluate_all("bs => bs.map(b => b.id)")
+    return [i.removeprefix("action-") for i in ids]
 
 
 def _move(page: Page, action: str, note: str = "", **fields: str) -> None:

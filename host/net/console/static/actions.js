@@ -5,21 +5,29 @@ import {act} from "./api.js";
 
 const JSON_FIELD = "json";
 
-// Each move: its button, what the confirmation says, its fields, and the route's args.
+// The states an instance ends in: it takes no event, cancel or terminate, nor a pause.
+const FINISHED = new Set(["completed", "failed", "cancelled", "terminated"]);
+const unfinished = (state) => !FINISHED.has(state);
+
+// Each move: its button, the states that take it (the instance's own rules, in
+// docs/workflow-protocol.md: a move offered in no other state), what the confirmation
+// says, its fields, and the route's args.
 const MOVES = [
-  {action: "event", label: "Send event", text: "Record an event for the instance.",
+  {action: "event", label: "Send event", offered: unfinished, text: "Record an event for the instance.",
    fields: [{name: "name", label: "event name", required: true},
             {name: "payload", label: "payload (JSON)", kind: JSON_FIELD, value: "null"}]},
-  {action: "pause", label: "Pause", text: "It starts no new work until resumed; it still records events."},
-  {action: "resume", label: "Resume", text: "A paused instance goes on where it stopped."},
-  {action: "rescue", label: "Rescue", text: "A parked or failed instance runs again from its failing position, under the code deployed now."},
-  {action: "restart", label: "Restart", text: "Run again from a named step (keeping what was recorded before it), or from the start with a new run id.",
+  {action: "pause", label: "Pause",
+   offered: (state) => ["running", "waiting", "compensating"].includes(state), text: "It starts no new work until resumed; it still records events."},
+  {action: "resume", label: "Resume", offered: (state) => state === "paused", text: "A paused instance goes on where it stopped."},
+  {action: "rescue", label: "Rescue",
+   offered: (state) => state === "parked" || state === "failed", text: "A parked or failed instance runs again from its failing position, under the code deployed now."},
+  {action: "restart", label: "Restart", offered: () => true, text: "Run again from a named step (keeping what was recorded before it), or from the start with a new run id.",
    fields: [{name: "step", label: "from the step named (empty: from the start)"},
             {name: "occurrence", label: "its occurrence", kind: "int"},
             {name: "input", label: "new input, from the start only (JSON; empty: keep)", kind: JSON_FIELD}]},
-  {action: "cancel", label: "Cancel", text: "Cancel it; with compensation, its compensations run first.",
+  {action: "cancel", label: "Cancel", offered: unfinished, text: "Cancel it; with compensation, its compensations run first.",
    fields: [{name: "compensate", label: "run the compensations", kind: "bool"}]},
-  {action: "terminate", label: "Terminate", danger: true, text: "Stop it at once: no compensation; its children not detached are terminated too.",
+  {action: "terminate", label: "Terminate", danger: true, offered: unfinished, text: "Stop it at once: no compensation; its children not detached are terminated too.",
    fields: [{name: "reason", label: "reason"}]},
 ];
 
@@ -81,10 +89,11 @@ function ask(cls, id, move, done) {
   d.showModal();
 }
 
-// The bar of buttons; `done(move, answer)` after each move the instance answered.
-export function actionBar(cls, id, done) {
-  return h("div", {class: "actions", id: "actions"},
-           MOVES.map((m) => h("button", {
+// The bar of the buttons an instance in `state` takes; `done(move, answer)` after each
+// move the instance answered.
+export function actionBar(cls, id, state, done) {
+  return h("div", {class: "actions", id: "actions", dataset: {state}},
+           MOVES.filter((m) => m.offered(state)).map((m) => h("button", {
              type: "button", class: m.danger ? "danger" : "", id: `action-${m.action}`,
              onclick: () => ask(cls, id, m, done)}, m.label)));
 }

@@ -120,23 +120,34 @@ function dynamic({doc, entries}) {
           events(doc), children(doc), steps(doc), audit(entries)];
 }
 
-export async function render(root, params) {
-  const cls = params.get("cls"), id = params.get("id");
-  const data = await load(params);
-  const result = h("p", {id: "action-result", role: "status"});
+// The moves the instance's state takes, redrawn with it.
+function moves(root, params, state) {
+  const result = () => root.querySelector("#action-result");
   const done = async (move, out) => {
-    result.className = out.error ? "error" : "ok";
-    result.textContent = out.error ? `${move.label} refused: ${out.error}`
+    result().className = out.error ? "error" : "ok";
+    result().textContent = out.error ? `${move.label} refused: ${out.error}`
       : `${move.label}: done${out.answer?.state ? `, now ${out.answer.state}` : ""}`;
     await refresh(root, params);
   };
+  return actionBar(params.get("cls"), params.get("id"), state, done);
+}
+
+export async function render(root, params) {
+  const cls = params.get("cls"), id = params.get("id");
+  const data = await load(params);
   const [head, ...rest] = dynamic(data);
-  clear(root, head, actionBar(cls, id, done), result, h("div", {id: "dynamic"}, rest),
-        queryForm(cls, id));
+  clear(root, head, h("div", {id: "actions"}), h("p", {id: "action-result", role: "status"}),
+        h("div", {id: "dynamic"}, rest), queryForm(cls, id));
+  root.querySelector("#actions").replaceWith(moves(root, params, data.doc.status.state));
 }
 
 export async function refresh(root, params) {
-  const [head, ...rest] = dynamic(await load(params));
+  const data = await load(params);
+  const [head, ...rest] = dynamic(data);
   root.querySelector("#summary").replaceWith(head);
+  const bar = root.querySelector("#actions");
+  if (bar.dataset.state !== data.doc.status.state) {  // not under the user's pointer else
+    bar.replaceWith(moves(root, params, data.doc.status.state));
+  }
   clear(root.querySelector("#dynamic"), rest);
 }
