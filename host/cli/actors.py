@@ -11,9 +11,9 @@ import shlex
 import sys
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import quote, urlencode
 
 from ..storage.listing import MAX_LIMIT
+from .instances import listing_url
 from .options import (
     CliError,
     Exit,
@@ -106,9 +106,7 @@ def label_arg(text: str) -> str:
 def fetch_page(server: str, token: str, cls: str, params: dict[str, Any]) -> dict[str, Any]:
     """One page of the host's listing (host/net/listing.py) with these query parameters
     (a list's values repeat the parameter). Raises CliError with the host's refusal."""
-    q = urlencode({k: v for k, v in params.items() if v not in (None, "", [])}, doseq=True)
-    url = f"{server.rstrip('/')}/_wk/actors/{quote(cls, safe='')}?{q}"
-    answer = operator_request("GET", url, token)
+    answer = operator_request("GET", listing_url(server, cls, params), token)
     if answer.status != 200:
         raise CliError(f"{cls}: {answer.body.decode(errors='replace').strip()}",
                        Exit.FAILED)

@@ -16,8 +16,9 @@ It speaks wk-workflow/v1 (docs/workflow-protocol.md) to
 `{base_url}/{class}/{quoted id}/wk-workflow/v1/<route>` with the admin token, so the host
 marks the requests as the operator's: they reach classes served `--access internal`,
 and the runner accepts them. It never reads the SDK's tables: the instance answers.
-Listing asks the host which actors of the class exist (`/_wk/actors/{class}`, paged) and
-then each one for its summary: one request per instance.
+Listing reads the host's index of what each instance published (`/_wk/actors/{class}`,
+as `wkhost workflow list` does: host/cli/instances.py): one request a page of 10,000, and
+no instance runs an event for it.
 
 A start answers a `Started`: the Status, with `created` (True only for the start that
 made the instance) and `input_differs` (for an instance that already existed: the input
@@ -36,16 +37,24 @@ import io
 import json
 from dataclasses import dataclass, fields
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote
 
 import cbor2
 from wkguest.workflow.client import KEEP
 from wkguest.workflow.errors import WorkflowError
-from wkguest.workflow.serve import PROTOCOL
-from wkguest.workflow.status import CONTENT_TYPE, PREFIX, Event, Status, check_answer, events_of
+from wkguest.workflow.status import (
+    CONTENT_TYPE,
+    PREFIX,
+    PROTOCOL,
+    Event,
+    Status,
+    check_answer,
+    events_of,
+)
 
 from ..events.holds import MAX_HOLD_MS
 from .admin import NoAnswer, request
+from .instances import Instance, listing_url, workflow_instances
 
 __all__ = ["Event", "Started", "Status", "WorkflowAdmin", "WorkflowError"]
 
@@ -180,30 +189,25 @@ class WorkflowAdmin:
         """Every actor id of `cls` the host knows (workflow instances or not)."""
         ids: list[str] = []
         while True:
-            query = urlencode({"after": ids[-1] if ids else "", "limit": _LIST_PAGE})
-            url = f"{self.base_url}/_wk/actors/{quote(cls, safe='')}?{query}"
-            status, body, _, _ = self._send("GET", url)
-            if status != 200:
-                raise WorkflowError("refused", _text(body) or f"status {status}", status)
-            page = json.loads(body)["ids"]
+            page = self._listing_page(cls, {"after": ids[-1] if ids else "",
+                                            "limit": _LIST_PAGE})["ids"]
             ids.extend(page)
             if len(page) < _LIST_PAGE:
                 return ids
 
-    def list(self, cls: str, state: str | None = None) -> list[tuple[str, dict[str, Any]]]:
-        """(id, summary) of each instance of `cls`, in `state` if given. Ids that answer
-        "unknown" (never started, or just past retention) are left out."""
-        out = []
-        for id in self.ids(cls):
-            try:
-                s = self.summary(cls, id)
-            except WorkflowError as e:
-                if e.kind == "unknown":
-                    continue
-                raise
-            if state is None or s.get("state") == state:
-                out.append((id, s))
-        return out
+    def list(self, cls: str, state: str | None = None) -> list[Instance]:
+        """(id, summary) of each instance of `cls`, in `state` if given, in id order. The
+        summary: its "state", "updated_at" (ms, host clock: when it entered that state)
+        and "labels", from the host's index, as `wkhost workflow list` reads it."""
+        return workflow_instances(lambda params: self._listing_page(cls, params),
+                                  status=state)
+
+    def _listing_page(self, cls: str, params: dict[str, Any]) -> dict[str, Any]:
+        status, body, _, _ = self._send("GET", listing_url(self.base_url, cls, params))
+        if status != 200:
+            raise WorkflowError("refused", _text(body) or f"status {status}", status)
+        page: dict[str, Any] = json.loads(body)
+        return page
 
     # -- transport -----------------------------------------------------------------
 

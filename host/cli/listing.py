@@ -11,10 +11,9 @@ from wkguest.workflow.status import STATES
 
 from .actors import fetch_page, time_arg
 from .client import WorkflowAdmin
+from .instances import Instance, workflow_instances
 from .options import Exit
 from .text import when
-
-_PAGE = 10_000  # the host's most a page (storage/listing.py's MAX_LIMIT)
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
@@ -29,24 +28,16 @@ def add_args(p: argparse.ArgumentParser) -> None:
 
 
 def select(admin: WorkflowAdmin, cls: str, *, status: str | None = None,
-           since: int | None = None, until: int | None = None
-           ) -> list[tuple[str, dict[str, Any]]]:
+           since: int | None = None, until: int | None = None) -> list[Instance]:
     """(id, summary) of each instance of `cls` in `status`, whose state began within
     [since, until] (host-clock ms) when given: what `list` shows, and what bulk
-    operations act on. The summary: its "state", "updated_at" (when it entered that
-    state, as it published it) and "labels". Filtered by the host, from its index: no
-    instance runs an event for it. Raises CliError if the host refuses."""
-    # Without a status, any workflow state: an actor that published none is no instance.
-    params: dict[str, Any] = {"status": status or ",".join(STATES), "since": since,
-                              "until": until, "limit": _PAGE}
-    out: list[tuple[str, dict[str, Any]]] = []
-    while True:
-        page = fetch_page(admin.base_url, admin.token, cls, params)
-        out += [(a["id"], {"state": a["status"], "updated_at": a["updated_ms"],
-                           "labels": a["labels"]}) for a in page["actors"]]
-        if page["next"] is None:
-            return out
-        params["after"] = page["next"]
+    operations act on (host/cli/instances.py; the summary: its "state", "updated_at"
+    and "labels"). Filtered by the host, from its index: no instance runs an event for
+    it. Raises CliError if the host refuses, or does not answer."""
+    def page(params: dict[str, Any]) -> dict[str, Any]:
+        return fetch_page(admin.base_url, admin.token, cls, params)
+
+    return workflow_instances(page, status=status, since=since, until=until)
 
 
 def run(admin: WorkflowAdmin, args: argparse.Namespace) -> int:

@@ -1,13 +1,16 @@
 """The `wkhost` command line: its parser, made of one module per command (serve, call,
 actors, build, workflow), and the one place that turns what a command ends with into
 the process's exit code. The codes: the contract in host/cli/options.py (one table,
-shown in each command's --help and in docs/cli.md)."""
+shown in each command's --help and in docs/cli.md).
+
+Only `serve` and `build` import the server or the engine, and only when named: a command
+that speaks HTTP to a running server, and any --help but theirs, starts without them
+(issue 42: their imports were most of every command's start)."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.metadata
 import os
 import platform
 import sys
@@ -15,11 +18,9 @@ from typing import Any
 
 from .actors import add_actors
 from .audit import add_audit
-from .build import add_build
 from .call import add_call
 from .options import CliError, Exit, token_attached
 from .schedule import add_schedule
-from .serve import add_serve
 from .workflow import add_workflow_command
 
 
@@ -34,8 +35,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    parser = make_parser()
     given = list(sys.argv[1:] if argv is None else argv)
+    parser = make_parser(named=_named_command(given))
     args = parser.parse_args(token_attached(given))
     args.argv = given  # for serve --processes N
     if not getattr(args, "run", None):
@@ -66,7 +67,10 @@ def _output_closed() -> int:
     return Exit.BROKEN_PIPE
 
 
-def make_parser() -> argparse.ArgumentParser:
+def make_parser(named: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command. Given `named`, the command a command line names (""
+    for none), serve and build get their options only if named: otherwise each is the
+    one line `wkhost --help` shows of it, so that their imports are not paid for."""
     p = argparse.ArgumentParser(
         prog="wkhost",
         description="A durable-execution host for WebAssembly actors.",
@@ -75,10 +79,42 @@ def make_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action=_Version)
     sub = p.add_subparsers(title="commands", metavar="COMMAND")
-    for add_command in (add_serve, add_call, add_actors, add_build, add_workflow_command,
-                        add_schedule, add_audit):
-        add_command(sub)
+    for name, add_command in (("serve", _add_serve), ("call", add_call),
+                              ("actors", add_actors), ("build", _add_build),
+                              ("workflow", add_workflow_command),
+                              ("schedule", add_schedule), ("audit", add_audit)):
+        if name in _DEFERRED and named is not None and named != name:
+            sub.add_parser(name, help=_DEFERRED[name])
+        else:
+            add_command(sub)
     return p
+
+
+def _add_serve(sub: Any) -> None:
+    # Deferred: serve's options are HostConfig's fields, and host/config.py imports the
+    # engine (wasmtime); serve.py imports the server (aiohttp).
+    from .serve import add_serve
+
+    add_serve(sub)
+
+
+def _add_build(sub: Any) -> None:
+    from .build import add_build  # deferred: its options are the engine's (build.py)
+
+    add_build(sub)
+
+
+# The line of each deferred command in `wkhost --help`, as its own module writes it (a
+# test holds the two the same): reading it there would import what deferring spares.
+_DEFERRED = {"serve": "serve actor classes over HTTP",
+             "build": "build a Python actor into a wasm component"}
+
+
+def _named_command(argv: list[str]) -> str:
+    """The command `argv` names, or "" for none: its first argument that is not an
+    option. The parser's own options (-h, --version) take no value, so argparse runs
+    that command or refuses the command line."""
+    return next((a for a in argv if not a.startswith("-")), "")
 
 
 class _Version(argparse.Action):
@@ -95,6 +131,8 @@ class _Version(argparse.Action):
 
 
 def version_text() -> str:
+    import importlib.metadata  # here: 15 ms that only --version needs
+
     def version(dist: str) -> str:
         try:
             return importlib.metadata.version(dist)

@@ -57,11 +57,21 @@ class FrontDoor(BaseHTTPRequestHandler):
         self._answer(status, out)
 
     def _list(self, cls: str, query: dict[str, list[str]], operator: bool) -> None:
+        """The host's listing (host/net/listing.py), from what each instance published."""
         if not operator:
             return self._answer(403, b"listing actors is for operators\n")
         after, limit = query.get("after", [""])[0], int(query.get("limit", ["1000"])[0])
-        ids = sorted(i for c, i in self.host.instances if c == cls and i > after)[:limit]
-        self._answer(200, json.dumps({"ids": ids}).encode())
+        statuses = {s for v in query.get("status", []) for s in v.split(",")}
+        actors = []
+        for (c, i), inst in sorted(self.host.instances.items()):
+            status, updated_ms, labels = inst.backend.published or (None, 0, {})
+            if c == cls and i > after and (not statuses or status in statuses):
+                actors.append({"id": i, "status": status, "updated_ms": updated_ms,
+                               "labels": labels})
+        actors = actors[:limit]
+        full = len(actors) == limit
+        self._answer(200, json.dumps({"ids": [a["id"] for a in actors], "actors": actors,
+                                      "next": actors[-1]["id"] if full else None}).encode())
 
     def _answer(self, status: int, body: bytes) -> None:
         self.send_response(status)

@@ -1,0 +1,51 @@
+"""The instances of a workflow class as the host's index knows them: what each one last
+published (`GET /_wk/actors/{class}`, host/net/listing.py), filtered by the host and read a
+page at a time, so that no instance runs an event for it.
+
+One reading for `wkhost workflow list` and `bulk` (host/cli/listing.py) and for
+WorkflowAdmin.list (host/cli/client.py). Each of them fetches a page its own way, since
+each says in its own words (CliError, WorkflowError) that the host refused or did not
+answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from wkguest.workflow.status import STATES
+
+PAGE = 10_000  # the most the host gives in a page (storage/listing.py's MAX_LIMIT)
+
+# (id, summary): the summary is the instance's "state", "updated_at" (ms on the host's
+# clock, when it entered that state, as it published it) and "labels".
+Instance = tuple[str, dict[str, Any]]
+# One page of the listing for these query parameters: the host's answer, decoded.
+FetchPage = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def listing_url(server: str, cls: str, params: dict[str, Any]) -> str:
+    """The URL of one page of the host's listing of `cls` with these query parameters (a
+    list's values repeat the parameter; None and empty values are left out)."""
+    q = urlencode({k: v for k, v in params.items() if v not in (None, "", [])}, doseq=True)
+    return f"{server.rstrip('/')}/_wk/actors/{quote(cls, safe='')}?{q}"
+
+
+def workflow_instances(fetch_page: FetchPage, *, status: str | None = None,
+                       since: int | None = None, until: int | None = None
+                       ) -> list[Instance]:
+    """Each instance in `status` (any workflow state if None) whose state began within
+    [since, until] (host-clock ms) when given, in id order: one `fetch_page` a page.
+    Raises what `fetch_page` raises."""
+    # Without a status, any workflow state: an actor that published none is no instance.
+    params: dict[str, Any] = {"status": status or ",".join(STATES), "since": since,
+                              "until": until, "limit": PAGE}
+    out: list[Instance] = []
+    while True:
+        page = fetch_page(params)
+        out += [(a["id"], {"state": a["status"], "updated_at": a["updated_ms"],
+                           "labels": a["labels"]}) for a in page["actors"]]
+        if page["next"] is None:
+            return out
+        params = {**params, "after": page["next"]}
