@@ -10,9 +10,13 @@ from typing import Any
 
 from playwright.sync_api import BrowserContext, Page, expect
 
+from tests.e2e.test_workflow_admin_list import events_run
 from tests.e2e.workflow_support import Shop, finished, waiting_for
 
 from .console_support import WAIT_MS, console_url, demo_order, log_in
+
+
+QUIET_S = 20  # how long an open page over an unchanging instance is watched
 
 
 def _logged_in(shop: Shop, context: BrowserContext, path: str) -> Page:
@@ -160,6 +164,26 @@ def offered(page: Page) -> list[str]:
     expect(page.locator(f"#actions[data-state={shown}]")).to_have_count(1, timeout=WAIT_MS)
     ids = page.locator("#actions button").evaluate_all("bs => bs.map(b => b.id)")
     return [i.removeprefix("action-") for i in ids]
+
+
+def test_an_open_page_runs_no_event_while_its_instance_does_not_change(
+        shop: Shop, context: BrowserContext) -> None:
+    shop.app_start("q1", cool_off_ms=0)
+    shop.drive("q1", waiting_for("approved"))
+    page = _logged_in(shop, context, "/instance?cls=orders&id=q1")
+    polls: list[str] = []
+    page.on("request", lambda r: polls.append(r.url) if "/api/version?" in r.url else None)
+    expect(page.locator("#summary [data-testid=state]")).to_have_text("waiting",
+                                                                    timeout=WAIT_MS)
+    expect(page.locator("#live")).to_contain_text("live ·", timeout=WAIT_MS)  # polled once
+    before = events_run(shop.server)
+    page.wait_for_timeout(QUIET_S * 1000)  # (Playwright's: its events are taken meanwhile)
+    assert len(polls) >= QUIET_S // 2 - 1, polls  # it polled every 2 s all along
+    assert events_run(shop.server) == before  # and no instance ran an event for it
+
+    assert shop.approve("q1", by="cy")[0] == 200  # a change: the page reads it again
+    expect(page.locator("[data-testid=received]")).to_contain_text('{"by":"cy"}',
+                                                                   timeout=WAIT_MS)
 
 
 def _move(page: Page, action: str, note: str = "", **fields: str) -> None:

@@ -4,6 +4,9 @@
     GET actors?cls=C&<listing's>     /_wk/actors/C's page (filters, order, paging, count)
     GET instance?cls=C&id=I          status, steps (attempts and values), emitted events,
                                      children; {"error"} with the instance's refusal
+    GET version?cls=C&id=I           {"version": a marker that moves when the instance's
+                                     database changes, or null where this process
+                                     cannot tell}: no event (storage/change_marker.py)
     GET query?cls=C&id=I&name=N&arg=JSON   a query handler's answer
     GET audit?target=C[/I]&<audit's>  the audit log's rows (GET /_wk/audit's filter)
 
@@ -21,7 +24,10 @@ from typing import Any
 from aiohttp import web
 from multidict import MultiDict
 
-from ...errors import BadRequest
+from ...core.host import Host
+from ...errors import BadRequest, HostError
+from ...storage.change_marker import change_marker
+from ...storage.paths import db_path
 from .. import audit, listing
 from ..peers import list_page
 from .calls import PROTOCOL, Answer, call, error_of
@@ -36,7 +42,8 @@ _ONE = MultiDict({"limit": "1"})  # a class's count, its first page of one
 
 def add_routes(app: web.Application, prefix: str) -> None:
     for name, handler in (("classes", _classes), ("actors", _actors),
-                          ("instance", _instance), ("query", _query), ("audit", _audit)):
+                          ("instance", _instance), ("version", _version),
+                          ("query", _query), ("audit", _audit)):
         app.router.add_get(f"{prefix}/api/{name}", _guarded(handler))
 
 
@@ -82,16 +89,37 @@ async def _actors(request: web.Request) -> web.Response:
     return json_answer(page.doc())
 
 
+async def _version(request: web.Request) -> web.Response:
+    cls, actor_id = _param(request, "cls"), _param(request, "id")
+    return json_answer({"version": version_of(request.app["host"], cls, actor_id)})
+
+
+def version_of(host: Host, cls: str, actor_id: str) -> str | None:
+    """The instance's change marker, read off its files on this machine: None for one
+    served by another node (its files are there), or not a valid actor."""
+    try:
+        ref = host.actor_ref(cls, actor_id)
+    except HostError:
+        return None
+    where = host.placement.where(ref.id)
+    if not where.here and where.process is None:
+        return None
+    return change_marker(db_path(host.config.data_dir, ref.cls, ref.id))
+
+
 async def _instance(request: web.Request) -> web.Response:
     cls, actor_id = _param(request, "cls"), _param(request, "id")
     app = request.app
+    # Before the reads: a change while they run moves it again, and is read next time.
+    version = version_of(app["host"], cls, actor_id)
     status, events = await asyncio.gather(call(app, cls, actor_id, "status", {"input": True}),
                                           call(app, cls, actor_id, "events",
                                                {"after": 0, "limit": _EVENTS}))
     if (why := error_of(status)) is not None:
         return json_answer({"error": why}, status.status)
     steps, more = await _steps(app, cls, actor_id)
-    return json_answer({"cls": cls, "id": actor_id, "status": status.doc, "steps": steps,
+    return json_answer({"cls": cls, "id": actor_id, "version": version,
+                        "status": status.doc, "steps": steps,
                         "steps_more": more, "events": _events(events),
                         "children": children_of(steps)})
 

@@ -135,16 +135,25 @@ function moves(root, params, state) {
 export async function render(root, params) {
   const cls = params.get("cls"), id = params.get("id");
   const data = await load(params);
+  root.dataset.version = data.doc.version || "";
   const [head, ...rest] = dynamic(data);
   clear(root, head, h("div", {id: "actions"}), h("p", {id: "action-result", role: "status"}),
         h("div", {id: "dynamic"}, rest), queryForm(cls, id));
   root.querySelector("#actions").replaceWith(moves(root, params, data.doc.status.state));
 }
 
+// Polled every few seconds: the instance is read again (events in it) only once its
+// database has changed since the page last read it (api.py's version, no event).
 export async function refresh(root, params) {
+  const shown = root.dataset.version;
+  if (shown) {
+    const {version} = await get("version", {cls: params.get("cls"), id: params.get("id")});
+    if (version === shown) return;
+  }
   const data = await load(params);
   const [head, ...rest] = dynamic(data);
   root.querySelector("#summary").replaceWith(head);
+  root.dataset.version = data.doc.version || "";
   const bar = root.querySelector("#actions");
   if (bar.dataset.state !== data.doc.status.state) {  // not under the user's pointer else
     bar.replaceWith(moves(root, params, data.doc.status.state));
