@@ -10,11 +10,9 @@ from typing import Any
 
 from playwright.sync_api import BrowserContext, Page, expect
 
-from tests.e2e.test_workflow_admin_list import events_run
 from tests.e2e.workflow_support import Shop, finished, waiting_for
 
 from .console_support import WAIT_MS, console_url, demo_order, log_in
-
 
 QUIET_S = 20  # how long an open page over an unchanging instance is watched
 
@@ -176,10 +174,10 @@ def test_an_open_page_runs_no_event_while_its_instance_does_not_change(
     expect(page.locator("#summary [data-testid=state]")).to_have_text("waiting",
                                                                     timeout=WAIT_MS)
     expect(page.locator("#live")).to_contain_text("live ·", timeout=WAIT_MS)  # polled once
-    before = events_run(shop.server)
+    before = shop.server.events_run()
     page.wait_for_timeout(QUIET_S * 1000)  # (Playwright's: its events are taken meanwhile)
     assert len(polls) >= QUIET_S // 2 - 1, polls  # it polled every 2 s all along
-    assert events_run(shop.server) == before  # and no instance ran an event for it
+    assert shop.server.events_run() == before  # and no instance ran an event for it
 
     assert shop.approve("q1", by="cy")[0] == 200  # a change: the page reads it again
     expect(page.locator("[data-testid=received]")).to_contain_text('{"by":"cy"}',

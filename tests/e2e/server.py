@@ -102,6 +102,15 @@ class Server:
     def token(self) -> str:
         return (self.data / "_host" / "admin-token").read_text().strip()
 
+    def events_run(self) -> float:
+        """Every event the server's actors have run, by its metrics."""
+        from prometheus_client.parser import text_string_to_metric_families
+
+        status, _, body = self.request("GET", "/_wk/metrics", operator=True)
+        assert status == 200, body
+        return sum(s.value for fam in text_string_to_metric_families(body.decode())
+                   for s in fam.samples if s.name == "wkhost_events_total")
+
     # -- requests ---------------------------------------------------------------------------
     def request(self, method: str, path: str, body: bytes | None = None,
                 headers: dict[str, str] | None = None, operator: bool = False,

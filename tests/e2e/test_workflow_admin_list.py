@@ -7,12 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from prometheus_client.parser import text_string_to_metric_families
 from wkhost.cli.client import WorkflowAdmin
 
 from . import workflow_support
 from .conftest import MakeServer
-from .server import Server
 from .workflow_support import HOUR, INTERNAL, ORDER, Shop, in_state
 
 workflow_wasm = workflow_support.workflow_wasm  # the fixture, by name
@@ -30,13 +28,6 @@ class Recording(WorkflowAdmin):
         return super()._send(method, url, *args, **kw)
 
 
-def events_run(server: Server) -> float:
-    """Every event the server's actors have run, by its metrics."""
-    status, _, body = server.request("GET", "/_wk/metrics", operator=True)
-    assert status == 200, body
-    return sum(s.value for fam in text_string_to_metric_families(body.decode())
-               for s in fam.samples if s.name == "wkhost_events_total")
-
 
 def test_list_reads_the_index_in_one_request_and_wakes_no_instance(
         make_server: MakeServer, workflow_wasm: dict[str, Path]) -> None:
@@ -47,7 +38,7 @@ def test_list_reads_the_index_in_one_request_and_wakes_no_instance(
         shop.wait_for(oid, in_state("waiting"))
     shop.admin.cancel("orders", "o2")
     admin = Recording(shop.server.url, shop.server.token)
-    before = events_run(shop.server)
+    before = shop.server.events_run()
 
     listed = admin.list("orders")
     assert [(i, s["state"]) for i, s in listed] == [
@@ -56,7 +47,7 @@ def test_list_reads_the_index_in_one_request_and_wakes_no_instance(
     assert [i for i, _ in admin.list("orders", state="waiting")] == ["o1", "o3"]
     assert admin.list("orders", state="completed") == []
     assert admin.sent == [("GET", "/_wk/actors/orders")] * 3  # one a listing
-    assert events_run(shop.server) == before
+    assert shop.server.events_run() == before
 
     admin.summary("orders", "o1")  # by contrast: asking an instance is an event of it
-    assert events_run(shop.server) == before + 1
+    assert shop.server.events_run() == before + 1
