@@ -64,7 +64,8 @@ def run_serve(args: argparse.Namespace) -> int:  # returns only for bad usage
 def serve_options(args: argparse.Namespace, actors: list[tuple[str, Path]],
                   access: dict[str, Access]) -> ServeOptions:
     return ServeOptions(actors, access, args.host, args.port, args.admin_token_file,
-                        args.fake_clock, reuse_instances=frozenset(args.reuse_instances),
+                        args.fake_clock, tokens_file=args.tokens_file,
+                        reuse_instances=frozenset(args.reuse_instances),
                         fake_clock_start_ms=args.fake_clock_start)
 
 

@@ -146,6 +146,11 @@ def _add_operation(s: argparse.ArgumentParser) -> None:
                    help="let guests fetch from HOST (repeatable; default: nowhere)")
     s.add_argument("--admin-token-file", type=Path,
                    help="operator token file (default DATA/_host/admin-token, made if missing)")
+    s.add_argument("--tokens-file", type=Path, metavar="FILE",
+                   help="named tokens, a line each: NAME ROLE SECRET, the role operator "
+                        "(acts and sees) or reader (sees); SECRET the token or sha256:HEX "
+                        "(docs/operating.md, \"Tokens\"); the admin token stays an "
+                        "operator's, named admin (default: the admin token alone)")
     s.add_argument("--log-level", default="info",
                    choices=["debug", "info", "warning", "error"], help="(default %(default)s)")
     s.add_argument("--log-format", default="logfmt", choices=LOG_FORMATS,

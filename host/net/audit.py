@@ -34,7 +34,7 @@ from ..errors import BadRequest, HostError, PeerLost, PeerUnavailable
 from ..storage.audit_log import AuditLog, Entry, Filter, parse_cursor
 from ..storage.paths import check_class, check_id
 from .audit_entry import DESCRIBED_BYTES, Answered, describe, is_action
-from .operator import is_operator, plain
+from .operator import caller_of, is_operator, may_read, plain
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 NOTE = "wk-audit-note"
@@ -61,13 +61,14 @@ async def middleware(request: web.Request, handler: Handler) -> web.StreamRespon
             or not is_action(request.method, request.raw_path)):
         return await handler(request)
     try:
-        if not is_operator(request):
-            return await handler(request)
+        caller = caller_of(request)
     except web.HTTPUnauthorized:
+        return await handler(request)
+    if caller is None or not caller.acts:  # refused where it is handled: nothing done
         return await handler(request)
     loop = asyncio.get_running_loop()
     started, at = loop.time(), request.app["host"].clock.now_ms()
-    seen = _Seen(request, at, started)
+    seen = _Seen(request, at, started, caller.name)
     try:
         resp = await handler(request)
     except HostError as e:
@@ -89,8 +90,8 @@ async def middleware(request: web.Request, handler: Handler) -> web.StreamRespon
 
 
 class _Seen:
-    def __init__(self, request: web.Request, at: int, started: float) -> None:
-        self.request, self.at, self.started = request, at, started
+    def __init__(self, request: web.Request, at: int, started: float, who: str) -> None:
+        self.request, self.at, self.started, self.who = request, at, started, who
 
     def answered(self, status: int, content_type: str, body: bytes | bytearray) -> None:
         log = log_of(self.request.app)
@@ -105,7 +106,7 @@ class _Seen:
             body=bytes(body) if len(body) <= DESCRIBED_BYTES else None, body_size=len(body),
             request_type=r.headers.get("Content-Type", ""),
             request_body=read if isinstance(read, bytes) and len(read) <= DESCRIBED_BYTES
-            else None, note=r.headers.get(NOTE))
+            else None, note=r.headers.get(NOTE), who=self.who)
         log.record(lambda: describe(a))
 
 
@@ -147,8 +148,8 @@ async def _close(app: web.Application) -> None:
 
 # -- the routes -------------------------------------------------------------------------
 async def _read(request: web.Request) -> web.Response:
-    if not is_operator(request):
-        return plain(403, "the audit log is for operators (send the admin token)")
+    if not may_read(request):
+        return plain(403, "the audit log is for operators and readers (send a token)")
     log = log_of(request.app)
     if log is None:
         return plain(503, "the audit log is not open")
@@ -224,7 +225,8 @@ async def _flush_here(request: web.Request) -> web.Response:
 
 async def _note(request: web.Request) -> web.Response:
     """A line of the client's own (a bulk operation's), recorded as the action "note"."""
-    if not is_operator(request):
+    caller = caller_of(request)
+    if caller is None or not is_operator(request):
         return plain(403, "the audit log is for operators (send the admin token)")
     log = log_of(request.app)
     if log is None:
@@ -236,7 +238,7 @@ async def _note(request: web.Request) -> web.Response:
                   process=request.app["host"].config.partition.me, action="note",
                   method="POST", cls=f.cls or "", actor_id=f.actor_id or "",
                   path="/_wk/audit/note", status=200, result="noted",
-                  note=note[:_NOTE_CHARS])
+                  note=note[:_NOTE_CHARS], who=caller.name)
     log.record(lambda: entry)
     return web.json_response({"recorded": True})
 

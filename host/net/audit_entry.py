@@ -56,6 +56,15 @@ class Answered(NamedTuple):
     request_type: str
     request_body: bytes | None
     note: str | None
+    who: str  # the name of the token it came with (net/tokens.py)
+
+
+def is_protocol_read(raw_path: str) -> bool:
+    """Whether the request is one of an actor's protocol read routes (a status, steps,
+    a query...): what a reader's token may ask an actor (net/tokens.py)."""
+    parts = raw_path.split("?", 1)[0].split("/", 3)
+    m = _PROTOCOL_ROUTE.match("/" + parts[3]) if len(parts) > 3 else None
+    return m is not None and m.group(1) in READ_ROUTES
 
 
 def is_action(method: str, raw_path: str) -> bool:
@@ -76,7 +85,7 @@ def describe(a: Answered) -> Entry:
     note = a.note[:500] if a.note else None
     return Entry(at=a.at, took_ms=a.took_ms, process=a.process, action=action,
                  method=a.method, cls=cls, actor_id=actor_id, path=path, status=a.status,
-                 result=result, state=state, note=note, detail=_detail(a))
+                 result=result, state=state, note=note, detail=_detail(a), who=a.who)
 
 
 def _target(raw_path: str) -> tuple[str, str, str, str]:

@@ -45,14 +45,16 @@ from ..events.holds import HOLD_STATE, is_hold_header
 from ..types import ActorRef, Request, Response, Sender
 from ..wire import ERROR_KIND, answer_headers
 from . import audit, console, listing, metrics_route
+from .audit_entry import is_protocol_read
 from .bodies import expect_handler, read_body
 from .cluster_door import cluster_middlewares
 from .forward import pass_on
 from .node_hop import NodeClients
-from .operator import is_operator, plain
+from .operator import caller_of, is_operator, plain, read_only
 from .peer_clients import PeerClients
 from .peer_routes import add_peer_routes
 from .peers import advance_clock
+from .tokens import Tokens
 
 log = logging.getLogger("wkhost.http")
 
@@ -60,7 +62,7 @@ _PEER_WRAPPER_BYTES = 1 << 20
 
 
 def make_app(host: Host, admin_token: str, peer_clients: PeerClients | None = None,
-             for_peers: bool = False) -> web.Application:
+             for_peers: bool = False, tokens: Tokens | None = None) -> web.Application:
     """The front door. With `--processes N`, each process serves it to clients and, with
     the `/_wk/peer/...` routes added (`for_peers`), to the other processes
     (host/net/peers.py)."""
@@ -73,7 +75,8 @@ def make_app(host: Host, admin_token: str, peer_clients: PeerClients | None = No
                                        audit.middleware])
     app["host"] = host
     app["body_cap"] = host.config.max_body_bytes + room
-    app["token"] = admin_token
+    app["token"] = admin_token  # the processes' own, to each other
+    app["tokens"] = tokens or Tokens(admin_token)  # who a client's bearer token is
     app["peers"] = peer_clients
     app["for_peers"] = for_peers
     if host.cluster is not None:
@@ -118,7 +121,7 @@ async def _to_actor(request: web.Request) -> web.Response:
         passed = await pass_on(request, ref, where, await read_body(request))
         if passed is not None:
             return passed
-    operator = is_operator(request)
+    operator = _as_operator(request)
     headers = [(k.lower(), v) for k, v in request.headers.items()
                if not (operator and k.lower() == "authorization") and not is_hold_header(k)]
     body = await read_body(request)
@@ -133,6 +136,18 @@ async def _to_actor(request: web.Request) -> web.Response:
         out = await _serve(request, host, ref, req, sender, tracing.carrier_of(span))
         tracing.answered(span, out.status)
         return out
+
+
+def _as_operator(request: web.Request) -> bool:
+    """Whether the request reaches the actor as the operator: an operator's token, or a
+    reader's at a protocol read route (a status, steps, a query); a reader's anywhere
+    else is refused, as a token that may look and not act."""
+    caller = caller_of(request)
+    if caller is None:
+        return False
+    if not caller.acts and not is_protocol_read(request.raw_path):
+        raise web.HTTPForbidden(reason=read_only(caller))
+    return True
 
 
 async def _serve(request: web.Request, host: Host, ref: ActorRef, req: Request,

@@ -20,7 +20,7 @@ from multidict import MultiMapping
 
 from ..errors import BadRequest
 from ..storage.listing import MAX_LIMIT, ListQuery
-from .operator import is_operator, plain
+from .operator import may_read, plain
 from .peers import list_page
 
 
@@ -29,8 +29,8 @@ def add_routes(app: web.Application) -> None:
 
 
 async def _list_actors(request: web.Request) -> web.Response:
-    if not is_operator(request):
-        return plain(403, "listing actors is for operators (send the admin token)")
+    if not may_read(request):
+        return plain(403, "listing actors is for operators and readers (send a token)")
     q = request.query
     try:
         query = query_from(request.match_info["cls"], q)

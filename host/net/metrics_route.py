@@ -40,7 +40,7 @@ from prometheus_client.registry import Collector
 from .. import metrics
 from ..core.gauges import registry_of
 from ..errors import PeerLost, PeerUnavailable
-from .operator import is_operator, plain
+from .operator import may_read, plain
 
 log = logging.getLogger("wkhost")
 PEER_ROUTE = "/_wk/peer/metrics"
@@ -73,8 +73,8 @@ async def _here_route(request: web.Request) -> web.Response:
 
 
 async def _metrics(request: web.Request) -> web.Response:
-    if not is_operator(request):
-        return plain(403, "metrics are for operators (send the admin token)")
+    if not may_read(request):
+        return plain(403, "metrics are for operators and readers (send a token)")
     app = request.app
     partition = app["host"].config.partition
     others = [_ask(app, k) for k in range(partition.count) if k != partition.me]

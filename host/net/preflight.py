@@ -23,7 +23,8 @@ from ..events.classes import Access
 from ..storage import paths
 from .connections import os_reason, reserve_address
 from .data_lock import lock_data_dir
-from .serve import ServeOptions
+from .serve import ServeOptions, admin_token
+from .tokens import TokensFileError, read_tokens
 
 
 def check_writable(d: Path, flag: str) -> None:
@@ -93,12 +94,18 @@ def preflight(config: HostConfig, opts: ServeOptions, handed_lock_fd: int | None
               cache_flag: str, bind: bool) -> tuple[int, list[socket.socket]]:
     """Everything checked before any class is compiled, in order: the data directory
     can be written, no other server holds it (`lock_data_dir`, whose descriptor this
-    returns), each file is a component for this world, the compile cache can be
-    written, and (`bind`) the address is free (the sockets `reserve_address` bound)."""
+    returns), each file is a component for this world, the tokens file reads
+    (`--tokens-file`), the compile cache can be written, and (`bind`) the address is
+    free (the sockets `reserve_address` bound)."""
     check_writable(config.data_dir, "--data")
     check_writable(config.data_dir / "_host", "--data")
     lock_fd = lock_data_dir(config.data_dir, handed_lock_fd)
     check_components(opts.actors)
+    if opts.tokens_file is not None:  # read again by each process as it starts serving
+        try:
+            read_tokens(admin_token(config, opts.admin_token_file)[0], opts.tokens_file)
+        except TokensFileError as e:
+            raise HostError(f"--tokens-file {e}") from None
     check_writable(config.compile_cache(), cache_flag)
     return lock_fd, reserve_address(opts.host, opts.port) if bind else []
 

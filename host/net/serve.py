@@ -34,6 +34,7 @@ from .frontdoor import make_app
 from .peer_clients import PeerClients
 from .peers import Peers, catch_up_clock
 from .remote_calls import RemoteCalls
+from .tokens import Tokens, read_tokens
 
 log = logging.getLogger("wkhost")
 
@@ -46,6 +47,7 @@ class ServeOptions:
     port: int = 8080
     admin_token_file: Path | None = None
     fake_clock: bool = False
+    tokens_file: Path | None = None  # named tokens with roles (net/tokens.py)
     shutdown_timeout_s: float = 10.0
     reuse_instances: frozenset[str] = frozenset()
     # With --processes N, every process's test clock starts at the supervisor's time.
@@ -112,6 +114,7 @@ async def serve(config: HostConfig, opts: ServeOptions,
     sockets `reserve_address` bound, listened on once the classes are loaded (default:
     bound then)."""
     token, token_path = admin_token(config, opts.admin_token_file)  # before any compile
+    tokens = read_tokens(token, opts.tokens_file)
     socks = [listen] if listen is not None else bound or reserve_address(opts.host, opts.port)
     # A member of a node's --processes N: the other nodes reach it on a port of its own
     # (the shared one may hand a connection to any of the node's processes).
@@ -120,7 +123,7 @@ async def serve(config: HostConfig, opts: ServeOptions,
     host.start()
     if host.cluster is not None:
         await asyncio.to_thread(host.cluster.start, host)
-    doors = await _Doors.open(host, token, opts, socks + own)
+    doors = await _Doors.open(host, token, tokens, opts, socks + own)
     if listen is not None:
         partition = config.partition
         print(f"wkhost: process {partition.me} of {partition.count} ready", flush=True)
@@ -147,12 +150,12 @@ class _Doors:
     peer_runner: web.AppRunner | None = None
 
     @staticmethod
-    async def open(host: Host, token: str, opts: ServeOptions,
+    async def open(host: Host, token: str, tokens: Tokens, opts: ServeOptions,
                    socks: list[socket.socket]) -> _Doors:
         config = host.config
         partition = config.partition
         peers = PeerClients(config.data_dir, partition) if partition.count > 1 else None
-        runner = web.AppRunner(make_app(host, token, peers), access_log=None,
+        runner = web.AppRunner(make_app(host, token, peers, tokens=tokens), access_log=None,
                                shutdown_timeout=opts.shutdown_timeout_s)
         await runner.setup()
         doors = _Doors(host, runner, await listen_for_clients(runner, config, socks), peers)

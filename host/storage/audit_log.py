@@ -47,12 +47,12 @@ CREATE TABLE IF NOT EXISTS audit (
     id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, took_ms INTEGER NOT NULL,
     process INTEGER NOT NULL, action TEXT NOT NULL, method TEXT NOT NULL,
     cls TEXT NOT NULL, actor_id TEXT NOT NULL, path TEXT NOT NULL, status INTEGER NOT NULL,
-    result TEXT NOT NULL, state TEXT, note TEXT, detail TEXT);
+    result TEXT NOT NULL, state TEXT, note TEXT, detail TEXT, who TEXT);
 CREATE INDEX IF NOT EXISTS audit_by_at ON audit (at, id);
 CREATE INDEX IF NOT EXISTS audit_by_target ON audit (cls, actor_id, at, id);
 """
 _COLUMNS = ("at, took_ms, process, action, method, cls, actor_id, path, status, result, "
-            "state, note, detail")
+            "state, note, detail, who")
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,7 @@ class Entry:
     state: str | None = None
     note: str | None = None
     detail: str | None = None
+    who: str | None = None  # the token's name; None in a row written before names were
 
     def doc(self) -> dict[str, Any]:
         """As the audit route answers it (`target` is cls or cls/id)."""
@@ -182,6 +183,7 @@ class AuditLog:
                 db = apsw.Connection(str(self.path))
                 db.setbusytimeout(10_000)  # the other processes' writes: this thread waits
                 list(db.execute(_SCHEMA))  # list(): apsw runs a script lazily
+                _add_who(db)
                 self._prune(db)
                 return db
             except apsw.BusyError as e:
@@ -206,7 +208,7 @@ class AuditLog:
                 raise apsw.CantOpenError("not open")
             with db:
                 db.executemany(f"INSERT INTO audit ({_COLUMNS}) VALUES "
-                               "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                               "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                                [_row(e) for e in entries])
             self._unpruned += len(entries)
             if self._unpruned >= _PRUNE_EVERY:
@@ -222,6 +224,17 @@ class AuditLog:
             db.execute("DELETE FROM audit WHERE at < ?", (oldest,))
             db.execute("DELETE FROM audit WHERE id <= (SELECT id FROM audit ORDER BY id "
                        "DESC LIMIT 1 OFFSET ?)", (self.keep_rows,))
+
+
+def _add_who(db: apsw.Connection) -> None:
+    """A log made before the tokens had names gets their column (its rows' is NULL)."""
+    if any(row[1] == "who" for row in db.execute("PRAGMA table_info(audit)")):
+        return
+    try:
+        db.execute("ALTER TABLE audit ADD COLUMN who TEXT")
+    except apsw.SQLError as e:  # another process starting on the file added it first
+        if "duplicate column" not in str(e):
+            raise
 
 
 def _built(make: Callable[[], Entry]) -> Entry | None:
@@ -247,7 +260,7 @@ def _run_job(db: apsw.Connection | None, job: _Job) -> None:
 
 def _row(e: Entry) -> tuple[Any, ...]:
     return (e.at, e.took_ms, e.process, e.action, e.method, e.cls, e.actor_id, e.path,
-            e.status, e.result, e.state, e.note, e.detail)
+            e.status, e.result, e.state, e.note, e.detail, e.who)
 
 
 def _select(db: apsw.Connection, f: Filter) -> Page:

@@ -134,7 +134,7 @@ def test_the_budgets_cuts_are_counted_apart(make_server: MakeServer, probe_wasm:
 
 def test_metrics_are_for_operators(server: Server) -> None:
     status, _, body = server.request("GET", "/_wk/metrics")
-    assert status == 403 and b"admin token" in body
+    assert status == 403 and b"send a token" in body
     status, _, _ = server.request("GET", "/_wk/metrics",
                                   headers={"Authorization": "Bearer not-the-token"})
     assert status == 401

@@ -10,6 +10,7 @@ import multiprocessing
 import multiprocessing.synchronize
 from pathlib import Path
 
+import apsw
 import pytest
 from wkhost.errors import StorageFailed
 from wkhost.storage.audit_log import KEEP_ROWS, AuditLog, Entry, Filter, parse_cursor
@@ -159,6 +160,29 @@ def test_two_logs_on_one_file_see_each_others_rows(tmp_path: Path, clock: Clock)
         put(b, entry(2, process=1))
         b.flushed().result(timeout=10)
         assert [(r.at, r.process) for r in read(a)[0]] == [(2, 1), (1, 0)]
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_log_made_before_tokens_had_names_gets_their_column(tmp_path: Path,
+                                                              clock: Clock) -> None:
+    path = tmp_path / "audit.db"
+    old = apsw.Connection(str(path))  # the schema as it was, with one row
+    old.execute("""CREATE TABLE audit (
+        id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, took_ms INTEGER NOT NULL,
+        process INTEGER NOT NULL, action TEXT NOT NULL, method TEXT NOT NULL,
+        cls TEXT NOT NULL, actor_id TEXT NOT NULL, path TEXT NOT NULL, status INTEGER NOT NULL,
+        result TEXT NOT NULL, state TEXT, note TEXT, detail TEXT)""")
+    old.execute("INSERT INTO audit (at, took_ms, process, action, method, cls, actor_id, "
+                "path, status, result) VALUES (1, 1, 0, 'start', 'POST', 'orders', 'o1', "
+                "'/x', 200, 'ok')")
+    old.close()
+    a, b = AuditLog(path, clock), AuditLog(path, clock)  # two processes: one adds it
+    try:
+        put(a, entry(2, who="ann"))
+        a.flushed().result(timeout=10)
+        assert [(r.at, r.who) for r in read(b)[0]] == [(2, "ann"), (1, None)]
     finally:
         a.close()
         b.close()

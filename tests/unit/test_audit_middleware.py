@@ -20,6 +20,7 @@ from wkhost.errors import BadRequest, PeerUnavailable
 from wkhost.net import audit
 from wkhost.net.frontdoor import _errors_middleware
 from wkhost.net.operator import is_operator
+from wkhost.net.tokens import Tokens
 from wkhost.partition import Partition
 
 TOKEN = "t" * 24
@@ -83,6 +84,7 @@ def _app(tmp_path: Path, for_peers: bool, peers: Peers | None) -> web.Applicatio
     app["host"] = SimpleNamespace(clock=clock, config=SimpleNamespace(
         data_dir=tmp_path, partition=Partition(0, 3 if peers else 1)))
     app["token"] = TOKEN
+    app["tokens"] = Tokens(TOKEN)
     app["for_peers"] = for_peers
     app["peers"] = peers
     audit.add_routes(app)
@@ -267,7 +269,8 @@ def test_an_entry_is_json_as_the_cli_prints_it(tmp_path: Path) -> None:
         assert json.loads(json.dumps(doc)) == doc and doc["unflushed"] == []
         assert set(doc["entries"][0]) == {
             "at", "took_ms", "process", "action", "method", "cls", "actor_id", "target",
-            "path", "status", "result", "state", "note", "detail"}
+            "path", "status", "result", "state", "note", "detail", "who"}
+        assert doc["entries"][0]["who"] == "admin"  # the admin token's name
     with_client(tmp_path, body)
 
 

@@ -13,6 +13,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from wkhost.net.console import actions, session
+from wkhost.net.tokens import Caller, Tokens
 
 TOKEN = "the-admin-token"
 URL = f"{session.PATH}/api/action"
@@ -25,6 +26,7 @@ def answers(cookie: str | None, headers: dict[str, str]) -> tuple[int, Any]:
         with warnings.catch_warnings():  # the host keys its app by text, as the front door
             warnings.simplefilter("ignore", web.NotAppKeyWarning)
             app["token"] = TOKEN
+            app["tokens"] = Tokens(TOKEN)
         actions.add_routes(app, session.PATH)
         async with TestClient(TestServer(app, host="127.0.0.1")) as client:
             if cookie is not None:
@@ -36,13 +38,14 @@ def answers(cookie: str | None, headers: dict[str, str]) -> tuple[int, Any]:
     return asyncio.run(run())
 
 
-GOOD = session.new_cookie(TOKEN)
+ADMIN = Caller("admin", "operator")
+GOOD = session.new_cookie(TOKEN, ADMIN)
 CSRF = {"Origin": "ORIGIN", session.CSRF_HEADER: session.csrf_of(TOKEN, GOOD)}
 
 
 @pytest.mark.parametrize(("cookie", "headers", "status"), [
     (None, CSRF, 401),
-    (session.new_cookie("another-hosts-token"), CSRF, 401),
+    (session.new_cookie("another-hosts-token", ADMIN), CSRF, 401),
     (GOOD, {session.CSRF_HEADER: CSRF[session.CSRF_HEADER]}, 403),  # no Origin
     (GOOD, {"Origin": "ORIGIN"}, 403),  # no CSRF token
     (GOOD, {"Origin": "ORIGIN", session.CSRF_HEADER: "0" * 32}, 403),

@@ -29,7 +29,7 @@ from .. import audit
 from ..audit_entry import DESCRIBED_BYTES, Answered, describe
 from .api import json_answer
 from .calls import CBOR, Answer, call, error_of, target
-from .session import refusal, session_of
+from .session import caller_of_session, refusal, session_of
 
 NOTE = "console"
 _NOTE_CHARS = 400
@@ -60,7 +60,9 @@ async def _action(request: web.Request) -> web.Response:
     started, at = loop.time(), request.app["host"].clock.now_ms()
     a = await call(request.app, cls, actor_id, route, msg)
     took = round((loop.time() - started) * 1000)
-    _record(request.app, at, took, target(cls, actor_id, route), msg, a, note)
+    who = caller_of_session(request)
+    _record(request.app, at, took, target(cls, actor_id, route), msg, a, note,
+            who.name if who is not None else "")
     return json_answer({"status": a.status, "answer": a.doc, "error": error_of(a)})
 
 
@@ -96,7 +98,7 @@ def parsed(body: bytes) -> tuple[str, str, str, dict[str, Any], str]:
 
 
 def _record(app: web.Application, at: int, took_ms: int, raw_path: str,
-            msg: dict[str, Any], a: Answer, note: str) -> None:
+            msg: dict[str, Any], a: Answer, note: str, who: str) -> None:
     log = audit.log_of(app)  # the front door's own log: one per process
     if log is None:  # the app was not started (never so in `wkhost serve`)
         return
@@ -107,5 +109,5 @@ def _record(app: web.Application, at: int, took_ms: int, raw_path: str,
         body=a.body if len(a.body) <= DESCRIBED_BYTES else None, body_size=len(a.body),
         request_type=CBOR,
         request_body=request_body if len(request_body) <= DESCRIBED_BYTES else None,
-        note=note)
+        note=note, who=who)
     log.record(lambda: describe(entry))

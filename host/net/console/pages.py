@@ -1,14 +1,15 @@
 """The console's pages: the login, the logout and the page the views run in.
 
     GET  /_wk/console/login            the login form
-    POST /_wk/console/login            token=<admin token> (a form's body, never the URL):
-                                       the session's cookie, then on to the console
+    POST /_wk/console/login            token=<a token of the host's> (a form's body, never
+                                       the URL): the session's cookie, then on to the console
     POST /_wk/console/logout           the cookie cleared
     GET  /_wk/console[/|/class|/instance]   the console (its views: static/app.js), or,
                                        without a session, a redirect to the login
     GET  /_wk/console/static/...       its scripts and style (no secret in them)
 
-A page carries its session's CSRF token in a <meta> tag, for the scripts' actions.
+A page carries its session's CSRF token in a <meta> tag, for the scripts' actions, and
+whose session it is (the name and the role of the token it began with).
 """
 
 from __future__ import annotations
@@ -78,12 +79,14 @@ async def _login(request: web.Request) -> web.StreamResponse:
         return _page("login.html", 403, next=nxt,
                      message="The login must come from this host's own login page.")
     given = form.get("token", "")
-    if not isinstance(given, str) or not session.token_matches(given, request.app["token"]):
-        log.info("console: a login with a wrong admin token, from %s", request.remote)
+    caller = request.app["tokens"].who(given) if isinstance(given, str) else None
+    if caller is None:
+        log.info("console: a login with a wrong token, from %s", request.remote)
         return _page("login.html", 401, next=nxt,
-                     message="That is not this host's admin token.")
+                     message="That is not one of this host's tokens.")
+    log.info("console: %s (%s) logged in, from %s", caller.name, caller.role, request.remote)
     resp = _see_other(nxt)
-    session.set_cookie(request, resp, session.new_cookie(request.app["token"]))
+    session.set_cookie(request, resp, session.new_cookie(request.app["token"], caller))
     return resp
 
 
@@ -97,6 +100,8 @@ async def _logout(request: web.Request) -> web.StreamResponse:
 
 async def _view(request: web.Request) -> web.StreamResponse:
     cookie = session.session_of(request)
-    if cookie is None:
+    caller = session.caller_of_session(request)
+    if cookie is None or caller is None:
         return _see_other(f"{session.PATH}/login?next={quote(request.path_qs, safe='')}")
-    return _page("app.html", csrf=session.csrf_of(request.app["token"], cookie))
+    return _page("app.html", csrf=session.csrf_of(request.app["token"], cookie),
+                 who=caller.name, role=caller.role)

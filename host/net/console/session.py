@@ -1,9 +1,11 @@
-"""The console's sessions: the admin token, given once at the login, exchanged for a cookie.
+"""The console's sessions: a token of the host's (net/tokens.py), given once at the login,
+exchanged for a cookie that says whose it was.
 
-- The cookie holds no token: `v1.EXPIRES.NONCE.MAC`, where NONCE is a random session id
-  and MAC an HMAC-SHA256 of the rest under a key derived from the admin token. Any
-  process of `--processes N` checks it without asking the others (they share the token),
-  and a new admin token ends every session at once.
+- The cookie holds no token: `v2.EXPIRES.NONCE.ROLE.NAME.MAC`, where NONCE is a random
+  session id, ROLE and NAME the token's, and MAC an HMAC-SHA256 of the rest under a key
+  derived from the admin token. Any process of `--processes N` checks it without asking
+  the others (they share the admin token), and a new admin token ends every session at
+  once. A reader's session sees and may not act.
 - It is HttpOnly (no script reads it), SameSite=Strict, Path=/_wk/console, Secure when
   the request came over TLS; it lasts SESSION_S (8 hours). A logout clears it in the
   browser; a copy taken before then stays valid until it expires, as no process keeps a
@@ -23,11 +25,13 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
+from ..tokens import ROLES, Caller
+
 COOKIE = "wk_console"
 CSRF_HEADER = "x-wk-csrf"
 PATH = "/_wk/console"
 SESSION_S = 8 * 3600
-_VERSION = "v1"
+_VERSION = "v2"
 
 
 def _key(token: str) -> bytes:
@@ -38,24 +42,32 @@ def _mac(token: str, text: str) -> str:
     return hmac.new(_key(token), text.encode(), hashlib.sha256).hexdigest()
 
 
-def new_cookie(token: str, now_s: float | None = None) -> str:
-    """A fresh session's cookie value, valid for SESSION_S."""
+def new_cookie(token: str, caller: Caller, now_s: float | None = None) -> str:
+    """A fresh session's cookie value for `caller`, valid for SESSION_S."""
     expires = int(now_s if now_s is not None else time.time()) + SESSION_S
-    text = f"{_VERSION}.{expires}.{secrets.token_hex(16)}"
+    text = f"{_VERSION}.{expires}.{secrets.token_hex(16)}.{caller.role}.{caller.name}"
     return f"{text}.{_mac(token, text)}"
+
+
+def caller_in(token: str, cookie: str, now_s: float | None = None) -> Caller | None:
+    """Whose session `cookie` is, if this host's token made it and it has not expired."""
+    text, _, mac = cookie.rpartition(".")  # a name may hold dots: the MAC holds none
+    parts = text.split(".", 4)
+    if len(parts) != 5 or not mac:
+        return None
+    version, expires, nonce, role, name = parts
+    if version != _VERSION or not expires.isdigit() or not nonce or role not in ROLES:
+        return None
+    if not hmac.compare_digest(mac.encode(), _mac(token, text).encode()):
+        return None
+    if int(expires) <= (now_s if now_s is not None else time.time()):
+        return None
+    return Caller(name, role)
 
 
 def is_valid(token: str, cookie: str, now_s: float | None = None) -> bool:
     """Whether `cookie` is a session this host's token made, not yet expired."""
-    version, _, rest = cookie.partition(".")
-    expires, _, rest = rest.partition(".")
-    nonce, _, mac = rest.partition(".")
-    if version != _VERSION or not expires.isdigit() or not nonce or not mac:
-        return False
-    expected = _mac(token, f"{version}.{expires}.{nonce}")
-    if not hmac.compare_digest(mac.encode(), expected.encode()):
-        return False
-    return int(expires) > (now_s if now_s is not None else time.time())
+    return caller_in(token, cookie, now_s) is not None
 
 
 def csrf_of(token: str, cookie: str) -> str:
@@ -63,14 +75,16 @@ def csrf_of(token: str, cookie: str) -> str:
     return _mac(token, "csrf." + cookie)[:32]
 
 
-def token_matches(given: str, token: str) -> bool:
-    return hmac.compare_digest(given.strip().encode(), token.encode())
-
-
 def session_of(request: web.Request) -> str | None:
     """The request's valid session cookie, or None."""
     cookie = request.cookies.get(COOKIE, "")
     return cookie if cookie and is_valid(request.app["token"], cookie) else None
+
+
+def caller_of_session(request: web.Request) -> Caller | None:
+    """Whose the request's valid session is, or None."""
+    cookie = request.cookies.get(COOKIE, "")
+    return caller_in(request.app["token"], cookie) if cookie else None
 
 
 def same_origin(request: web.Request) -> bool:
@@ -96,6 +110,9 @@ def refusal(request: web.Request) -> str | None:
     cookie = session_of(request)
     if cookie is None:
         return "no session: log in to the console"
+    caller = caller_in(request.app["token"], cookie)
+    if caller is not None and not caller.acts:
+        return f"the session's token, {caller.name!r}, is a reader's: it may look, not act"
     if not same_origin(request):
         return "the request does not come from this host's console (Origin/Referer)"
     given = request.headers.get(CSRF_HEADER, "")

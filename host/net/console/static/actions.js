@@ -89,9 +89,16 @@ function ask(cls, id, move, done) {
   d.showModal();
 }
 
+// A reader's session sees and may not act (the host refuses its moves too).
+const READER = document.querySelector('meta[name="wk-role"]')?.content === "reader";
+
 // The bar of the buttons an instance in `state` takes; `done(move, answer)` after each
 // move the instance answered.
 export function actionBar(cls, id, state, done) {
+  if (READER) {
+    return h("div", {class: "actions muted", id: "actions", dataset: {state}},
+             "Read-only: this session's token is a reader's.");
+  }
   return h("div", {class: "actions", id: "actions", dataset: {state}},
            MOVES.filter((m) => m.offered(state)).map((m) => h("button", {
              type: "button", class: m.danger ? "danger" : "", id: `action-${m.action}`,
