@@ -186,6 +186,8 @@ class HostConfig:
     alarm_retry_base_ms: int = 1_000
     alarm_retry_max_ms: int = 300_000
     http: FetchPolicy = field(default_factory=FetchPolicy)
+    # The class `--schedules` serves (its schedules are the console's), "" for none.
+    schedule_class: str = ""
     # What the front door serves besides the actors (host/net/frontdoor.py).
     console: bool = flag(
         True, "--console", "serve the web console under /_wk/console/ (default on; "

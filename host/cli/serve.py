@@ -50,7 +50,7 @@ def run_serve(args: argparse.Namespace) -> int:  # returns only for bad usage
         print(f"wkhost: error: {e}", file=sys.stderr)
         return 2
     args.processes = processes(args)
-    config = host_config(args, http=policy)
+    config = host_config(args, http=policy, schedule_class=args.schedules or "")
     wrong = _out_of_range(args)
     if wrong:
         print(f"wkhost: error: {wrong}", file=sys.stderr)

@@ -7,6 +7,10 @@
     GET version?cls=C&id=I           {"version": a marker that moves when the instance's
                                      database changes, or null where this process
                                      cannot tell}: no event (storage/change_marker.py)
+    GET schedules                    the schedules of `--schedules`'s class: each one's
+                                     name and version (from the index and its files: no
+                                     event); {"class": null} when none is served
+    GET schedule?id=S                one schedule's definition, state and newest fires
     GET query?cls=C&id=I&name=N&arg=JSON   a query handler's answer
     GET audit?target=C[/I]&<audit's>  the audit log's rows (GET /_wk/audit's filter)
 
@@ -30,7 +34,7 @@ from ...storage.change_marker import change_marker
 from ...storage.paths import db_path
 from .. import audit, listing
 from ..peers import list_page
-from .calls import PROTOCOL, Answer, call, error_of
+from .calls import PROTOCOL, SCHEDULE, Answer, call, error_of
 from .session import session_of
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -38,11 +42,13 @@ _STEP_PAGES = 10  # of 100 positions each: what one instance page shows at most
 _EVENTS = 500
 _CHILD = "child "
 _ONE = MultiDict({"limit": "1"})  # a class's count, its first page of one
+_SCHEDULES = MultiDict({"limit": "1000"})  # the schedules the console shows, by name
 
 
 def add_routes(app: web.Application, prefix: str) -> None:
     for name, handler in (("classes", _classes), ("actors", _actors),
                           ("instance", _instance), ("version", _version),
+                          ("schedules", _schedules), ("schedule", _schedule),
                           ("query", _query), ("audit", _audit)):
         app.router.add_get(f"{prefix}/api/{name}", _guarded(handler))
 
@@ -160,6 +166,30 @@ def children_of(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
         found[name] = {"cls": cls, "id": actor_id, "kind": st.get("kind"),
                        "state": st.get("state"), "pos": st.get("pos")}
     return list(found.values())
+
+
+async def _schedules(request: web.Request) -> web.Response:
+    host: Host = request.app["host"]
+    cls = host.config.schedule_class
+    if not cls:
+        return json_answer({"class": None, "schedules": [], "more": False})
+    page = await list_page(request.app, listing.query_from(cls, _SCHEDULES), False)
+    names = [r.id for r in page.rows]
+    return json_answer({"class": cls, "more": page.next is not None, "schedules": [
+        {"name": n, "version": version_of(host, cls, n)} for n in names]})
+
+
+async def _schedule(request: web.Request) -> web.Response:
+    cls = request.app["host"].config.schedule_class
+    if not cls:
+        return json_answer({"error": "no schedule class is served (wkhost serve "
+                                     "--schedules)"}, 404)
+    name = _param(request, "id")
+    a = await call(request.app, cls, name, "describe", {"fires": 5}, SCHEDULE)
+    if (why := error_of(a)) is not None:
+        return json_answer({"error": why}, a.status)
+    return json_answer({"class": cls, "version": version_of(request.app["host"], cls, name),
+                        **a.doc})
 
 
 async def _query(request: web.Request) -> web.Response:

@@ -1,4 +1,5 @@
-"""The console's calls into a workflow instance: wk-workflow/v1 as the operator.
+"""The console's calls into an actor as the operator: wk-workflow/v1 (CBOR) into a
+workflow instance, wk-schedule/v1 (JSON) into a schedule.
 
 Who serves the instance is asked once (host/placement.py). One of this process is asked
 as the front door asks it (`host.submit`, with Sender.operator()); one served elsewhere
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 from typing import Any, NamedTuple
 from urllib.parse import quote
 
@@ -26,7 +28,29 @@ from .. import forward
 
 PROTOCOL = "wk-workflow/v1"
 CBOR = "application/cbor"
-_HEADERS = [("content-type", CBOR), ("wk-protocol", PROTOCOL)]
+JSON = "application/json"
+
+
+class Protocol(NamedTuple):
+    """A protocol the console speaks: its name (the path's and the `wk-protocol`
+    header's, when the class declares it) and its body's content type."""
+
+    name: str
+    content_type: str
+    declared: bool  # its classes declare it: the request names it
+
+    def headers(self) -> list[tuple[str, str]]:
+        named = [("wk-protocol", self.name)] if self.declared else []
+        return [("content-type", self.content_type), *named]
+
+    def encode(self, msg: dict[str, Any]) -> bytes:
+        if self.content_type == CBOR:
+            return cbor2.dumps(msg, canonical=True)
+        return json.dumps(msg).encode()
+
+
+WORKFLOW = Protocol(PROTOCOL, CBOR, True)
+SCHEDULE = Protocol("wk-schedule/v1", JSON, False)  # the schedule class declares none
 # The largest answer the console decodes. It decodes on the event loop, which serves
 # every other request meanwhile, and an answer's size is the guest's to choose (up to
 # its memory): past this it is shown by its size (docs/guarantees.md, "Host work over
@@ -41,27 +65,28 @@ class Answer(NamedTuple):
     content_type: str
 
 
-def target(cls: str, actor_id: str, route: str) -> str:
+def target(cls: str, actor_id: str, route: str, protocol: Protocol = WORKFLOW) -> str:
     """The front door's path of the route, as a client would send it."""
-    return f"/{quote(cls, safe='')}/{quote(actor_id, safe='')}/{PROTOCOL}/{route}"
+    return f"/{quote(cls, safe='')}/{quote(actor_id, safe='')}/{protocol.name}/{route}"
 
 
 async def call(app: web.Application, cls: str, actor_id: str, route: str,
-               msg: dict[str, Any]) -> Answer:
-    """The instance's answer to `route` with `msg`; a refusal by the host (an unknown
-    class, a bad id, overload, a process gone) as its status and reason."""
+               msg: dict[str, Any], protocol: Protocol = WORKFLOW) -> Answer:
+    """The actor's answer to `route` of `protocol` with `msg`; a refusal by the host (an
+    unknown class, a bad id, overload, a process gone) as its status and reason."""
     host: Host = app["host"]
-    body = cbor2.dumps(msg, canonical=True)
+    body = protocol.encode(msg)
     try:
         ref = host.actor_ref(cls, actor_id)
         where = host.placement.where(ref.id)  # asked once, passed on
         if not where.here:
-            headers = [*_HEADERS, ("authorization", f"Bearer {app['token']}")]
+            headers = [*protocol.headers(), ("authorization", f"Bearer {app['token']}")]
             got = await forward.exchange(app, ref, where, "POST",
-                                         target(cls, actor_id, route), headers, body)
+                                         target(cls, actor_id, route, protocol), headers,
+                                         body)
             if got is not None:
                 return _answer(*got)
-        req = Request("POST", f"/{PROTOCOL}/{route}", "", list(_HEADERS), body)
+        req = Request("POST", f"/{protocol.name}/{route}", "", protocol.headers(), body)
         resp = await asyncio.wrap_future(host.submit(host.request, ref, req,
                                                      Sender.operator()))
     except HostError as e:  # PeerUnavailable and PeerLost too
@@ -77,10 +102,15 @@ def _answer(status: int, got: list[tuple[str, str]], data: bytes) -> Answer:
 
 
 def decoded(content_type: str, body: bytes) -> Any:
-    """A CBOR answer as plain values (one map, nothing after it), else its text; one
-    over DECODED_MAX, as its size."""
+    """A CBOR answer as plain values (one map, nothing after it), a JSON one as its
+    value, else its text; one over DECODED_MAX, as its size."""
     if len(body) > DECODED_MAX:
         return f"an answer of {len(body)} bytes, over the console's cap of {DECODED_MAX}"
+    if content_type.split(";")[0].strip() == JSON:
+        try:
+            return json.loads(body)
+        except ValueError:
+            pass
     if content_type.split(";")[0].strip() == CBOR:
         fp = io.BytesIO(body)
         try:

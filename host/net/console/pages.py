@@ -4,7 +4,8 @@
     POST /_wk/console/login            token=<a token of the host's> (a form's body, never
                                        the URL): the session's cookie, then on to the console
     POST /_wk/console/logout           the cookie cleared
-    GET  /_wk/console[/|/class|/instance]   the console (its views: static/app.js), or,
+    GET  /_wk/console[/|/class|/instance|/audit|/schedules]
+                                       the console (its views: static/app.js), or,
                                        without a session, a redirect to the login
     GET  /_wk/console/static/...       its scripts and style (no secret in them)
 
@@ -26,7 +27,7 @@ from . import session
 log = logging.getLogger("wkhost.console")
 
 STATIC = Path(__file__).parent / "static"
-VIEWS = ("", "/", "/class", "/instance")
+VIEWS = ("", "/", "/class", "/instance", "/audit", "/schedules")
 _HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
                                "frame-ancestors 'none'; base-uri 'none'; form-action 'self'",

@@ -4,9 +4,12 @@ import {clear, h} from "./dom.js";
 import * as classes from "./classes.js";
 import * as list from "./list.js";
 import * as instance from "./instance.js";
+import * as audit from "./audit.js";
+import * as schedules from "./schedules.js";
 
 const POLL_MS = 2000;
-const VIEWS = {"": classes, "class": list, "instance": instance};
+const VIEWS = {"": classes, "class": list, "instance": instance, "audit": audit,
+               "schedules": schedules};
 
 const root = document.getElementById("view");
 const live = document.getElementById("live");
@@ -22,6 +25,10 @@ function crumbs() {
   const parts = [h("a", {href: "/_wk/console/"}, "classes")];
   if (cls) parts.push(" / ", h("a", {href: `/_wk/console/class?cls=${encodeURIComponent(cls)}`}, cls));
   if (name === "instance" && params.get("id")) parts.push(" / ", params.get("id"));
+  for (const [view, label] of [["audit", "audit log"], ["schedules", "schedules"]]) {
+    if (name === view) parts.push(" / ", label);
+    else parts.push(" · ", h("a", {href: `/_wk/console/${view}`, id: `nav-${view}`}, label));
+  }
   clear(nav, parts);
 }
 
