@@ -9,9 +9,10 @@ import argparse
 import json
 import shlex
 import sys
-from datetime import UTC, datetime
+from textwrap import fill
 from typing import Any
 
+from ..storage.attributes import checked
 from ..storage.listing import MAX_LIMIT
 from .instances import listing_url
 from .options import (
@@ -23,7 +24,7 @@ from .options import (
     operator_token,
     with_exit_codes,
 )
-from .text import when
+from .text import TIME_HELP, parse_time, when
 
 _ACTORS_EPILOG = """\
 examples:
@@ -32,36 +33,35 @@ examples:
   wkhost actors counter --after c42        the ids after c42 (the next page)
   wkhost actors orders --status parked -l  those whose published status is parked, with
                                            their status, time and labels
-  wkhost actors orders --status failed --since 2026-01-01T00:00:00Z --count
-                                           how many failed since the new year
+  wkhost actors orders --status failed --since 2h --count
+                                           how many failed in the last two hours
   wkhost actors orders --label region=eu --order newest --json
                                            those labelled region=eu, newest first
 
 Ids come one per line, in order. A full page ends with a line on stderr that says where
 the next one begins. --status, --since, --until, --label and --order list only actors
-that published attributes (a workflow publishes its state); times are ms since the Unix
-epoch or ISO 8601 (UTC unless it says otherwise)."""
+that published attributes (a workflow publishes its state and its labels).
+
+{time_help}"""
 
 # The CLI's words for the listing's orders (storage/listing.py's ORDERS).
-_ORDERS = {"id": "id", "oldest": "updated", "newest": "-updated"}
+ORDERS = {"id": "id", "oldest": "updated", "newest": "-updated"}
 
 
 def add_actors(sub: Any) -> None:
     a = sub.add_parser("actors", help="list the actors of a class",
                        description="List a class's actors, as the host's index knows them: "
                        "no actor runs for it.",
-                       epilog=_ACTORS_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       epilog=_ACTORS_EPILOG.format(time_help=fill(TIME_HELP, 88)),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     with_exit_codes(a, "actors")
     a.add_argument("cls", metavar="CLASS", help="the class, e.g. counter")
-    add_filter_args(a)
-    a.add_argument("--order", default="id", choices=list(_ORDERS),
-                   help="by id (default), or by updated time: oldest or newest first")
-    a.add_argument("--after", default="", metavar="CURSOR",
-                   help="the page after this one: an id, or what the last page said")
+    a.add_argument("--status", action="append", default=[], metavar="S",
+                   help="only actors whose published status is S (repeat for any of them)")
+    add_filter_args(a, "those updated")
+    add_order_args(a)
     a.add_argument("--limit", type=int, default=1000, metavar="N",
                    help=f"list at most N ids, 1 to {MAX_LIMIT} (default %(default)s)")
-    a.add_argument("--count", action="store_true",
-                   help="print only how many actors match (all pages)")
     a.add_argument("-l", "--long", action="store_true",
                    help="each actor's status, updated time and labels beside its id")
     a.add_argument("--json", action="store_true", help="the page as JSON")
@@ -69,37 +69,59 @@ def add_actors(sub: Any) -> None:
     a.set_defaults(run=run_actors)
 
 
-def add_filter_args(a: argparse.ArgumentParser) -> None:
-    """The filters on published attributes (`wkhost actors`; `workflow list` has its own
-    --status)."""
-    a.add_argument("--status", action="append", default=[], metavar="S",
-                   help="only actors whose published status is S (repeat for any of them)")
-    a.add_argument("--since", type=time_arg, default=None, metavar="TIME",
-                   help="only those updated at or after TIME")
-    a.add_argument("--until", type=time_arg, default=None, metavar="TIME",
-                   help="only those updated at or before TIME")
-    a.add_argument("--label", action="append", default=[], metavar="K=V", type=label_arg,
+def add_filter_args(a: argparse.ArgumentParser, subject: str) -> None:
+    """--since, --until and --label: the filters on published attributes that `wkhost
+    actors` and `workflow list` share (each has its own --status)."""
+    a.add_argument("--since", metavar="TIME",
+                   help=f"only {subject} at or after TIME: ms since the Unix epoch, ISO "
+                        "8601 (UTC unless it gives a zone), or a span back from the "
+                        "server's clock (30s, 15m, 2h, 7d)")
+    a.add_argument("--until", metavar="TIME", help=f"only {subject} at or before TIME")
+    a.add_argument("--label", action="append", default=[], metavar="K=V",
                    help="only those labelled K=V (repeat: all of them)")
 
 
-def time_arg(text: str) -> int:
-    """A time as ms since the Unix epoch: a whole number, or ISO 8601 (UTC if no zone)."""
-    if text.isdigit():
-        return int(text)
+def add_order_args(a: argparse.ArgumentParser) -> None:
+    """--order, --after and --count, which `wkhost actors` and `workflow list` share."""
+    a.add_argument("--order", default="id", choices=list(ORDERS),
+                   help="by id (default), or by updated time: oldest or newest first")
+    a.add_argument("--after", default="", metavar="CURSOR",
+                   help="the page after this one: an id, or what the last page said")
+    a.add_argument("--count", action="store_true",
+                   help="print only how many match (all pages)")
+
+
+def filter_params(args: argparse.Namespace) -> dict[str, Any]:
+    """The listing's query parameters for --since, --until, --label, --order and
+    --after. Raises CliError (bad usage) naming the option that is wrong."""
+    since, until = (None if t is None else parse_time(t, f"--{name}")
+                    for name, t in (("since", args.since), ("until", args.until)))
+    return {"since": since, "until": until, "label": [_label(x) for x in args.label],
+            "order": ORDERS[args.order], "after": args.after}
+
+
+def add_start_labels(p: argparse.ArgumentParser) -> None:
+    """`workflow start --label K=V`: the new instance's labels."""
+    p.add_argument("--label", action="append", default=[], metavar="K=V",
+                   help="a label to list the new instance by (repeat for more); an "
+                        "instance that exists keeps its own")
+
+
+def start_labels(items: list[str]) -> dict[str, str]:
+    """--label K=V ... as a map, checked against the host's bounds before anything is
+    sent (storage/attributes.py). Raises CliError (bad usage)."""
+    pairs = [(k, v) for k, _, v in (_label(x).partition("=") for x in items)]
     try:
-        t = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a time: ms since the Unix epoch, or ISO 8601 such as "
-            "2026-01-01T00:00:00Z") from None
-    if t.tzinfo is None:
-        t = t.replace(tzinfo=UTC)
-    return int(t.timestamp() * 1000)
+        checked("-", 0, pairs, None)
+    except ValueError as e:
+        raise CliError(f"--label: {e}") from None
+    return dict(pairs)
 
 
-def label_arg(text: str) -> str:
-    if "=" not in text or text.startswith("="):
-        raise argparse.ArgumentTypeError(f"{text!r} is not K=V")
+def _label(text: str) -> str:
+    key, sep, _ = text.partition("=")
+    if not sep or not key:
+        raise CliError(f"--label: {text!r} is not K=V")
     return text
 
 
@@ -119,8 +141,7 @@ def run_actors(args: argparse.Namespace) -> int:
     if not 1 <= args.limit <= MAX_LIMIT:
         raise CliError(f"--limit takes 1 to {MAX_LIMIT}")
     page = fetch_page(args.server, operator_token(args), args.cls, {
-        "status": args.status, "since": args.since, "until": args.until,
-        "label": args.label, "order": _ORDERS[args.order], "after": args.after,
+        "status": args.status, **filter_params(args),
         "limit": 1 if args.count else args.limit, "count": 1 if args.count else None})
     if args.count:
         print(page["count"])

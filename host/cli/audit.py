@@ -13,12 +13,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
-from calendar import timegm
+from textwrap import fill
 from typing import Any
 from urllib.parse import urlencode
-
-from wkguest.durations import to_ms
 
 from .options import (
     CliError,
@@ -29,7 +26,9 @@ from .options import (
     operator_token,
     with_exit_codes,
 )
-from .text import when
+from .text import TIME_HELP, parse_time, when
+
+__all__ = ["add_audit", "line", "note", "parse_time"]
 
 _EPILOG = """\
 examples:
@@ -39,15 +38,11 @@ examples:
   wkhost audit --target orders --action terminate --json
   wkhost audit --before 1764633057123.42    the page after one that ended there
 
-TIME: an ISO date and time in UTC (2026-12-01T23:50:00Z, 2026-12-01 23:50, 2026-12-01),
-ms since the epoch, or a span back from the server's now: 90s, 15m, 2h, 7d, "3 days"
-(any duration the SDK takes: one number and one unit).
+{time_help}
 Reads (status, steps, list, events, query) are not actions: they are not recorded.
 Actions the CLI names otherwise: send-event is recorded as `event`."""
 
 _ALIASES = {"send-event": "event"}
-_FORMATS = ("%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M",
-            "%Y-%m-%d")
 
 
 def add_audit(sub: Any) -> None:
@@ -56,7 +51,8 @@ def add_audit(sub: Any) -> None:
                        description="Show the operator actions a running server recorded "
                                    "(start, send-event, cancel, terminate, ...), newest "
                                    "first, refusals included.",
-                       epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       epilog=_EPILOG.format(time_help=fill(TIME_HELP, 88)),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     with_exit_codes(a, "audit")
     a.add_argument("--since", metavar="TIME", help="only actions at or after TIME")
     a.add_argument("--until", metavar="TIME", help="only actions at or before TIME")
@@ -119,27 +115,6 @@ def _query(args: argparse.Namespace) -> dict[str, str]:
     if args.before:
         q["before"] = args.before
     return q
-
-
-def parse_time(text: str, option: str) -> int:
-    """TIME (see the epilog) as host-clock ms; a span back from now is negative, for
-    the server to count back from its own clock (a test's clock may not be this one)."""
-    text = text.strip()
-    if text.isdigit():
-        return int(text)
-    if text[:1].isdigit() and not text[-1:].isdigit():  # a span back: 90s, "2 hours"
-        try:
-            return -to_ms(text, option)
-        except ValueError:
-            pass  # not a span: maybe a date, tried below
-    bare = text.removesuffix("Z").removesuffix("+00:00")
-    for fmt in _FORMATS:
-        try:
-            return timegm(time.strptime(bare, fmt)) * 1000
-        except ValueError:
-            continue
-    raise CliError(f"{option}: {text!r} is not a time: give 2026-12-01T23:50:00Z, "
-                   "ms since the epoch, or a span back such as 2h")
 
 
 def note(server: str, token: str, text: str, target: str = "") -> None:

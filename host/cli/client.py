@@ -2,6 +2,7 @@
 
     admin = WorkflowAdmin("http://127.0.0.1:8080", token)
     admin.start("orders", "order-42", {"item": "book"})   # a Started; idempotent while kept
+    admin.start("orders", "o-43", {}, labels={"region": "eu"})  # labels to list it by
     admin.send_event("orders", "order-42", "approved", {"by": "ann"})
     admin.status("orders", "order-42")                     # Status
     admin.status("orders", "order-42", wait=30)            # Status once at rest (<= 30 s)
@@ -84,14 +85,17 @@ class WorkflowAdmin:
 
     # -- the client routes ---------------------------------------------------------
 
-    def start(self, cls: str, id: str, input: Any = None, *, wait: float = 0) -> Started:
-        """Start `id` with `input`, or find it: an instance that exists is left as it is
-        (`created` False; `input_differs` True if `input` is not its input, which is then
-        ignored). With `wait` (seconds), the answer comes once the instance rests
-        (finished, or parked: `Status.is_resting`), or when `wait` is up with the status
-        of that moment: one request, no polling."""
-        return Started.from_start(self._call(cls, id, "start",
-                                             {"input": input, **_wait(wait)}, wait))
+    def start(self, cls: str, id: str, input: Any = None, *, wait: float = 0,
+              labels: dict[str, str] | None = None) -> Started:
+        """Start `id` with `input` and `labels` (what operators list it by: `wkhost
+        workflow list --label K=V`), or find it: an instance that exists is left as it
+        is, its labels too (`created` False; `input_differs` True if `input` is not its
+        input, which is then ignored). With `wait` (seconds), the answer comes once the
+        instance rests (finished, or parked: `Status.is_resting`), or when `wait` is up
+        with the status of that moment: one request, no polling. Labels beyond the
+        host's bounds are refused (WorkflowError "refused", 400)."""
+        msg = {"input": input, **_wait(wait), **({"labels": labels} if labels else {})}
+        return Started.from_start(self._call(cls, id, "start", msg, wait))
 
     def status(self, cls: str, id: str, *, wait: float = 0, held_by: bool = False) -> Status:
         """With `wait` (seconds), as for start: the status once finished or parked, or

@@ -10,7 +10,7 @@ answer.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -32,20 +32,42 @@ def listing_url(server: str, cls: str, params: dict[str, Any]) -> str:
     return f"{server.rstrip('/')}/_wk/actors/{quote(cls, safe='')}?{q}"
 
 
+def listing_params(*, status: str | None = None, since: int | None = None,
+                   until: int | None = None, labels: Sequence[str] = (),
+                   order: str = "id") -> dict[str, Any]:
+    """The listing's query for workflow instances in `status` (any workflow state if
+    None: an actor that published none is no instance), whose state began within
+    [since, until] (host-clock ms; negative: back from the host's now) when given,
+    labelled with each of `labels` ("K=V"), in `order` (storage/listing.py's ORDERS)."""
+    return {"status": status or ",".join(STATES), "since": since, "until": until,
+            "label": list(labels), "order": order}
+
+
 def workflow_instances(fetch_page: FetchPage, *, status: str | None = None,
-                       since: int | None = None, until: int | None = None
-                       ) -> list[Instance]:
-    """Each instance in `status` (any workflow state if None) whose state began within
-    [since, until] (host-clock ms) when given, in id order: one `fetch_page` a page.
+                       since: int | None = None, until: int | None = None,
+                       labels: Sequence[str] = (), order: str = "id") -> list[Instance]:
+    """Every instance `listing_params` selects, in `order`: one `fetch_page` a page.
     Raises what `fetch_page` raises."""
-    # Without a status, any workflow state: an actor that published none is no instance.
-    params: dict[str, Any] = {"status": status or ",".join(STATES), "since": since,
-                              "until": until, "limit": PAGE}
+    params = listing_params(status=status, since=since, until=until, labels=labels,
+                            order=order)
+    return read_instances(fetch_page, params)[0]
+
+
+def read_instances(fetch_page: FetchPage, params: dict[str, Any], *, after: str = "",
+                   limit: int | None = None) -> tuple[list[Instance], str | None]:
+    """The instances `params` selects after cursor `after`, at most `limit` (None: all),
+    and the cursor of the next one if more may follow (None: there are no more)."""
     out: list[Instance] = []
     while True:
-        page = fetch_page(params)
+        want = PAGE if limit is None else min(PAGE, limit - len(out))
+        page = fetch_page({**params, "after": after, "limit": want})
         out += [(a["id"], {"state": a["status"], "updated_at": a["updated_ms"],
                            "labels": a["labels"]}) for a in page["actors"]]
-        if page["next"] is None:
-            return out
-        params = {**params, "after": page["next"]}
+        after = page["next"]
+        if after is None or (limit is not None and len(out) >= limit):
+            return out, after
+
+
+def count_instances(fetch_page: FetchPage, params: dict[str, Any]) -> int:
+    """How many instances `params` selects, on every page: one request."""
+    return int(fetch_page({**params, "limit": 1, "count": 1})["count"])

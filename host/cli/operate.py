@@ -8,12 +8,12 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 from . import audit, listing
 from .client import Status, WorkflowAdmin, WorkflowError
 from .options import CliError, Exit
+from .text import parse_time
 
 MOVES = ("terminate", "pause", "resume", "rescue", "restart", "cancel")
 STATES = ["running", "waiting", "compensating", "completed", "failed", "cancelled",
@@ -47,8 +47,8 @@ def add_args(name: str, p: argparse.ArgumentParser) -> None:
         p.add_argument("--status", dest="state", default=None, choices=STATES,
                        help="only instances in this state")
         p.add_argument("--since", default=None, metavar="TIME",
-                       help="only instances updated at or after TIME (ISO 8601 such as "
-                            "2026-12-01T18:00:00Z, or ms since the epoch)")
+                       help="only instances updated at or after TIME (a time, or a span "
+                            "back such as 2h: see `wkhost workflow list --help`)")
         p.add_argument("--until", default=None, metavar="TIME",
                        help="only instances updated at or before TIME")
         p.add_argument("--dry-run", action="store_true",
@@ -97,7 +97,8 @@ def refused(name: str, s: Status) -> str | None:
 # -- bulk ------------------------------------------------------------------------------
 
 def bulk(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
-    since, until = _time(args.since, "--since"), _time(args.until, "--until")
+    since, until = (None if t is None else parse_time(t, flag)
+                    for t, flag in ((args.since, "--since"), (args.until, "--until")))
     rows = listing.select(admin, args.cls, status=args.state, since=since, until=until)
     if args.dry_run:
         return _dry(args, rows)
@@ -158,17 +159,3 @@ def _dry(args: argparse.Namespace, rows: list[tuple[str, dict[str, Any]]]) -> in
     return Exit.OK
 
 
-def _time(text: str | None, flag: str) -> int | None:
-    """An ISO 8601 time (UTC unless it says) or ms since the epoch → ms."""
-    if text is None:
-        return None
-    if text.isdigit():
-        return int(text)
-    try:
-        t = datetime.fromisoformat(text)
-    except ValueError:
-        raise CliError(f"{flag}: not a time: {text!r} (ISO 8601 such as "
-                       "2026-12-01T18:00:00Z, or ms since the epoch)") from None
-    if t.tzinfo is None:
-        t = t.replace(tzinfo=UTC)
-    return int(t.timestamp() * 1000)

@@ -16,7 +16,7 @@ import textwrap
 import time
 from typing import Any
 
-from . import listing, operate, steps
+from . import actors, listing, operate, steps
 from .client import Started, Status, WorkflowAdmin, WorkflowError
 from .options import (
     STATE_EXITS,
@@ -38,7 +38,8 @@ _COMMANDS = [
      "wkhost workflow send-event orders order-42 approved --payload '{\"by\": \"ann\"}'"),
     ("cancel", "cancel an instance", "wkhost workflow cancel orders order-42 --compensate"),
     ("steps", "show an instance's recorded positions", "wkhost workflow steps orders order-42"),
-    ("list", "list the instances of a class", "wkhost workflow list orders --status waiting"),
+    ("list", "list the instances of a class", "wkhost workflow list orders --status waiting "
+     "--label region=eu --since 2h --order newest --limit 20"),
     ("events", "show the events an instance emitted", "wkhost workflow events orders order-42 "
      "--after 10"),
     ("query", "ask an instance's query handler", "wkhost workflow query orders order-42 "
@@ -92,10 +93,10 @@ def _add_specific(name: str, p: argparse.ArgumentParser) -> None:
     timeout_help = ("with --wait: give up after this long (seconds, or a duration: 5m, "
                     "\"2 hours\"), print the status then and exit 4 (default %(default)g s)")
     if name == "start":
-        p.add_argument("--input", default="null",
-                       help="the input, as JSON or @FILE (default null). An instance that "
-                            "exists keeps its own: a different one is ignored, with a line "
-                            "on stderr")
+        p.add_argument("--input", default="null", help="the input, as JSON or @FILE (default "
+                       "null). An instance that exists keeps its own: a different one is "
+                       "ignored, with a line on stderr")
+        actors.add_start_labels(p)
     if name == "status":
         p.add_argument("--held-by", action="store_true",
                        help="also say who runs it now (the host's process: 'held by "
@@ -155,7 +156,6 @@ def _dispatch(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
     return _RUN[args.command](admin, args)
 
 
-
 def _send_event(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
     admin.send_event(args.cls, args.id, args.name, _json_arg(args.payload))
     print(f"{args.cls}/{args.id}: event {args.name!r} recorded")
@@ -180,7 +180,8 @@ def _start_or_status(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
     wait = args.timeout if args.wait else 0
     first: Status
     if args.command == "start":
-        first = admin.start(cls, actor_id, _json_arg(args.input), wait=wait)
+        first = admin.start(cls, actor_id, _json_arg(args.input), wait=wait,
+                            labels=actors.start_labels(args.label))
     else:
         first = admin.status(cls, actor_id, wait=wait, held_by=args.held_by)
     status = first if deadline is None else _follow(admin, cls, actor_id, first, deadline,

@@ -5,6 +5,10 @@ The host gives the attributes no meaning: a status is a string to match, a time 
 to compare, a label a key and value to match exactly. Actors that published nothing are
 listed only when no filter and no order by time asks for attributes.
 
+An id prefix (`prefix`) is a range of the primary key's ids (`prefix <= id < the next
+string after every id that begins with it`), so it is a lookup in either table, bounded
+by an id's own bound (storage/paths.py's MAX_ID_BYTES).
+
 A cursor (`after`) is where the last page ended: an id when listing by id; `MS/ID` when
 listing by time (MS its updated time, ID the rest), so a page starts after that row and
 no row is listed twice or skipped while others change.
@@ -15,6 +19,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from typing import Any
+
+from .paths import MAX_ID_BYTES
 
 ORDERS = ("id", "updated", "-updated")
 MAX_LIMIT = 10_000
@@ -57,8 +63,15 @@ class ListQuery:
     order: str = "id"
     after: str = ""
     limit: int = 1000
+    prefix: str = ""  # only ids that begin with it
 
     def __post_init__(self) -> None:
+        try:
+            size = len(self.prefix.encode())
+        except UnicodeEncodeError:
+            raise ValueError("prefix: valid Unicode (no lone surrogates)") from None
+        if size > MAX_ID_BYTES:
+            raise ValueError(f"prefix: at most {MAX_ID_BYTES} UTF-8 bytes (an id's bound)")
         if self.order not in ORDERS:
             raise ValueError(f"order: one of {', '.join(ORDERS)}, not {self.order!r}")
         if not 1 <= self.limit <= MAX_LIMIT:
@@ -78,10 +91,11 @@ class ListQuery:
 def page_sql(q: ListQuery) -> tuple[str, list[Any]]:
     """The statement for one page of `q`: rows (id, status, updated_ms, labels)."""
     if not q.by_attributes:
+        more, bounds = _prefix("ac.id", q.prefix)
         return ("SELECT ac.id, a.status, a.updated_ms, a.labels FROM actors ac"
                 " LEFT JOIN attrs a ON a.cls = ac.cls AND a.id = ac.id"
-                " WHERE ac.cls = ? AND ac.id > ? ORDER BY ac.id LIMIT ?",
-                [q.cls, q.after, q.limit])
+                f" WHERE {' AND '.join(['ac.cls = ?', 'ac.id > ?', *more])}"
+                " ORDER BY ac.id LIMIT ?", [q.cls, q.after, *bounds, q.limit])
     where, params = _filters(q)
     if q.after:
         where.append(_after_sql(q.order))
@@ -95,7 +109,9 @@ def page_sql(q: ListQuery) -> tuple[str, list[Any]]:
 def count_sql(q: ListQuery) -> tuple[str, list[Any]]:
     """The statement that counts every row `q` matches, on every page."""
     if not q.by_attributes:
-        return "SELECT count(*) FROM actors WHERE cls = ?", [q.cls]
+        more, bounds = _prefix("id", q.prefix)
+        return (f"SELECT count(*) FROM actors WHERE {' AND '.join(['cls = ?', *more])}",
+                [q.cls, *bounds])
     where, params = _filters(q)
     return f"SELECT count(*) FROM attrs a WHERE {' AND '.join(where)}", params
 
@@ -116,7 +132,29 @@ def _filters(q: ListQuery) -> tuple[list[str], list[Any]]:
         where.append("EXISTS (SELECT 1 FROM labels l WHERE l.cls = a.cls AND l.k = ?"
                      " AND l.v = ? AND l.id = a.id)")
         params += [k, v]
-    return where, params
+    more, bounds = _prefix("a.id", q.prefix)
+    return where + more, params + bounds
+
+
+def _prefix(column: str, prefix: str) -> tuple[list[str], list[Any]]:
+    """The conditions and parameters of the ids that begin with `prefix`: from it
+    (included) to the first string past all of them (excluded), a range of the primary
+    key (cls, id). SQLite compares TEXT as UTF-8 bytes, which is code point order."""
+    if not prefix:
+        return [], []
+    end = _past(prefix)
+    if end is None:  # every character is the last there is: no upper bound
+        return [f"{column} >= ?"], [prefix]
+    return [f"{column} >= ?", f"{column} < ?"], [prefix, end]
+
+
+def _past(prefix: str) -> str | None:
+    """The least string above every string that begins with `prefix` (None: none)."""
+    head = prefix.rstrip(chr(0x10FFFF))
+    if not head:
+        return None
+    c = ord(head[-1]) + 1
+    return head[:-1] + chr(0xE000 if 0xD800 <= c <= 0xDFFF else c)
 
 
 def _after_sql(order: str) -> str:

@@ -22,7 +22,7 @@ actors binding is imported when the app is.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import cbor
@@ -51,12 +51,16 @@ class Client:
         self.cls = cls
         self._send = transport or _actor_transport(cls)
 
-    def start(self, id: str, input: Any = None) -> Status:
-        """Start instance `id` with `input` (see core/values.py for the types). An instance
-        that exists (running, or finished and still kept) is left as it is: its status
-        comes back with `created` False, and `input_differs` True if `input` is not the
-        instance's (it was ignored). Raises WorkflowError."""
-        return Status.from_map(self._call(id, "start", {"input": input}))
+    def start(self, id: str, input: Any = None, *,
+              labels: Mapping[str, str] | None = None) -> Status:
+        """Start instance `id` with `input` (see core/values.py for the types) and
+        `labels`, which operators list it by (at most 16; keys 1 to 64 bytes, values at
+        most 256: core/labels.py). An instance that exists (running, or finished and
+        still kept) is left as it is, its labels too: its status comes back with
+        `created` False, and `input_differs` True if `input` is not the instance's (it
+        was ignored). Raises WorkflowError (refused, 400: labels out of bounds)."""
+        msg = {"input": input, **({"labels": dict(labels)} if labels else {})}
+        return Status.from_map(self._call(id, "start", msg))
 
     def status(self, id: str, held_by: bool = False) -> Status:
         """`held_by`: also say who runs it now (Status.held_by, as the host names it).

@@ -26,7 +26,8 @@ emitted events, the steps route, the operator's moves).
 A start may carry `parent: {cls, id}` and `detached` (children/calls.py): the new
 instance records its parent (children/registry.py), and the answer for an existing one
 says whose child it is (`parent`) and, if the input differs, the instance's (`input`),
-so the parent can name both.
+so the parent can name both. Its `labels` are the new instance's (core/labels.py); an
+existing one keeps its own.
 
 The client routes only record and answer; runs happen in on_alarm, with one exception: an
 operator's start that waits (`wait_ms`) runs the new instance's first run in its own
@@ -46,6 +47,7 @@ from . import routes
 from .children.registry import Registry
 from .core import counted, spans
 from .core.instance import RESTING, StatusRow
+from .core.labels import start_field
 from .core.listing import steps
 from .core.requests import BadRequest, int_field
 from .core.values import decode, encode
@@ -168,8 +170,10 @@ class Protocol:
         wait_ms = int_field(msg, "wait_ms", 0)  # refused before anything is recorded
         text, tagged = encode_field(msg.get("input"), self.runner.config.max_value_bytes,
                                     "the input")
+        labels = start_field(msg)
         if parent is not None:  # before the create: its durable insert syncs it too
             Registry(self.db).set_parent(*parent, msg.get("detached") is True)
+        self.store.publish.start_labels(labels)  # so are they; its publish carries them
         now = self.db.now()
         run_id = self.runner.new_run_id()
         if wait_ms > 0 and sender == "operator":

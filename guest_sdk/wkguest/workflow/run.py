@@ -10,7 +10,7 @@ saga/compensations.py). Libraries over workflows reach the rest through extend.p
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NoReturn, Protocol, Unpack
 
 from ..durations import Duration
@@ -206,6 +206,15 @@ class Run:
         CodeError (the instance parks, naming the call) for a bad name or a payload that
         cannot be recorded."""
         events.emit(self._cursor, name, payload)
+
+    def set_labels(self, labels: Mapping[str, str | None]) -> None:
+        """Set the instance's labels, which operators list it by (`wkhost workflow list
+        --label k=v`): each key to its value, or removed for None; other labels stay.
+        Not journaled, no position: a replay sets the same again, and only a change is
+        written and published, with the instance's next state (events/calls.py). At most
+        16 labels; keys 1 to 64 bytes, values at most 256. Raises CodeError (the
+        instance parks, naming the call) beyond them, or for a value that is not text."""
+        events.set_labels(self._cursor, labels)
 
     def query(self, name: str, handler: Handler) -> None:
         """Register `handler(arg)` as the answer to queries `name`. It must only read the

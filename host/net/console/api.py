@@ -90,7 +90,10 @@ async def _actors(request: web.Request) -> web.Response:
     cls = _param(request, "cls")
     if cls not in request.app["host"].classes:
         return json_answer({"error": f"no actor class named {cls!r}"}, 404)
-    query = listing.query_from(cls, request.query)
+    try:
+        query = listing.query_from(cls, request.query, request.app["host"].clock.now_ms())
+    except ValueError as e:
+        raise BadRequest(str(e)) from None
     page = await list_page(request.app, query, request.query.get("count") == "1")
     return json_answer(page.doc())
 

@@ -405,7 +405,7 @@ def test_the_page_documents_every_table_and_kind() -> None:
     assert set(tables) == {"_wk_wf", "_wk_wf_step", "_wk_wf_event", "_wk_wf_emit",
                            "_wk_wf_run", "_wk_wf_branch", "_wk_wf_attempt", "_wk_wf_parent",
                            "_wk_wf_child", "_wk_wf_saga", "_wk_wf_pause",
-                           "_wk_wf_attempt_traceback", "_wk_wf_trace"}
+                           "_wk_wf_attempt_traceback", "_wk_wf_trace", "_wk_wf_labels"}
     assert [c for c, _, _ in tables["_wk_wf_step"]] == [
         "pos", "kind", "name", "result", "attempts", "error", "next_attempt_at", "wake_at",
         "event_seq", "updated_at"]
@@ -541,7 +541,7 @@ def fixture_dbs(tmp_path_factory: pytest.TempPathFactory
 
 
 # What a version after 9401b45's (6) added: not in its databases.
-_LATER = ("_wk_wf_attempt_traceback", "_wk_wf_trace")  # versions 7 and 8
+_LATER = ("_wk_wf_attempt_traceback", "_wk_wf_trace", "_wk_wf_labels")  # versions 7 to 9
 
 
 def test_the_pages_ddl_is_what_9401b45_stored(
@@ -574,4 +574,13 @@ def test_the_pages_ddl_of_version_7_is_what_the_runner_makes() -> None:
     made = {_normal(sql.replace("IF NOT EXISTS ", "")) for sql, _ in
             tracebacks.writes(0, -1, 1, "tb")[:2]}
     documented = {_normal(s) for s in ddl_statements() if _LATER[0] in s}
+    assert made == documented
+
+
+def test_the_pages_ddl_of_version_9_is_what_the_runner_makes() -> None:
+    from wkguest.workflow.core import labels
+
+    made = {_normal(sql.replace("IF NOT EXISTS ", "")) for sql, _ in
+            labels.writes({"k": "v"})[:1]}
+    documented = {_normal(s) for s in ddl_statements() if _LATER[2] in s}
     assert made == documented

@@ -109,6 +109,7 @@ class Runner:
     def forget(self) -> None:
         """Drop the warm cache (the actor is being deleted, or storage failed)."""
         self.cache.forget()
+        self.store.publish.forget()
 
     def create_and_run(self, run_id: str, text: str, tagged: bool, now: int) -> bool:
         """A waiting start's event (protocol.py): create the instance with its first run

@@ -122,6 +122,8 @@ class Settler:
         self.db.alarm_set(now)
         self.cache.forget()
         run_id = self.new_run_id()
+        if self.store.publish.wanted is not None:  # labels this run set: kept across
+            self.store.publish.state("running", now)  # runs, with the switch's state
         self.store.continue_as_new(run_id, text, tagged, now)
         counted.started(self.db)
         spans.run_began(self.db, self.store, run_id)

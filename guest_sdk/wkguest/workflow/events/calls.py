@@ -1,4 +1,5 @@
-"""`wf.emit(name, payload)` and `wf.query(name, handler)`: what a workflow shows outside.
+"""`wf.emit(name, payload)`, `wf.query(name, handler)` and `wf.set_labels(labels)`: what a
+workflow shows outside.
 
 `emit` appends an event to the instance's durable stream (core/stream.py), which clients and
 operators read from an offset (the `events` route). It is a position, like the helpers:
@@ -10,6 +11,10 @@ all, so a replay never emits twice.
 adding one never changes a history. A run ignores it. A query (`Client.query`) replays
 the function without running anything new (dry_replay.py) and calls the handler registered last
 under that name with the query's argument, over the state the replay reached.
+
+`set_labels` sets the labels the instance is listed by (core/labels.py): like `query`
+it takes no position and records nothing; the labels are published with the instance's
+next state write, and only if they changed.
 
 Each is a function of the run's Cursor (core/cursor.py), called by `Run`'s method.
 """
@@ -23,6 +28,7 @@ from ..core.cursor import Cursor
 from ..core.explain import reordered
 from ..core.frontier import Frontier
 from ..core.kinds import EMITTED
+from ..core.labels import changes
 from ..core.values import check_name, encode
 from ..errors import UnsupportedValue, ValueTooLarge
 
@@ -68,6 +74,18 @@ def query(run: Cursor, name: str, handler: Handler) -> None:
     front = run.frontier
     if isinstance(front, QueryFrontier):  # only a dry replay keeps them
         front.queries[name] = handler
+
+
+def set_labels(run: Cursor, given: Any) -> None:
+    """`wf.set_labels(given)`: the run's labels, with `given` applied (core/labels.py).
+    Raises CodeError (the instance parks, naming the call) for labels out of the host's
+    bounds."""
+    run.enter()  # a primitive's rule: not inside a step's function
+    what = "wf.set_labels"
+    try:
+        run.frontier.store.publish.set_labels(changes(given, what), what)
+    except (TypeError, ValueError) as e:
+        run.refuse(str(e))
 
 
 def _checked(run: Cursor, name: str, payload: Any, what: str) -> tuple[str, bool]:

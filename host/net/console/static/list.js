@@ -1,17 +1,25 @@
 // A class's actors (for a workflow class: its instances), filtered and paged by the host
-// (GET /_wk/actors/{cls}'s query: status, label, since, until, order, after, limit).
+// (GET /_wk/actors/{cls}'s query: status, label, prefix, since, until, order, after,
+// limit). The page's URL holds the same keys, a label once per K=V, so it bookmarks.
 import {clear, consoleUrl, h, number, stateBadge, table, when} from "./dom.js";
 import {get} from "./api.js";
 
 const STATES = ["running", "waiting", "compensating", "paused", "completed", "failed",
                 "cancelled", "terminated", "parked"];
 const ORDERS = [["id", "id"], ["-updated", "newest first"], ["updated", "oldest first"]];
-const KEYS = ["status", "label", "since", "until", "order", "limit", "after"];
+const KEYS = ["status", "prefix", "since", "until", "order", "after"];
 
+// The listing's query for the page's URL: pairs, so that each label is its own `label`.
 function query(params) {
-  const q = {cls: params.get("cls"), count: "1", limit: params.get("limit") || "50"};
-  for (const k of KEYS) if (params.get(k) && k !== "limit") q[k] = params.get(k);
+  const q = [["cls", params.get("cls")], ["count", "1"], ["limit", params.get("limit") || "50"]];
+  for (const k of KEYS) if (params.get(k)) q.push([k, params.get(k)]);
+  for (const label of params.getAll("label")) if (label) q.push(["label", label]);
   return q;
+}
+
+// The label field's text (K=V, K2=V2) as its labels, and back.
+function labelsOf(text) {
+  return text.split(",").map((l) => l.trim()).filter((l) => l);
 }
 
 function localValue(ms) {  // ms since the epoch -> a datetime-local input's value (UTC)
@@ -27,8 +35,12 @@ function filters(params) {
   const form = h("form", {id: "filters", class: "filters"},
     h("label", {}, "status ", select("status", [["", "any"], ...STATES.map((s) => [s, s])],
                                      params.get("status") || "")),
-    h("label", {}, "label ", h("input", {name: "label", id: "filter-label", placeholder: "K=V",
-                                         value: params.get("label") || ""})),
+    h("label", {}, "id ", h("input", {name: "prefix", id: "filter-prefix", type: "search",
+                                      placeholder: "begins with",
+                                      value: params.get("prefix") || ""})),
+    h("label", {}, "labels ", h("input", {name: "label", id: "filter-label",
+                                          placeholder: "K=V, K2=V2",
+                                          value: params.getAll("label").join(", ")})),
     h("label", {}, "updated since ", h("input", {type: "datetime-local", name: "since",
       id: "filter-since", value: localValue(params.get("since"))})),
     h("label", {}, "order ", select("order", ORDERS, params.get("order") || "id")),
@@ -37,19 +49,27 @@ function filters(params) {
     h("button", {type: "submit", id: "filter-apply"}, "Apply"));
   form.addEventListener("submit", (e) => {
     e.preventDefault();
-    const q = {cls: params.get("cls")};
+    const q = [["cls", params.get("cls")]];
     for (const [k, v] of new FormData(form)) {
       if (!v) continue;
-      q[k] = k === "since" ? String(Date.parse(v + "Z")) : v;
+      if (k === "label") for (const label of labelsOf(v)) q.push([k, label]);
+      else q.push([k, k === "since" ? String(Date.parse(v + "Z")) : v]);
     }
     location.assign(consoleUrl("class", q));
   });
   return form;
 }
 
+// A label shown on a row: a link to the class's actors that carry it.
+function labelLink(cls, k, v) {
+  return h("a", {href: consoleUrl("class", [["cls", cls], ["label", `${k}=${v}`]]),
+                 "data-testid": "label", title: `only those labelled ${k}=${v}`},
+           h("code", {}, `${k}=${v}`));
+}
+
 function row(cls, a, workflow) {
   const id = workflow ? h("a", {href: consoleUrl("instance", {cls, id: a.id})}, a.id) : a.id;
-  const labels = Object.entries(a.labels || {}).map(([k, v]) => h("code", {}, `${k}=${v}`));
+  const labels = Object.entries(a.labels || {}).map(([k, v]) => labelLink(cls, k, v));
   return h("tr", {"data-testid": "actor-row", dataset: {id: a.id}},
            h("td", {}, id), h("td", {}, stateBadge(a.status)),
            h("td", {}, when(a.updated_ms)), h("td", {class: "labels"}, labels));
@@ -57,14 +77,13 @@ function row(cls, a, workflow) {
 
 function pager(params, next) {
   const links = [];
+  const rest = [...params].filter(([k]) => k !== "after");  // every label kept
   if (params.get("after")) {
-    const first = Object.fromEntries(params);
-    delete first.after;
-    links.push(h("a", {href: consoleUrl("class", first), id: "page-first"}, "← first page"));
+    links.push(h("a", {href: consoleUrl("class", rest), id: "page-first"}, "← first page"));
   }
   if (next) {
-    links.push(h("a", {href: consoleUrl("class", {...Object.fromEntries(params), after: next}),
-                       id: "page-next"}, "next page →"));
+    links.push(h("a", {href: consoleUrl("class", [...rest, ["after", next]]), id: "page-next"},
+                 "next page →"));
   }
   return h("p", {class: "pager"}, links);
 }
