@@ -1,7 +1,8 @@
 // A workflow instance: its status, input and output, the step timeline, its positions,
 // the events it received and emitted, its children, its audit entries; the operator's
 // moves, and a query form.
-import {clear, consoleUrl, duration, h, json, stateBadge, table, when} from "./dom.js";
+import {childOf, clear, consoleUrl, duration, groupOf, h, json, positionState, positionValue,
+        show, stateBadge, table, when} from "./dom.js";
 import {get} from "./api.js";
 import {actionBar} from "./actions.js";
 import {timeline} from "./timeline.js";
@@ -37,43 +38,81 @@ function io(s) {
            h("div", {}, h("h2", {}, "Output"), h("pre", {id: "output"}, output)));
 }
 
-function stepRow(st) {
+// A position's value as the workflow got it back (dom.js decodes the journal's form); an
+// emit's is its payload, from the stream (its event_seq is its offset there).
+function valueOf(st, doc) {
+  const e = st.kind === "emit" ? (doc.events.events || []).find((x) => x.offset === st.event_seq) : null;
+  return e ? show(e.payload) : positionValue(st);
+}
+
+function stepRow(st, doc) {
+  const value = valueOf(st, doc);
   return h("tr", {"data-testid": "step-row", dataset: {pos: st.pos}},
            h("td", {class: "num"}, st.pos), h("td", {}, st.name), h("td", {}, st.kind),
-           h("td", {}, stateBadge(st.state)), h("td", {class: "num"}, st.attempts ?? "—"),
+           h("td", {}, stateBadge(positionState(st, doc.status))),
+           h("td", {class: "num"}, st.attempts ?? "—"),
            h("td", {}, when(st.updated_at)), h("td", {class: "error"}, st.error || ""),
-           h("td", {}, h("code", {class: "value"}, st.value ?? "")));
+           h("td", {}, h("code", {class: "value", title: value, "data-testid": "value"}, value)));
 }
 
 function steps(doc) {
   return h("section", {id: "steps"}, h("h2", {}, "Positions"),
-           table(["pos", "name", "kind", "state", "attempts", "updated", "error", "value"],
-                 doc.steps.map(stepRow), {class: "grid"}),
+           h("div", {class: "scroll"},
+             table(["pos", "name", "kind", "state", "attempts", "updated", "error", "value"],
+                   doc.steps.map((st) => stepRow(st, doc)), {class: "grid"})),
            doc.steps_more ? h("p", {class: "muted"}, "Only the first positions are shown.") : null);
 }
 
+// Each event a wait took: a wait's position, or a wait branch of a group ("pos.branch").
+function received(doc) {
+  const out = [];
+  for (const st of doc.steps) {
+    if (st.kind === "wait" && st.state === "done" && !st.name.startsWith("child ")) {
+      out.push([st.pos, st.name, positionValue(st)]);
+    } else if (st.kind === "group") {
+      for (const b of groupOf(st).branches) {
+        if (b.kind === "wait" && b.state === "done") out.push([`${st.pos}.${b.idx}`, b.name, show(b.value)]);
+      }
+    }
+  }
+  return out;
+}
+
 function events(doc) {
-  const received = doc.steps.filter((st) => st.kind === "wait" && st.state === "done"
-                                            && !st.name.startsWith("child "));
+  const taken = received(doc);
   const emitted = doc.events.events || [];
   return h("section", {id: "events", class: "pair"},
     h("div", {}, h("h2", {}, "Events received"),
-      received.length ? table(["pos", "name", "payload"], received.map((st) =>
-        h("tr", {"data-testid": "received"}, h("td", {class: "num"}, st.pos),
-          h("td", {}, st.name), h("td", {}, h("code", {}, st.value ?? "")))), {class: "grid"})
+      taken.length ? table(["pos", "name", "payload"], taken.map(([pos, name, payload]) =>
+        h("tr", {"data-testid": "received"}, h("td", {class: "num"}, pos),
+          h("td", {}, name), h("td", {}, h("code", {}, payload)))), {class: "grid"})
         : h("p", {class: "muted"}, "None taken by a wait yet."),
       doc.status.events_pending ? h("p", {class: "muted"},
         `${doc.status.events_pending} pending, not yet taken by a wait.`) : null),
     h("div", {}, h("h2", {}, "Events emitted"),
-      emitted.length ? table(["offset", "name", "at", "payload"], emitted.map((e) =>
+      emitted.length ? table(["offset", "name", "at", "run", "payload"], emitted.map((e) =>
         h("tr", {"data-testid": "emitted"}, h("td", {class: "num"}, e.offset), h("td", {}, e.name),
-          h("td", {}, when(e.at)), h("td", {}, h("code", {}, JSON.stringify(e.payload))))), {class: "grid"})
+          h("td", {}, when(e.at)), h("td", {}, e.run_id === doc.status.run_id ? "this" : e.run_id),
+          h("td", {}, h("code", {}, show(e.payload))))), {class: "grid"})
         : h("p", {class: "muted"}, "None.")));
 }
 
+// The children: its positions named "child CLS/ID" (api.py), and a group's child
+// branches, which only the group's position names.
+function childList(doc) {
+  const out = doc.children.map((c) => ({...c, state: positionState(c, doc.status)}));
+  for (const st of doc.steps.filter((x) => x.kind === "group")) {
+    for (const b of groupOf(st).branches.filter((x) => x.kind === "child")) {
+      out.push({...childOf(b.name), pos: `${st.pos}.${b.idx}`, kind: "branch", state: b.state});
+    }
+  }
+  return out;
+}
+
 function children(doc) {
+  const kids = childList(doc);
   return h("section", {id: "children"}, h("h2", {}, "Children"),
-    doc.children.length ? h("ul", {}, doc.children.map((c) => h("li", {"data-testid": "child"},
+    kids.length ? h("ul", {}, kids.map((c) => h("li", {"data-testid": "child"},
       h("a", {href: consoleUrl("instance", {cls: c.cls, id: c.id})}, `${c.cls}/${c.id}`),
       ` (position ${c.pos}: ${c.kind} ${c.state})`)))
       : h("p", {class: "muted"}, "None."));
@@ -116,7 +155,7 @@ async function load(params) {
 
 function dynamic({doc, entries}) {
   return [summary(doc), io(doc.status),
-          h("section", {id: "timeline-section"}, h("h2", {}, "Step timeline"), timeline(doc.steps)),
+          h("section", {id: "timeline-section"}, h("h2", {}, "Timeline"), timeline(doc, entries)),
           events(doc), children(doc), steps(doc), audit(entries)];
 }
 

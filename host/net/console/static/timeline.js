@@ -1,109 +1,312 @@
-// The step timeline: a row per step, each attempt a bar on one time axis (host clock),
-// coloured by its outcome; its error, duration and fuel on hover (title) and on click
-// (the detail panel under the axis, with the traceback of an attempt that raised).
-import {clear, duration, h, number, when} from "./dom.js";
+// The timeline of an instance: a lane per position, in the order the workflow reached
+// them, on one time axis (the host's clock). A step's attempts are bars coloured by
+// their outcome; a group's branches are lanes under it; a sleep and a wait are spans to
+// their end, or while they last dashed on to their wake time or deadline; emits and the
+// recorded helpers are marks; so are an earlier run's emitted events (continue-as-new)
+// and the operator's moves. Hovering an item shows its gist, a click all of it.
+//
+// Only what the steps route records is drawn: a position begins when the one before it
+// ended (that entry's updated_at), a step's attempts carry their own times, and a
+// group's sleeps and waits have none but the group's (dom.js's groupOf). "Now" is the
+// latest host time the page has seen, not the browser's clock: the host's may differ
+// (a test's fake clock, a skewed machine).
+import {branchValue, childOf, clear, consoleUrl, duration, finished, groupOf, h, number,
+        positionState, positionValue, show, ticksOf, when} from "./dom.js";
 
-const TICKS = 5;
-let chosen = null;  // "pos/branch/attempt" of the attempt shown, kept across refreshes
+let chosen = null;  // the key of the item whose detail is shown, kept across refreshes
+const PENDING = new Set(["waiting", "sleeping", "retrying", "open"]);
+// A planned time (a wake, a deadline, a next attempt) more than FAR spans of what has
+// happened past its end stays off the axis, or a day's deadline would squeeze seconds
+// into a pixel: its item stops at the end, with an arrow, and its title says when.
+const FAR = 3;
+const MIN_SPAN_MS = 10;
+const clock = (ms) => when(ms).slice(11);  // "04:11:08.919Z"; titles have the date
 
-function attemptsOf(steps) {
-  return steps.filter((st) => st.kind === "step")
-    .map((st) => ({st, tries: (st.history || [])}));
-}
+// -- what happened, and when -------------------------------------------------------------
 
-function span(rows) {
-  const starts = [], ends = [];
-  for (const {st, tries} of rows) {
-    for (const a of tries) {
-      starts.push(a.started_at);
-      ends.push(a.ended_at ?? a.started_at);
-    }
-    if (st.next_attempt_at) ends.push(st.next_attempt_at);
+function contextOf(doc) {
+  const s = doc.status;
+  let now = s.updated_at ?? 0;
+  for (const st of doc.steps) {
+    now = Math.max(now, st.updated_at ?? 0);
+    for (const a of st.history || []) now = Math.max(now, a.ended_at ?? a.started_at);
   }
-  if (!starts.length) return null;
-  const t0 = Math.min(...starts), t1 = Math.max(...ends, t0 + 1);
-  return {t0, t1, width: t1 - t0};
+  return {status: s, now, end: finished(s) ? (s.finished_at ?? s.updated_at) : null,
+          emitted: new Map((doc.events?.events || []).map((e) => [e.offset, e]))};
 }
 
-function key(st, a) {
-  return `${st.pos}/${a.branch ?? ""}/${a.attempt}`;
+function began(steps, i, ctx) {
+  const st = steps[i], prev = steps[i - 1];
+  if (st.kind === "step" && st.history?.length) return st.history[0].started_at;
+  if (prev && prev.pos === st.pos - 1) return prev.updated_at;
+  return st.pos === 0 && (ctx.status.runs ?? 1) === 1 ? ctx.status.created_at : st.updated_at;
 }
 
-function label(st, a) {
-  const who = a.branch !== null && a.branch !== undefined ? ` (branch ${a.name ?? a.branch})` : "";
-  return [`${st.name}${who}: attempt ${a.attempt}, ${a.outcome}`,
-          `duration ${duration(a.duration_ms)} · fuel ${number(a.fuel)}`,
-          a.error ? `error: ${a.error}` : null].filter(Boolean).join("\n");
+function ended(st, ctx) {
+  const state = positionState(st, ctx.status);
+  return state === "ended" ? ctx.end : PENDING.has(state) ? ctx.now : st.updated_at;
 }
 
-function detail(st, a) {
+// -- a lane's items: an attempt's bar, a span, a mark; each with a title and a detail ----
+
+function attemptItem(st, a) {
+  const who = a.branch === null || a.branch === undefined ? "" : ` (branch ${a.name ?? a.branch})`;
+  const title = [`${st.name}${who}: attempt ${a.attempt}, ${a.outcome}`,
+                 `duration ${duration(a.duration_ms)} · fuel ${number(a.fuel)}`,
+                 a.error ? `error: ${a.error}` : null].filter(Boolean).join("\n");
   const rows = [["step", `${st.pos} ${st.name}`], ["attempt", a.attempt],
                 ["branch", a.branch ?? "—"], ["outcome", a.outcome],
                 ["started", when(a.started_at)], ["ended", when(a.ended_at)],
                 ["duration", duration(a.duration_ms)], ["fuel", number(a.fuel)],
                 ["memory grown", a.memory_grown === null ? "—" : `${number(a.memory_grown)} B`],
                 ["error", a.error ?? "—"]];
-  const facts = h("dl", {class: "detail", "data-testid": "attempt-detail"},
-                  rows.map(([k, v]) => [h("dt", {}, k), h("dd", {dataset: {field: k}}, v)]));
-  if (!a.traceback) return facts;
-  // The attempt raised: its traceback, from the workflow's own code (core/tracebacks.py).
-  return h("div", {}, facts,
-           h("pre", {class: "traceback", "data-testid": "attempt-traceback"}, a.traceback));
+  return {from: a.started_at, to: a.ended_at ?? a.started_at, cls: `bar outcome-${a.outcome}`,
+          testid: "attempt", key: `${st.pos}/${a.branch ?? ""}/${a.attempt}`, title, rows,
+          traceback: a.traceback, data: {step: a.name ?? st.name, attempt: a.attempt,
+                                         outcome: a.outcome}};
 }
 
-function bar(st, a, s, panel) {
-  const left = ((a.started_at - s.t0) / s.width) * 100;
-  const wide = (((a.ended_at ?? a.started_at) - a.started_at) / s.width) * 100;
-  const el = h("button", {
-    type: "button", class: `bar outcome-${a.outcome}`, title: label(st, a),
-    "data-testid": "attempt", dataset: {step: st.name, attempt: a.attempt, outcome: a.outcome},
-    style: {left: `${Math.min(left, 99.4)}%`, width: `max(${wide}%, 6px)`},
+function spanItem(key, from, to, cls, title, rows, planned = false) {
+  return {from, to, cls: `span ${cls}`, testid: "span", key, title, rows, planned,
+          data: {kind: cls.split(" ")[0]}};
+}
+
+function markItem(key, at, cls, title, rows, planned = false) {
+  return {from: at, to: null, cls, testid: "mark", key, title, rows, planned};
+}
+
+// A position's span from `b` to `e`; while it lasts, dashed on to its planned end.
+function spanned(st, b, e, cls, title, rows, planned, ctx) {
+  const state = positionState(st, ctx.status);
+  const out = [spanItem(`${st.pos}/${cls}`, b, e, `${cls} state-${state}`, title, rows)];
+  if (PENDING.has(state) && planned) {
+    out.push(spanItem(`${st.pos}/planned`, ctx.now, planned, `${cls} planned`,
+                      `${title}\n(planned: ${when(planned)})`, rows, true));
+  }
+  return out;
+}
+
+function facts(st, b, e, ctx, more = []) {
+  const state = positionState(st, ctx.status);
+  return [["position", `${st.pos} ${st.name}`], ["kind", st.kind], ["state", state],
+          ["from", when(b)], ["to", PENDING.has(state) ? `${when(e)} (so far)` : when(e)],
+          ["lasted", duration(e - b)], ...more];
+}
+
+// -- a lane per position (a group's: its own, then one per branch) ----------------------
+
+function label(name) {  // a child's: a link to its page
+  const child = childOf(name);
+  return child ? h("a", {href: consoleUrl("instance", child), "data-testid": "child-link"}, name)
+    : name;
+}
+
+function laneOf(st, ctx, note, items) {
+  const undoes = st.name?.startsWith("compensate:");  // saga/: a step named so
+  const tag = childOf(st.name) ? `child ${st.kind}` : undoes ? "compensation" : st.kind;
+  return {pos: st.pos, name: st.name, kind: st.kind, state: positionState(st, ctx.status), tag,
+          depth: 0, label: label(st.name), note, items, title: st.error || ""};
+}
+
+function stepLane(st, b, e, ctx) {
+  const items = (st.history || []).map((a) => attemptItem(st, a));
+  const state = positionState(st, ctx.status);
+  if (!items.length) items.push(markItem(`${st.pos}/at`, e, "mark", st.name, facts(st, b, e, ctx)));
+  if (st.next_attempt_at && state === "retrying") {
+    items.push(markItem(`${st.pos}/next`, st.next_attempt_at, "next",
+                        `next attempt at ${when(st.next_attempt_at)}`,
+                        [["next attempt", when(st.next_attempt_at)]], true));
+  }
+  const more = st.history_more ? ` (+${st.history_more} earlier)` : "";
+  const got = state === "done" ? `→ ${positionValue(st)}` : st.error ? `✗ ${st.error}` : "";
+  return [laneOf(st, ctx, `×${st.attempts ?? 0}${more} ${got}`, items)];
+}
+
+function sleepLane(st, b, e, ctx) {
+  const rows = facts(st, b, e, ctx, [["wakes at", when(st.wake_at)]]);
+  return [laneOf(st, ctx, `until ${clock(st.wake_at)}`, spanned(
+    st, b, e, "sleep", `sleep ${st.name}: wakes at ${when(st.wake_at)}`, rows, st.wake_at, ctx))];
+}
+
+function waitLane(st, b, e, ctx) {
+  const state = positionState(st, ctx.status), value = positionValue(st);
+  const note = {done: `took ${value}`, "timed-out": `timed out at ${clock(e)}`,
+                ended: `ended: the instance was ${ctx.status.state}`}[state]
+    ?? (st.wake_at ? `deadline ${clock(st.wake_at)}` : "no deadline");
+  const rows = facts(st, b, e, ctx, [["event", st.name], ["deadline", when(st.wake_at)],
+                                     ["payload", state === "done" ? value : "—"]]);
+  const items = spanned(st, b, e, "wait", `wait for ${st.name}: ${note}`, rows, st.wake_at, ctx);
+  if (state === "done") items.push(markItem(`${st.pos}/took`, e, "mark took", `took ${value}`, rows));
+  return [laneOf(st, ctx, note, items)];
+}
+
+function groupLanes(st, b, e, ctx) {
+  const g = groupOf(st), value = positionValue(st), n = g.branches.length;
+  const rows = facts(st, b, e, ctx, [["call", g.call], ["branches", n], ["value", value || "—"]]);
+  const lane = laneOf(st, ctx, `${g.call} of ${n} ${value}`,
+                      spanned(st, b, e, "group", `${st.name}: ${value}`, rows, null, ctx));
+  return [lane, ...g.branches.map((br) => branchLane(st, br, b, e, ctx))];
+}
+
+// A branch: a step's attempts; a sleep's, a wait's or a child's span to the group's end
+// (the steps route keeps a branch's own end only in its step's attempts), hatched.
+function branchLane(st, br, b, e, ctx) {
+  const state = positionState({state: br.state}, ctx.status), outcome = branchValue(br);
+  const rows = [["group", `${st.pos} ${st.name}`], ["branch", `${br.idx} ${br.name}`],
+                ["kind", br.kind], ["state", state], ["from", when(b)],
+                [PENDING.has(state) ? "so far" : "settled by", when(e)], ["value", outcome]];
+  const items = br.tries.length ? br.tries.map((a) => attemptItem(st, a))
+    : [spanItem(`${st.pos}/${br.idx}`, b, e, `${br.kind} settled state-${state}`,
+                `${br.name} (${br.kind}): ${state}, by ${when(e)}\n${outcome}`, rows)];
+  return {pos: "", name: br.name, branch: br.name, kind: br.kind, state, depth: 1,
+          tag: br.kind === "branch" ? "branch" : `${br.kind} branch`, label: label(br.name),
+          note: `${br.tries.length ? `×${br.attempts} ` : ""}${outcome}`, items,
+          title: br.error || ""};
+}
+
+// An emit (its payload, from the stream: its event_seq is its offset) or a recorded
+// helper's value (now, random, uuid, patched), or a kind this page does not know.
+function markLane(st, b, e, ctx) {
+  const emitted = st.kind === "emit" ? ctx.emitted.get(st.event_seq) : null;
+  const value = emitted ? show(emitted.payload) : positionValue(st);
+  const rows = facts(st, e, e, ctx, [["value", value || "—"]]);
+  return [laneOf(st, ctx, value, [markItem(`${st.pos}/at`, e, `mark kind-${st.kind}`,
+                                           `${st.kind} ${st.name} at ${when(e)}: ${value}`, rows)])];
+}
+
+const LANES = {step: stepLane, sleep: sleepLane, wait: waitLane, group: groupLanes};
+
+function positionLanes(steps, ctx) {
+  return steps.flatMap((st, i) => (LANES[st.kind] || markLane)(st, began(steps, i, ctx),
+                                                               ended(st, ctx), ctx));
+}
+
+// The runs before a continue-as-new: their positions went with it, their emits stay.
+function earlierRuns(doc, ctx) {
+  const runs = Map.groupBy((doc.events?.events || []).filter((e) => e.run_id !== ctx.status.run_id),
+                           (e) => e.run_id);
+  return [...runs].map(([run, es]) => ({
+    pos: "", name: `run ${run}`, kind: "run", state: "", tag: "earlier run", depth: 0,
+    label: `run ${run}`, note: "continued as new: its emitted events", title: "",
+    items: es.map((e) => markItem(`run/${e.offset}`, e.at, "mark kind-emit",
+      `${e.name} (run ${run}) at ${when(e.at)}: ${show(e.payload)}`,
+      [["run", run], ["event", `${e.offset} ${e.name}`], ["at", when(e.at)],
+       ["payload", show(e.payload)]])),
+  }));
+}
+
+// The audit log's entries, newest first: a restart or a terminate explains the lanes.
+function operatorLane(entries) {
+  if (!entries.length) return [];
+  const items = entries.map((e) => markItem(`op/${e.at}/${e.action}`, e.at,
+    `mark op${e.status >= 300 ? " refused" : ""}`,
+    `${e.action} at ${when(e.at)}: ${e.status} ${e.result ?? ""} ${e.note ?? ""}`,
+    [["move", e.action], ["at", when(e.at)], ["status", e.status], ["result", e.result ?? "—"],
+     ["state after", e.state ?? "—"], ["note", e.note ?? "—"]]));
+  return [{pos: "", name: "operator", kind: "operator", state: "", tag: "audit log", depth: 0,
+           label: "operator's moves", note: entries.map((e) => e.action).reverse().join(", "),
+           title: "", items}];
+}
+
+// -- drawing -----------------------------------------------------------------------------
+
+function scaleOf(lanes, ctx) {
+  let t0 = Infinity, t1 = -Infinity;
+  const planned = [];
+  for (const it of lanes.flatMap((l) => l.items)) {
+    if (it.planned) planned.push(it.to ?? it.from);
+    else [t0, t1] = [Math.min(t0, it.from), Math.max(t1, it.to ?? it.from)];
+  }
+  if (t0 === Infinity) return null;
+  t1 = Math.max(t1, ctx.now);
+  const reach = t1 + FAR * Math.max(t1 - t0, 1000);
+  for (const t of planned) if (t <= reach) t1 = Math.max(t1, t);
+  t1 = Math.max(t1, t0 + MIN_SPAN_MS);
+  return {t0, t1, width: t1 - t0, pct: (t) => ((Math.min(t, t1) - t0) / (t1 - t0)) * 100};
+}
+
+// The axis's ticks fit its width (dom.js's ticksOf), drawn again whenever it changes.
+function axis(s) {
+  const el = h("div", {class: "axis", "data-testid": "axis"});
+  const draw = (px) => clear(el, ticksOf(s.width, px).map(({x, text}) => h("span", {
+    class: `tick${x ? "" : " tick-start"}${x * px > px - 40 ? " tick-end" : ""}`,
+    "data-testid": "tick", style: {left: `${x * 100}%`}}, text)));
+  draw(600);  // until it is laid out
+  const watch = new ResizeObserver(([entry]) => {
+    if (!el.isConnected) watch.disconnect();
+    else if (entry.contentRect.width > 0) draw(entry.contentRect.width);
   });
+  watch.observe(el);
+  return h("div", {class: "lane axis-lane"},
+           h("div", {class: "lane-name muted", title: when(s.t0)}, "host clock (UTC) from ",
+             h("span", {"data-testid": "axis-start"}, clock(s.t0))), el);
+}
+
+const LEGEND = [["bar outcome-returned", "attempt returned"], ["bar outcome-failed", "failed"],
+                ["bar outcome-timed-out", "timed out"], ["bar outcome-cut", "cut"],
+                ["next", "next attempt"], ["span group", "group"], ["span sleep", "sleep"],
+                ["span wait", "wait"], ["span settled", "branch, settled by the group's end"],
+                ["span planned", "until its wake time or deadline"],
+                ["span state-ended", "ended with the instance"], ["mark took", "event taken"],
+                ["mark", "emit, recorded value"], ["mark op", "operator's move"]];
+
+function legend() {
+  return h("ul", {class: "legend", "data-testid": "legend"},
+           LEGEND.map(([cls, text]) => h("li", {}, h("span", {class: `swatch ${cls}`}), text)));
+}
+
+function detail(panel, it) {
+  const rows = h("dl", {class: "detail",
+                        "data-testid": it.testid === "attempt" ? "attempt-detail" : "item-detail"},
+                 it.rows.map(([k, v]) => [h("dt", {}, k), h("dd", {dataset: {field: k}}, v)]));
+  // An attempt that raised: its traceback, from the workflow's own code (core/tracebacks.py).
+  clear(panel, rows, it.traceback
+    ? h("pre", {class: "traceback", "data-testid": "attempt-traceback"}, it.traceback) : null);
+}
+
+function itemEl(it, s, panel) {
+  const left = Math.min(s.pct(it.from), 99.4), to = it.to ?? null;
+  const style = to === null ? {left: `${left}%`}
+    : {left: `${left}%`, width: `max(${s.pct(to) - left}%, 6px)`};
+  const el = h("button", {type: "button", class: `${it.cls}${(to ?? it.from) > s.t1 ? " beyond" : ""}`,
+                          title: it.title, "data-testid": it.testid, dataset: it.data, style});
   el.addEventListener("click", () => {
-    chosen = key(st, a);
-    clear(panel, detail(st, a));
+    chosen = it.key;
+    detail(panel, it);
   });
   return el;
 }
 
-function axis(s) {
-  const ticks = [];
-  for (let i = 0; i <= TICKS; i++) {
-    const at = s.t0 + (s.width * i) / TICKS;
-    ticks.push(h("span", {class: "tick", style: {left: `${(100 * i) / TICKS}%`}},
-                 i === 0 ? when(at).slice(11) : `+${duration(Math.round(at - s.t0))}`));
-  }
-  return h("div", {class: "axis"}, ticks);
+function laneEl(l, s, panel) {
+  return h("div", {class: `lane depth-${l.depth} kind-${l.kind}`,
+                   "data-testid": l.depth ? "branch" : "lane",
+                   dataset: {step: l.name, kind: l.kind, state: l.state, branch: l.branch}},
+           h("div", {class: "lane-name", title: [l.name, l.note, l.title].filter(Boolean).join("\n")},
+             h("div", {}, h("span", {class: "pos"}, l.pos), " ", l.label, " ",
+               l.state ? h("span", {class: `state state-${l.state}`}, l.state) : null, " ",
+               h("span", {class: "tag"}, l.tag)),
+             l.note ? h("div", {class: "lane-note", "data-testid": "note"}, l.note) : null),
+           h("div", {class: "track"}, l.items.map((it) => itemEl(it, s, panel))));
 }
 
-function row(st, tries, s, panel) {
-  const marks = tries.map((a) => bar(st, a, s, panel));
-  if (st.next_attempt_at) {
-    const left = ((st.next_attempt_at - s.t0) / s.width) * 100;
-    marks.push(h("span", {class: "next", style: {left: `${left}%`},
-                          title: `next attempt at ${when(st.next_attempt_at)}`}));
-  }
-  return h("div", {class: "lane", "data-testid": "lane", dataset: {step: st.name}},
-           h("div", {class: "lane-name", title: st.error || ""},
-             h("span", {class: "pos"}, st.pos), ` ${st.name} `,
-             h("span", {class: `state state-${st.state}`}, st.state),
-             h("span", {class: "muted"}, ` ×${st.attempts}`)),
-           h("div", {class: "track"}, marks));
+function runNote(status) {
+  if ((status.runs ?? 1) < 2) return null;
+  return h("p", {class: "muted", "data-testid": "run-note"},
+           `Run ${status.runs} (${status.run_id}), continued as new from run `,
+           h("code", {}, status.previous_run_id), ": the positions are this run's; the ",
+           "earlier runs' emitted events are lanes of their own.");
 }
 
-export function timeline(steps) {
-  const rows = attemptsOf(steps);
-  const s = span(rows);
-  if (!s) return h("p", {class: "muted", id: "timeline"}, "No attempts recorded yet.");
+// `entries`: the instance's audit entries, newest first (instance.js reads them).
+export function timeline(doc, entries = []) {
+  const ctx = contextOf(doc);
+  const lanes = [...earlierRuns(doc, ctx), ...positionLanes(doc.steps, ctx),
+                 ...operatorLane(entries)];
+  const s = scaleOf(lanes, ctx);
+  if (!s) return h("p", {class: "muted", id: "timeline"}, "Nothing recorded yet.");
   const panel = h("div", {class: "attempt-panel", id: "attempt-panel"},
-                  h("p", {class: "muted"}, "Click an attempt for its detail."));
-  for (const {st, tries} of rows) {
-    const a = tries.find((t) => key(st, t) === chosen);
-    if (a) clear(panel, detail(st, a));
-  }
-  return h("div", {id: "timeline"},
-           h("div", {class: "lanes"}, rows.map(({st, tries}) => row(st, tries, s, panel)),
-             h("div", {class: "lane axis-lane"}, h("div", {class: "lane-name muted"}, "host clock"),
-               axis(s))),
-           panel);
+                  h("p", {class: "muted"}, "Click an attempt, a span or a mark for its detail."));
+  for (const it of lanes.flatMap((l) => l.items)) if (it.key === chosen) detail(panel, it);
+  return h("div", {id: "timeline"}, runNote(ctx.status), legend(),
+           h("div", {class: "lanes"}, lanes.map((l) => laneEl(l, s, panel)), axis(s)), panel);
 }
