@@ -201,8 +201,9 @@ class WorkflowAdmin:
 
     def list(self, cls: str, state: str | None = None) -> list[Instance]:
         """(id, summary) of each instance of `cls`, in `state` if given, in id order. The
-        summary: its "state", "updated_at" (ms, host clock: when it entered that state)
-        and "labels", from the host's index, as `wkhost workflow list` reads it."""
+        summary: its "state", "updated_at" (ms, host clock: when it entered that state),
+        "labels" and "started_at" (its first published state; None if an older host
+        published it), from the host's index, as `wkhost workflow list` reads it."""
         return workflow_instances(lambda params: self._listing_page(cls, params),
                                   status=state)
 

@@ -62,7 +62,8 @@ def read_instances(fetch_page: FetchPage, params: dict[str, Any], *, after: str 
         want = PAGE if limit is None else min(PAGE, limit - len(out))
         page = fetch_page({**params, "after": after, "limit": want})
         out += [(a["id"], {"state": a["status"], "updated_at": a["updated_ms"],
-                           "labels": a["labels"]}) for a in page["actors"]]
+                           "labels": a["labels"], "started_at": a.get("first_ms")})
+                for a in page["actors"]]
         after = page["next"]
         if after is None or (limit is not None and len(out) >= limit):
             return out, after

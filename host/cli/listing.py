@@ -10,6 +10,7 @@ import shlex
 import sys
 from typing import Any
 
+from wkguest.workflow.status import FINISHED_STATES as FINISHED
 from wkguest.workflow.status import STATES
 
 from .actors import add_filter_args, add_order_args, fetch_page, filter_params
@@ -28,8 +29,8 @@ from .text import when
 
 def add_args(p: argparse.ArgumentParser) -> None:
     """The options of `workflow list` beyond CLASS, the server's and --json."""
-    p.add_argument("--status", dest="state", default=None, choices=list(STATES),
-                   help="only instances in this state")
+    p.add_argument("--status", dest="state", action="append", choices=list(STATES),
+                   help="only instances in this state; repeat for any of several")
     add_filter_args(p, "instances whose state began")
     add_order_args(p)
     p.add_argument("--limit", type=int, default=None, metavar="N",
@@ -53,7 +54,7 @@ def run(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
         raise CliError("--limit takes 1 or more")
     given = filter_params(args)
     after = given.pop("after")
-    params = {**listing_params(status=args.state), **given}
+    params = {**listing_params(status=",".join(args.state or ())), **given}
     pages = _pages(admin, args.cls)
     if args.count:
         print(count_instances(pages, params))
@@ -77,7 +78,15 @@ def _pages(admin: WorkflowAdmin, cls: str) -> FetchPage:
 
 
 def _line(actor_id: str, s: dict[str, Any]) -> str:
-    """`id<TAB>state<TAB>since TIME`, and its labels after another tab if it has any."""
-    line = f"{actor_id}\t{s['state']}\tsince {when(int(s['updated_at']))}"
+    """`id<TAB>state<TAB>since TIME<TAB>started TIME`, `<TAB>ran SECONDS` once it has
+    finished (its state began as it ended), and its labels after another tab if it has
+    any. An instance listed before its start was kept (first published by an older
+    host) shows no start."""
+    since, started = int(s["updated_at"]), s.get("started_at")
+    parts = [actor_id, s["state"], f"since {when(since)}"]
+    if started is not None:
+        parts.append(f"started {when(int(started))}")
+        if s["state"] in FINISHED:
+            parts.append(f"ran {(since - int(started)) / 1000:.2f} s")
     labels = " ".join(f"{k}={v}" for k, v in sorted((s.get("labels") or {}).items()))
-    return f"{line}\t{labels}" if labels else line
+    return "\t".join(parts + ([labels] if labels else []))

@@ -157,4 +157,4 @@ def _listed(actor_id: str, attrs: str | None) -> Listed:
     a = decoded(attrs)
     if a is None:
         return Listed(actor_id)
-    return Listed(actor_id, a.status, a.updated_ms, dict(a.labels))
+    return Listed(actor_id, a.status, a.updated_ms, dict(a.labels), a.first_ms)

@@ -11,7 +11,7 @@ It reads the host's index only (storage/listing.py): no actor's event runs. Quer
   after=CURSOR    the page after this one: a page's `next`
   limit=N         at most N actors (1 to 10,000; default 1,000)
   count=1         also count every actor that matches, on all pages
-Answer: {"ids": [...], "actors": [{"id", "status", "updated_ms", "labels"}...],
+Answer: {"ids": [...], "actors": [{"id", "status", "updated_ms", "labels", "first_ms"}...],
          "next": CURSOR or null (the last page), "count": N or null}.
 """
 

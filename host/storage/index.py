@@ -34,7 +34,7 @@ CREATE TABLE IF NOT EXISTS alarms (cls TEXT, id TEXT, at_ms INTEGER NOT NULL,
                                    PRIMARY KEY (cls, id)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS attrs (cls TEXT, id TEXT, status TEXT NOT NULL,
                                   updated_ms INTEGER NOT NULL, labels TEXT NOT NULL,
-                                  PRIMARY KEY (cls, id)) WITHOUT ROWID;
+                                  first_ms INTEGER, PRIMARY KEY (cls, id)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS attrs_by_status ON attrs (cls, status, updated_ms, id);
 CREATE INDEX IF NOT EXISTS attrs_by_time ON attrs (cls, updated_ms, id);
 CREATE TABLE IF NOT EXISTS labels (cls TEXT, k TEXT, v TEXT, id TEXT,
@@ -43,7 +43,8 @@ CREATE TABLE IF NOT EXISTS labels (cls TEXT, k TEXT, v TEXT, id TEXT,
 
 _FORGET_ATTRS = ("DELETE FROM attrs WHERE cls = ? AND id = ?; "
                  "DELETE FROM labels WHERE cls = ? AND id = ?")
-_INSERT_ATTRS = "INSERT OR REPLACE INTO attrs VALUES (?, ?, ?, ?, ?)"
+_INSERT_ATTRS = ("INSERT OR REPLACE INTO attrs (cls, id, status, updated_ms, labels, first_ms)"
+                 " VALUES (?, ?, ?, ?, ?, ?)")
 _INSERT_LABEL = "INSERT OR IGNORE INTO labels VALUES (?, ?, ?, ?)"
 
 
@@ -65,7 +66,13 @@ class Index:
         self.conn = apsw.Connection(str(self.dir / "index.db"))
         self.conn.setbusytimeout(5000)
         list(self.conn.execute(_SCHEMA))  # list(): apsw runs a script lazily
+        self._add_first_ms()
         self._marker.write_text("wkhost is running; a start that finds this file rebuilds\n")
+
+    def _add_first_ms(self) -> None:
+        """An index made before first_ms was kept gets its column (NULL: not known)."""
+        if not any(r[1] == "first_ms" for r in self.conn.execute("PRAGMA table_info(attrs)")):
+            self.conn.execute("ALTER TABLE attrs ADD COLUMN first_ms INTEGER")
 
     def close(self) -> None:
         """A clean stop: the next start trusts the index instead of rebuilding it, unless
@@ -242,7 +249,7 @@ def _attrs_writes(ref: ActorRef, attrs: Attributes | None
         (_FORGET_ATTRS, (ref.cls, ref.id, ref.cls, ref.id))]
     if attrs is not None:
         out.append((_INSERT_ATTRS, (ref.cls, ref.id, attrs.status, attrs.updated_ms,
-                                    attrs.labels_json())))
+                                    attrs.labels_json(), attrs.first_ms)))
         out += [(_INSERT_LABEL, (ref.cls, k, v, ref.id)) for k, v in attrs.labels]
     return out
 

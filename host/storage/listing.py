@@ -32,6 +32,7 @@ class Listed:
     status: str | None = None
     updated_ms: int | None = None
     labels: dict[str, str] = field(default_factory=dict)
+    first_ms: int | None = None  # its first publish: a workflow's start
 
     def key(self, order: str) -> tuple[Any, ...]:
         """Its place in `order` (what the processes' pages are merged by)."""
@@ -45,7 +46,7 @@ class Listed:
 
     def doc(self) -> dict[str, Any]:
         return {"id": self.id, "status": self.status, "updated_ms": self.updated_ms,
-                "labels": self.labels}
+                "labels": self.labels, "first_ms": self.first_ms}
 
 
 def _desc(s: str) -> tuple[int, ...]:
@@ -89,10 +90,10 @@ class ListQuery:
 
 
 def page_sql(q: ListQuery) -> tuple[str, list[Any]]:
-    """The statement for one page of `q`: rows (id, status, updated_ms, labels)."""
+    """The statement for one page of `q`: rows (id, status, updated_ms, labels, first_ms)."""
     if not q.by_attributes:
         more, bounds = _prefix("ac.id", q.prefix)
-        return ("SELECT ac.id, a.status, a.updated_ms, a.labels FROM actors ac"
+        return ("SELECT ac.id, a.status, a.updated_ms, a.labels, a.first_ms FROM actors ac"
                 " LEFT JOIN attrs a ON a.cls = ac.cls AND a.id = ac.id"
                 f" WHERE {' AND '.join(['ac.cls = ?', 'ac.id > ?', *more])}"
                 " ORDER BY ac.id LIMIT ?", [q.cls, q.after, *bounds, q.limit])
@@ -102,7 +103,7 @@ def page_sql(q: ListQuery) -> tuple[str, list[Any]]:
         params += _after_params(q)
     order = {"id": "a.id", "updated": "a.updated_ms, a.id",
              "-updated": "a.updated_ms DESC, a.id DESC"}[q.order]
-    return (f"SELECT a.id, a.status, a.updated_ms, a.labels FROM attrs a"
+    return (f"SELECT a.id, a.status, a.updated_ms, a.labels, a.first_ms FROM attrs a"
             f" WHERE {' AND '.join(where)} ORDER BY {order} LIMIT ?", [*params, q.limit])
 
 
@@ -172,10 +173,11 @@ def _after_params(q: ListQuery) -> list[Any]:
 
 
 def listed(row: tuple[Any, ...]) -> Listed:
-    actor_id, status, updated_ms, labels = row
+    actor_id, status, updated_ms, labels, first_ms = row
     return Listed(str(actor_id), None if status is None else str(status),
                   None if updated_ms is None else int(updated_ms),
-                  json.loads(labels) if isinstance(labels, str) else {})
+                  json.loads(labels) if isinstance(labels, str) else {},
+                  None if first_ms is None else int(first_ms))
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ def test_list_reads_the_index_in_one_request_and_wakes_no_instance(
     listed = admin.list("orders")
     assert [(i, s["state"]) for i, s in listed] == [
         ("o1", "waiting"), ("o2", "cancelled"), ("o3", "waiting")]
-    assert all(set(s) == {"state", "updated_at", "labels"} for _, s in listed)
+    assert all(set(s) == {"state", "updated_at", "labels", "started_at"} for _, s in listed)
     assert [i for i, _ in admin.list("orders", state="waiting")] == ["o1", "o3"]
     assert admin.list("orders", state="completed") == []
     assert admin.sent == [("GET", "/_wk/actors/orders")] * 3  # one a listing

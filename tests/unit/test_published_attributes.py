@@ -38,7 +38,7 @@ def test_published_outside_a_transaction_commits_with_the_next_statement(db: Act
     publish(db, "waiting")
     assert committed(db) is None and not db.conn.in_transaction
     db.guest_exec("INSERT INTO t VALUES (1)", [], True)
-    assert committed(db) == Attributes("waiting", 1)
+    assert committed(db) == Attributes("waiting", 1, first_ms=1)
     assert db.pending_attrs is None and not db.conn.in_transaction
 
 
@@ -49,7 +49,7 @@ def test_a_statement_that_fails_takes_the_attributes_back_until_the_next(db: Act
         db.guest_exec("INSERT INTO t VALUES (1)", [], False)  # the UNIQUE constraint
     assert committed(db) is None and db.pending_attrs is not None
     db.guest_exec("INSERT INTO t VALUES (2)", [], False)
-    assert committed(db) == Attributes("done", 1)
+    assert committed(db) == Attributes("done", 1, first_ms=1)
 
 
 def test_inside_a_transaction_they_roll_back_with_it(db: ActorDb) -> None:
@@ -61,7 +61,7 @@ def test_inside_a_transaction_they_roll_back_with_it(db: ActorDb) -> None:
     db.guest_exec("BEGIN", [], False)
     publish(db, "kept")
     db.guest_exec("COMMIT", [], False)
-    assert committed(db) == Attributes("kept", 1)
+    assert committed(db) == Attributes("kept", 1, first_ms=1)
 
 
 def test_a_script_with_its_own_transaction_takes_them_in(db: ActorDb) -> None:
@@ -69,7 +69,7 @@ def test_a_script_with_its_own_transaction_takes_them_in(db: ActorDb) -> None:
     db.guest_exec("BEGIN", [], False)  # fails inside the host's, so runs on its own
     assert db.conn.in_transaction and db.pending_attrs is None
     db.guest_exec("INSERT INTO t VALUES (4); COMMIT", [], False)
-    assert committed(db) == Attributes("begun", 1)
+    assert committed(db) == Attributes("begun", 1, first_ms=1)
     assert db.host_exec("SELECT x FROM t") == [(4,)]
 
 
@@ -79,7 +79,18 @@ def test_at_the_event_end_they_commit_alone_unless_it_trapped(db: ActorDb) -> No
     assert committed(db) is None and db.pending_attrs is None
     publish(db, "clean", 5)
     db.settle_attrs(commit=True)
-    assert committed(db) == Attributes("clean", 5)
+    assert committed(db) == Attributes("clean", 5, first_ms=5)
+
+
+def test_the_first_publish_is_kept_as_the_actors_start() -> None:
+    first = checked("running", 100, [], None)
+    assert first.first_ms == 100
+    later = checked("waiting", 250, None, first)
+    assert (later.updated_ms, later.first_ms) == (250, 100)
+    assert decoded(later.encoded()) == later
+    older = decoded('{"status":"waiting","updated_ms":7,"labels":{}}')  # kept before
+    assert older == Attributes("waiting", 7) and checked("done", 9, None, older).first_ms \
+        is None  # not known, so not made up
 
 
 def test_guest_sql_cannot_read_them(db: ActorDb) -> None:

@@ -42,6 +42,11 @@ _STEP_PAGES = 10  # of 100 positions each: what one instance page shows at most
 _EVENTS = 500
 _CHILD = "child "
 _ONE = MultiDict({"limit": "1"})  # a class's count, its first page of one
+# A workflow's states, as wkguest.workflow.status.STATES has them (the server does not
+# import the guest's runner for a tuple; tests/unit/test_console_states.py holds the two
+# the same).
+WORKFLOW_STATES = ("running", "waiting", "compensating", "paused", "parked", "completed",
+                   "failed", "cancelled", "terminated")
 _SCHEDULES = MultiDict({"limit": "1000"})  # the schedules the console shows, by name
 
 
@@ -81,9 +86,20 @@ async def _classes(request: web.Request) -> web.Response:
     for name in sorted(host.classes):
         cls = host.classes[name]
         page = await list_page(request.app, listing.query_from(name, _ONE), True)
+        workflow = PROTOCOL in cls.protocols
         out.append({"name": name, "access": cls.access, "actors": page.count,
-                    "workflow": PROTOCOL in cls.protocols})
+                    "workflow": workflow,
+                    "states": await _by_state(request.app, name) if workflow else {}})
     return json_answer({"classes": out})
+
+
+async def _by_state(app: web.Application, cls: str) -> dict[str, int]:
+    """How many of the class's instances are in each state (those in none left out):
+    the index's counts, no event."""
+    pages = await asyncio.gather(*(
+        list_page(app, listing.query_from(cls, MultiDict({"status": s, "limit": "1"})), True)
+        for s in WORKFLOW_STATES))
+    return {s: p.count for s, p in zip(WORKFLOW_STATES, pages, strict=True) if p.count}
 
 
 async def _actors(request: web.Request) -> web.Response:

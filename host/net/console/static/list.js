@@ -1,7 +1,7 @@
 // A class's actors (for a workflow class: its instances), filtered and paged by the host
 // (GET /_wk/actors/{cls}'s query: status, label, prefix, since, until, order, after,
 // limit). The page's URL holds the same keys, a label once per K=V, so it bookmarks.
-import {clear, consoleUrl, h, number, stateBadge, table, when} from "./dom.js";
+import {clear, consoleUrl, duration, h, number, stateBadge, table, when} from "./dom.js";
 import {get} from "./api.js";
 
 const STATES = ["running", "waiting", "compensating", "paused", "completed", "failed",
@@ -31,18 +31,27 @@ function select(name, options, value) {
            options.map(([v, label]) => h("option", {value: v, selected: v === value}, label)));
 }
 
+// The states chosen (any of them: the host's `status=S1,S2`); none chosen, any state.
+function statesSelect(params) {
+  const chosen = new Set((params.get("status") || "").split(",").filter((s) => s));
+  return h("select", {name: "status", id: "filter-status", multiple: true,
+                      size: Math.min(STATES.length, 5), title: "any of those chosen"},
+           STATES.map((s) => h("option", {value: s, selected: chosen.has(s)}, s)));
+}
+
 function filters(params) {
   const form = h("form", {id: "filters", class: "filters"},
-    h("label", {}, "status ", select("status", [["", "any"], ...STATES.map((s) => [s, s])],
-                                     params.get("status") || "")),
+    h("label", {}, "status ", statesSelect(params)),
     h("label", {}, "id ", h("input", {name: "prefix", id: "filter-prefix", type: "search",
                                       placeholder: "begins with",
                                       value: params.get("prefix") || ""})),
     h("label", {}, "labels ", h("input", {name: "label", id: "filter-label",
                                           placeholder: "K=V, K2=V2",
                                           value: params.getAll("label").join(", ")})),
-    h("label", {}, "updated since ", h("input", {type: "datetime-local", name: "since",
+    h("label", {}, "since ", h("input", {type: "datetime-local", name: "since",
       id: "filter-since", value: localValue(params.get("since"))})),
+    h("label", {}, "until ", h("input", {type: "datetime-local", name: "until",
+      id: "filter-until", value: localValue(params.get("until"))})),
     h("label", {}, "order ", select("order", ORDERS, params.get("order") || "id")),
     h("label", {}, "per page ", h("input", {type: "number", name: "limit", min: 1,
       max: 1000, id: "filter-limit", value: params.get("limit") || "50"})),
@@ -50,10 +59,13 @@ function filters(params) {
   form.addEventListener("submit", (e) => {
     e.preventDefault();
     const q = [["cls", params.get("cls")]];
-    for (const [k, v] of new FormData(form)) {
-      if (!v) continue;
+    const data = new FormData(form);
+    const states = data.getAll("status").filter((s) => s);
+    if (states.length) q.push(["status", states.join(",")]);
+    for (const [k, v] of data) {
+      if (!v || k === "status") continue;
       if (k === "label") for (const label of labelsOf(v)) q.push([k, label]);
-      else q.push([k, k === "since" ? String(Date.parse(v + "Z")) : v]);
+      else q.push([k, k === "since" || k === "until" ? String(Date.parse(v + "Z")) : v]);
     }
     location.assign(consoleUrl("class", q));
   });
@@ -67,12 +79,25 @@ function labelLink(cls, k, v) {
            h("code", {}, `${k}=${v}`));
 }
 
+const FINISHED = new Set(["completed", "failed", "cancelled", "terminated"]);
+
+// When it started (its first publish: null for one listed before that was kept), when it
+// ended (a finished state began as it ended) and how long it ran.
+function span(a) {
+  const ended = FINISHED.has(a.status) ? a.updated_ms : null;
+  const ran = ended !== null && a.first_ms != null ? duration(ended - a.first_ms) : "—";
+  return [h("td", {"data-testid": "started"}, when(a.first_ms)),
+          h("td", {"data-testid": "ended"}, when(ended)),
+          h("td", {class: "num", "data-testid": "ran"}, ran)];
+}
+
 function row(cls, a, workflow) {
   const id = workflow ? h("a", {href: consoleUrl("instance", {cls, id: a.id})}, a.id) : a.id;
   const labels = Object.entries(a.labels || {}).map(([k, v]) => labelLink(cls, k, v));
   return h("tr", {"data-testid": "actor-row", dataset: {id: a.id}},
            h("td", {}, id), h("td", {}, stateBadge(a.status)),
-           h("td", {}, when(a.updated_ms)), h("td", {class: "labels"}, labels));
+           h("td", {}, when(a.updated_ms)), workflow ? span(a) : null,
+           h("td", {class: "labels"}, labels));
 }
 
 function pager(params, next) {
@@ -103,7 +128,8 @@ function results(params, page, workflow) {
   return h("section", {id: "results"},
     h("p", {class: "muted", id: "match-count"},
       `${number(page.count)} match · ${page.actors.length} on this page`),
-    table(["id", "status", "updated", "labels"], page.actors.map((a) => row(cls, a, workflow)),
+    table(["id", "status", "since", ...(workflow ? ["started", "ended", "ran"] : []), "labels"],
+          page.actors.map((a) => row(cls, a, workflow)),
           {id: "actors", class: "grid"}),
     pager(params, page.next));
 }
