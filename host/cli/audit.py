@@ -96,8 +96,9 @@ def run_audit(args: argparse.Namespace) -> int:
 
 def line(e: dict[str, Any]) -> str:
     """One entry as `wkhost audit` prints it."""
-    out = (f"{when(e['at'])}  {e['action']:<10} {e['target'] or '(host)':<24} "
-           f"{e['status']}  {e['state'] or '-':<12} {e['result']}")
+    out = (f"{when(e['at'])}  {e.get('who') or '-':<8} {e['action']:<10} "
+           f"{e['target'] or '(host)':<24} {e['status']}  {e['state'] or '-':<12} "
+           f"{e['result']}")
     return f"{out}  [{e['note']}]" if e.get("note") else out
 
 

@@ -86,8 +86,9 @@ def test_operator_actions_are_recorded_and_read_back(make_server: MakeServer,
     assert rows(s, "--since", str(shop.now() + 1)) == []
 
     text = wk(s, "audit", "--target", "orders/c2").stdout.splitlines()
-    assert [line.split()[2:6] for line in text] == [
-        ["cancel", "orders/c2", "200", "cancelled"], ["start", "orders/c2", "200", "running"]]
+    assert [line.split()[2:7] for line in text] == [
+        ["admin", "cancel", "orders/c2", "200", "cancelled"],
+        ["admin", "start", "orders/c2", "200", "running"]]
 
     note(s.url, s.token, "bulk cancel --status waiting (0 instances)", "orders")
     [line] = audit(s, "--action", "note")["entries"]

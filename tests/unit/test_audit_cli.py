@@ -37,9 +37,9 @@ def test_anything_else_is_refused_naming_the_option(text: str) -> None:
 
 def test_a_line_names_when_what_and_the_answer_and_a_note_if_any() -> None:
     e = {"at": AT + 5, "action": "terminate", "target": "orders/o1", "status": 200,
-         "state": "terminated", "result": "ok", "note": None}
-    assert line(e).split() == ["2025-12-01", "23:50:00.005Z", "terminate", "orders/o1",
-                               "200", "terminated", "ok"]
-    e |= {"target": "", "state": None, "note": "bulk terminate (3 instances)"}
-    assert line(e).split()[3:6] == ["(host)", "200", "-"]
+         "state": "terminated", "result": "ok", "note": None, "who": "ann"}
+    assert line(e).split() == ["2025-12-01", "23:50:00.005Z", "ann", "terminate",
+                               "orders/o1", "200", "terminated", "ok"]
+    e |= {"target": "", "state": None, "note": "bulk terminate (3 instances)", "who": None}
+    assert line(e).split()[2:7] == ["-", "terminate", "(host)", "200", "-"]  # no name kept
     assert line(e).endswith("  [bulk terminate (3 instances)]")
