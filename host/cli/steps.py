@@ -1,7 +1,7 @@
 """`wkhost workflow steps`: an instance's recorded positions, as a table or JSON; with
 `--attempts`, each position's attempts (start, duration, outcome, error, fuel, memory
-grown; under each that raised, its traceback), and with `--values`, each one's recorded
-value, cut at `--value-bytes`."""
+grown; under each that raised, its traceback), those before each restart that removed it
+first, and with `--values`, each one's recorded value, cut at `--value-bytes`."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--attempts", action="store_true",
                    help="each position's attempts: when each began, how long it took, how "
                         "it ended (returned, failed, cut) and why, the fuel it burnt, "
-                        "the memory it grew, and the traceback of each that raised")
+                        "the memory it grew, and the traceback of each that raised; "
+                        "first, those a restart from a step took away")
     p.add_argument("--values", action="store_true",
                    help="each position's recorded value (its JSON), cut at --value-bytes")
     p.add_argument("--value-bytes", type=int, default=DEFAULT_VALUE_BYTES, metavar="N",
@@ -69,15 +70,33 @@ def _print_steps(steps: list[dict[str, Any]]) -> None:
                f"{str(st.get('name', ''))[:w]:<{w}} {st.get('state', ''):<10} "
                f"{st.get('attempts', 0):>5}  {_detail(st)}")
         print(row.rstrip())
+        _print_earlier(st)
         for a in st.get("history") or []:
-            print(f"{'':>6}{_attempt(a)}".rstrip())
-            for line in (a.get("traceback") or "").rstrip("\n").splitlines():
-                print(f"{'':>8}{line}".rstrip())
+            _print_attempt(a, 6)
         if st.get("history_more"):
             print(f"{'':>6}({st['history_more']} earlier attempts not shown)")
         if "value" in st and st["value"] is not None:
             more = " ..." if st.get("value_truncated") else ""
             print(f"{'':>6}value {st['value']}{more}")
+
+
+def _print_earlier(st: dict[str, Any]) -> None:
+    """The attempts restarts and rescues took from the position, under the move that did."""
+    if st.get("earlier_more"):
+        print(f"{'':>6}({st['earlier_more']} older attempts from before restarts or rescues "
+              "not shown)")
+    moved = None
+    for a in st.get("earlier") or []:
+        if a.get("moved_at") != moved:
+            moved = a.get("moved_at")
+            print(f"{'':>6}before the {a.get('move', 'restart')} at {when(moved)}:")
+        _print_attempt(a, 8)
+
+
+def _print_attempt(a: dict[str, Any], indent: int) -> None:
+    print(f"{'':>{indent}}{_attempt(a)}".rstrip())
+    for line in (a.get("traceback") or "").rstrip("\n").splitlines():
+        print(f"{'':>{indent + 2}}{line}".rstrip())
 
 
 def _attempt(a: dict[str, Any]) -> str:

@@ -1,7 +1,8 @@
 """An operator's moves through `wkhost serve` and `wkhost workflow ...` (the runner's
 operator/moves.py): the bad-deploy rescue, a terminate while a step is in backoff, a pause that
-lasts across a restart, a restart from a named step that reuses the results before it,
-and a bulk move by filter. The orders example, in both replay modes (shop_factory).
+lasts across a restart, a restart from a named step that reuses the results before it
+and keeps the attempts it removes as earlier ones, and a bulk move by filter. The orders
+example, in both replay modes (shop_factory).
 """
 
 from __future__ import annotations
@@ -127,6 +128,37 @@ def test_restart_from_a_named_step_reuses_the_results_before_it(
     # charge and notify ran again (charge under the same key: the ledger knew it), and
     # nothing before charge did.
     assert sorted(op for op, _ in changed) == ["charge", "notify"], changed
+
+
+def test_a_restart_from_a_step_keeps_the_attempts_it_removes(
+        shop_factory: ShopFactory) -> None:
+    """The demo's order, its charge failing twice, restarted from the charge: `steps
+    --attempts` still shows the three attempts from before, under the restart."""
+    shop = shop_factory()
+    shop.app_start("o1", cool_off_ms=0, charge_failures=2)
+    shop.wait_for("o1", waiting_for("approved"))
+    shop.approve("o1")
+    assert shop.drive("o1", in_state("completed"))["state"] == "completed"
+    before = shop.now()
+    out = wkhost(shop, "restart", "orders", "o1", "--from-step", "charge")
+    assert out.returncode == 0, (out.stdout, out.stderr)
+    assert shop.drive("o1", in_state("completed", "failed", "parked"))["state"] == "completed"
+    out = wkhost(shop, "steps", "orders", "o1", "--attempts", "--json")
+    assert out.returncode == 0, (out.stdout, out.stderr)
+    got = {st["name"]: st for st in json.loads(out.stdout)}
+    charge = got["charge"]
+    assert [(a["attempt"], a["outcome"]) for a in charge["history"]] == [(1, "returned")]
+    assert [(a["attempt"], a["outcome"]) for a in charge["earlier"]] == [
+        (1, "failed"), (2, "failed"), (3, "returned")], charge
+    assert all("payment service busy" in a["error"] for a in charge["earlier"][:2])
+    assert all(a["moved_at"] >= before for a in charge["earlier"])
+    assert "ledger" in charge["earlier"][0]["traceback"]
+    assert [a["outcome"] for a in got["notify"]["earlier"]] == ["returned"]
+    assert got["reserve"]["earlier"] == []
+    text = wkhost(shop, "steps", "orders", "o1", "--attempts").stdout.splitlines()
+    at = next(i for i, ln in enumerate(text) if ln.split()[2:3] == ["charge"])
+    assert text[at + 1].strip().startswith("before the restart at "), text
+    assert text[at + 2].strip().startswith("attempt 1  failed"), text
 
 
 def test_a_bulk_move_by_filter(shop_factory: ShopFactory) -> None:

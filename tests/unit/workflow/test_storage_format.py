@@ -405,7 +405,8 @@ def test_the_page_documents_every_table_and_kind() -> None:
     assert set(tables) == {"_wk_wf", "_wk_wf_step", "_wk_wf_event", "_wk_wf_emit",
                            "_wk_wf_run", "_wk_wf_branch", "_wk_wf_attempt", "_wk_wf_parent",
                            "_wk_wf_child", "_wk_wf_saga", "_wk_wf_pause",
-                           "_wk_wf_attempt_traceback", "_wk_wf_trace", "_wk_wf_labels"}
+                           "_wk_wf_attempt_traceback", "_wk_wf_trace", "_wk_wf_labels",
+                           "_wk_wf_attempt_earlier"}
     assert [c for c, _, _ in tables["_wk_wf_step"]] == [
         "pos", "kind", "name", "result", "attempts", "error", "next_attempt_at", "wake_at",
         "event_seq", "updated_at"]
@@ -414,6 +415,9 @@ def test_the_page_documents_every_table_and_kind() -> None:
         "memory_grown"]
     assert [c for c, _, _ in tables["_wk_wf_attempt_traceback"]] == [
         "pos", "idx", "attempt", "traceback"]
+    assert [c for c, _, _ in tables["_wk_wf_attempt_earlier"]] == [
+        "seq", "run_id", "move", "moved_at", "pos", "name", "idx", "branch", "attempt",
+        "started_at", "ended_at", "outcome", "error", "fuel", "memory_grown", "traceback"]
     kinds = documented_kinds()
     assert "".join(k for k, f in kinds.items() if f) == "STXZEFONRUVMG"
     assert "".join(k for k, f in kinds.items() if not f) == "pwqg"
@@ -541,7 +545,8 @@ def fixture_dbs(tmp_path_factory: pytest.TempPathFactory
 
 
 # What a version after 9401b45's (6) added: not in its databases.
-_LATER = ("_wk_wf_attempt_traceback", "_wk_wf_trace", "_wk_wf_labels")  # versions 7 to 9
+_LATER = ("_wk_wf_attempt_traceback", "_wk_wf_trace", "_wk_wf_labels",  # versions 7 to 9
+          "_wk_wf_attempt_earlier")  # version 10
 
 
 def test_the_pages_ddl_is_what_9401b45_stored(
@@ -583,4 +588,13 @@ def test_the_pages_ddl_of_version_9_is_what_the_runner_makes() -> None:
     made = {_normal(sql.replace("IF NOT EXISTS ", "")) for sql, _ in
             labels.writes({"k": "v"})[:1]}
     documented = {_normal(s) for s in ddl_statements() if _LATER[2] in s}
+    assert made == documented
+
+
+def test_the_pages_ddl_of_version_10_is_what_the_runner_makes() -> None:
+    from wkguest.workflow.core import earlier_attempts
+
+    kept = earlier_attempts.keep(0, "restart", 0, {"_wk_wf_attempt"})
+    made = {_normal(sql) for sql, _ in kept[:1]}
+    documented = {_normal(s) for s in ddl_statements() if _LATER[3] in s}
     assert made == documented

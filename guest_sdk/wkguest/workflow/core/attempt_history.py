@@ -26,7 +26,8 @@ begins or the step gives up; until then the steps route shows it from the step's
 
 The schema makes the table; an instance made by an older SDK has none until it first
 needs it. Its trigger forgets a position's attempts with its journal
-entry (continue-as-new, a restart from a step), so the table never outgrows the journal.
+entry (continue-as-new, a restart), so the table never outgrows the journal; a restart
+from a step first keeps them apart, bounded (earlier_attempts.py).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from ..backend import Backend
-from . import tracebacks
+from . import earlier_attempts, tracebacks
 from .kinds import CUT_OPEN, STEP_RETRYING
 from .schema import ATTEMPTS
 from .store import Store
@@ -165,7 +166,7 @@ def _grown(before: int | None, after: int | None) -> int | None:
 MAX_HISTORY = 100  # attempts shown per position: its latest
 MAX_HISTORY_ERROR = 500  # characters of an attempt's error shown in a history
 
-_EXISTS = "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN (?, ?, ?)"
+_EXISTS = "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN (?, ?, ?, ?)"
 # The latest MAX_HISTORY attempts of each position in [?1, ?2], with how many it has.
 _HISTORY = (
     "SELECT pos, idx, attempt, started_at, ended_at, outcome, substr(error, 1, ?3), fuel,"
@@ -183,8 +184,9 @@ _VALUES = "SELECT pos, substr(result, 1, ?3) FROM _wk_wf_step WHERE pos BETWEEN 
 
 
 def tables(store: Store) -> set[str]:
-    """Which of the attempt, traceback and branch tables this instance has."""
-    names = (TABLE, tracebacks.TABLE, "_wk_wf_branch")
+    """Which of the attempt, traceback, branch and earlier attempt tables this instance
+    has."""
+    names = (TABLE, tracebacks.TABLE, "_wk_wf_branch", earlier_attempts.TABLE)
     return {str(r[0]) for r in store.rows(_EXISTS, names)}
 
 
@@ -216,8 +218,9 @@ MAX_VALUE_BYTES = 4096
 
 def add_history(store: Store, page: list[dict[str, Any]], rows: list[list[Any]]) -> None:
     """Each position's `history` (its attempts, oldest first) and `history_more` (how
-    many older ones are left out), for the steps route's page (`rows`: store.steps's).
-    An attempt cut and not yet followed by another is shown from its row."""
+    many older ones are left out), for the steps route's page (`rows`: store.steps's);
+    and its `earlier` attempts, which restarts took away (earlier_attempts.py). An
+    attempt cut and not yet followed by another is shown from its row."""
     first, last = rows[0][0], rows[-1][0]
     have = tables(store)
     found = history(store, first, last) if TABLE in have else []
@@ -247,6 +250,7 @@ def add_history(store: Store, page: list[dict[str, Any]], rows: list[list[Any]])
         h = by_pos.get(m["pos"], [])
         h.sort(key=lambda a: (-1 if a["branch"] is None else a["branch"], a["attempt"]))
         m["history"], m["history_more"] = h, max(more.get(m["pos"], 0), 0)
+    earlier_attempts.add(store, page, earlier_attempts.TABLE in have)
 
 
 def _attempt_map(r: list[Any], name: str | None,

@@ -9,11 +9,13 @@ routes of the same names, protocol.py; their SQL: rewind.py). Each answers the s
                it stopped (a backoff or a sleep still pending is waited out)
     rescue     parked, or failed → running again under the code now deployed, from its
                failing position: a failed instance's last entry, when it is a step's
-               final failure, is removed so that step runs again with fresh attempts;
+               final failure, is removed so that step runs again with fresh attempts
+               (the failed ones kept as earlier attempts);
                refused once compensations have run (a restart is the way then)
     restart    from the start: a new run id, the same input unless a new one is given,
                an empty journal; or from a position (by number, or by name and
-               occurrence) keeping the run id and the recorded results before it
+               occurrence) keeping the run id and the recorded results before it, and
+               the attempts of the positions it removes as earlier attempts
 
 Every move that runs the instance again sets its alarm to now before its durable
 transaction (the watchdog of the run that follows takes over from there), drops the
@@ -96,7 +98,8 @@ class OperatorMoves:
                              "workflow restart`)")
         now = self.db.now()
         last = self.rewind.last_failed()
-        drop = [] if last is None else self.rewind.truncate(last, self.rewind.tables())
+        drop = [] if last is None else self.rewind.truncate(last, self.rewind.tables(),
+                                                             kept=("rescue", now))
         self._again([*drop, *Rewind.again("running", now)], "running")
 
     def restart(self, row: StatusRow, msg: dict[str, Any],
@@ -120,8 +123,8 @@ class OperatorMoves:
             raise BadRequest(400, "bad-request", "'input' is for a restart from the start: "
                              "the positions a restart from a step keeps were made from the "
                              "instance's input")
-        self._again([*self.rewind.truncate(at, tables), *Rewind.again("running", now)],
-                    "running")
+        self._again([*self.rewind.truncate(at, tables, kept=("restart", now)),
+                     *Rewind.again("running", now)], "running")
 
     def _position(self, msg: dict[str, Any]) -> int | None:
         """The restart's position: `from` (a number), or `step` and `occurrence` (the

@@ -11,8 +11,11 @@ Each move is one transaction made durable by its COMMIT, after the alarm it need
 Taking the journal back to position P (`truncate`): the events that waits took at P or
 after (a wait's entry, a group's wait branch, a child's notice) are given back to
 _wk_wf_event under their first sequence numbers, so the waits that run again take them
-again, in the order they came (as Temporal's reset reapplies signals); then the entries
-from P on, and the group branch rows from P on, are deleted. The emitted stream
+again, in the order they came (as Temporal's reset reapplies signals); a restart or a
+rescue keeps the attempts of the positions it removes as earlier attempts
+(core/earlier_attempts.py);
+then the entries from P on, and the group branch rows from P on, are deleted (the
+entries' trigger forgets their attempts and tracebacks). The emitted stream
 (_wk_wf_emit) and the instance's own tables are never touched: what was emitted stays
 emitted, and a tx step that runs again writes again.
 """
@@ -25,6 +28,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..backend import Backend, Param
+from ..core import earlier_attempts
 from ..core.kinds import STEP_FAILED, WAIT_TOOK_EVENT, WAIT_TOOK_EVENT_TAGGED
 from ..errors import StoreFault
 from ..saga.compensations import PREFIX as COMPENSATION_PREFIX
@@ -34,6 +38,9 @@ BRANCH = "_wk_wf_branch"  # groups/rows.py's
 SAGA = "_wk_wf_saga"  # saga/cancelling.py's
 CHILDREN = "_wk_wf_child"  # children/registry.py's
 PARENT = "_wk_wf_parent"
+# The attempts' history (core/attempt_history.py), their tracebacks, and the attempts
+# restarts kept (core/earlier_attempts.py).
+HISTORY = ("_wk_wf_attempt", "_wk_wf_attempt_traceback", earlier_attempts.TABLE)
 
 _PAUSE_TABLE = f"""CREATE TABLE IF NOT EXISTS {PAUSE} (
         id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -62,7 +69,7 @@ class Rewind:
         self.db = db
 
     def tables(self) -> set[str]:
-        names = (PAUSE, BRANCH, SAGA, CHILDREN, PARENT)
+        names = (PAUSE, BRANCH, SAGA, CHILDREN, PARENT, *HISTORY)
         got = self.db.query_packed("SELECT name FROM sqlite_master WHERE type = 'table'"
                                    f" AND name IN ({', '.join(repr(n) for n in names)})")
         return {str(r[0]) for r in _rows(got)}
@@ -114,10 +121,14 @@ class Rewind:
                  " error = NULL, wake_at = ?, waiting_for = NULL, bad_runs = 0,"
                  " retry_at = NULL, finished_at = NULL, updated_at = ?", (state, now, now))]
 
-    def truncate(self, pos: int, tables: set[str]) -> list[Statement]:
+    def truncate(self, pos: int, tables: set[str], kept: tuple[str, int] | None = None
+                 ) -> list[Statement]:
         """The journal back to `pos` (the module's doc), and what a move from there drops:
-        a cancel with compensation under way, a pause."""
+        a cancel with compensation under way, a pause. `kept`: the move (restart, rescue)
+        and its time, which keeps the removed positions' attempts as earlier ones."""
         out: list[Statement] = [(_give_back("_wk_wf_step"), (pos,))]
+        if kept is not None:
+            out += earlier_attempts.keep(pos, *kept, tables)
         if BRANCH in tables:
             out += [(_give_back(BRANCH), (pos,)), (f"DELETE FROM {BRANCH} WHERE pos >= ?", (pos,))]
         out.append(("/*wk:truncate*/ DELETE FROM _wk_wf_step WHERE pos >= ?", (pos,)))
@@ -136,6 +147,8 @@ class Rewind:
         if PARENT in tables:
             out.append((f"UPDATE {PARENT} SET notice = 0, tries = 0, next_try_at = NULL,"
                         " error = NULL", ()))
+        if earlier_attempts.TABLE in tables:  # a new run keeps no earlier attempts
+            out.append(earlier_attempts.forget())
         return out
 
     def commit(self, statements: list[Statement]) -> None:

@@ -45,12 +45,19 @@ function valueOf(st, doc) {
   return e ? show(e.payload) : positionValue(st);
 }
 
+// The attempts restarts and rescues took from the position (the steps route's earlier).
+function earlierCount(st) {
+  const n = (st.earlier?.length ?? 0) + (st.earlier_more ?? 0);
+  return n ? h("span", {class: "muted", "data-testid": "earlier-count"},
+               ` (+${n} before a restart or a rescue)`) : null;
+}
+
 function stepRow(st, doc) {
   const value = valueOf(st, doc);
   return h("tr", {"data-testid": "step-row", dataset: {pos: st.pos}},
            h("td", {class: "num"}, st.pos), h("td", {}, st.name), h("td", {}, st.kind),
            h("td", {}, stateBadge(positionState(st, doc.status))),
-           h("td", {class: "num"}, st.attempts ?? "—"),
+           h("td", {class: "num"}, st.attempts ?? "—", earlierCount(st)),
            h("td", {}, when(st.updated_at)), h("td", {class: "error"}, st.error || ""),
            h("td", {}, h("code", {class: "value", title: value, "data-testid": "value"}, value)));
 }

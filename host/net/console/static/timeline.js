@@ -3,7 +3,9 @@
 // their outcome; a group's branches are lanes under it; a sleep and a wait are spans to
 // their end, or while they last dashed on to their wake time or deadline; emits and the
 // recorded helpers are marks; so are an earlier run's emitted events (continue-as-new)
-// and the operator's moves. Hovering an item shows its gist, a click all of it.
+// and the operator's moves. The attempts a restart from a step took from a position
+// (the steps route's `earlier`) are bars too, hatched, in its lane before its own.
+// Hovering an item shows its gist, a click all of it.
 //
 // Only what the steps route records is drawn: a position begins when the one before it
 // ended (that entry's updated_at), a step's attempts carry their own times, and a
@@ -64,6 +66,15 @@ function attemptItem(st, a) {
           testid: "attempt", key: `${st.pos}/${a.branch ?? ""}/${a.attempt}`, title, rows,
           traceback: a.traceback, data: {step: a.name ?? st.name, attempt: a.attempt,
                                          outcome: a.outcome}};
+}
+
+// An attempt a restart took away: drawn as the attempt was, hatched, and said so.
+function earlierItem(st, a) {
+  const it = attemptItem(st, a), restart = `before the ${a.move} at ${when(a.moved_at)}`;
+  return {...it, cls: `${it.cls} earlier`, testid: "earlier-attempt",
+          key: `${it.key}/restart/${a.moved_at}`, title: `${it.title}\n(${restart})`,
+          rows: [...it.rows, ["restart", restart]],
+          data: {...it.data, movedAt: a.moved_at}};
 }
 
 function spanItem(key, from, to, cls, title, rows, planned = false) {
@@ -177,8 +188,20 @@ function markLane(st, b, e, ctx) {
 const LANES = {step: stepLane, sleep: sleepLane, wait: waitLane, group: groupLanes};
 
 function positionLanes(steps, ctx) {
-  return steps.flatMap((st, i) => (LANES[st.kind] || markLane)(st, began(steps, i, ctx),
-                                                               ended(st, ctx), ctx));
+  return steps.flatMap((st, i) => withEarlier(st, (LANES[st.kind] || markLane)(
+    st, began(steps, i, ctx), ended(st, ctx), ctx)));
+}
+
+// A position's lane (a group's own) with the attempts restarts and rescues took from it,
+// and their count first in its note: "×3 before the restart · ×1 → ...".
+function withEarlier(st, [lane, ...rest]) {
+  const before = (st.earlier || []).map((a) => earlierItem(st, a));
+  if (!before.length) return [lane, ...rest];
+  const n = before.length + (st.earlier_more ?? 0);
+  const moves = new Set(st.earlier.map((a) => a.moved_at)).size;
+  const which = moves > 1 ? `before ${moves} moves` : `before the ${st.earlier[0].move}`;
+  return [{...lane, items: [...before, ...lane.items], note: `×${n} ${which} · ${lane.note}`},
+          ...rest];
 }
 
 // The runs before a continue-as-new: their positions went with it, their emits stay.
@@ -244,6 +267,7 @@ function axis(s) {
 
 const LEGEND = [["bar outcome-returned", "attempt returned"], ["bar outcome-failed", "failed"],
                 ["bar outcome-timed-out", "timed out"], ["bar outcome-cut", "cut"],
+                ["bar outcome-failed earlier", "before a restart or a rescue"],
                 ["next", "next attempt"], ["span group", "group"], ["span sleep", "sleep"],
                 ["span wait", "wait"], ["span settled", "branch, settled by the group's end"],
                 ["span planned", "until its wake time or deadline"],
@@ -256,8 +280,8 @@ function legend() {
 }
 
 function detail(panel, it) {
-  const rows = h("dl", {class: "detail",
-                        "data-testid": it.testid === "attempt" ? "attempt-detail" : "item-detail"},
+  const attempt = it.testid === "attempt" || it.testid === "earlier-attempt";
+  const rows = h("dl", {class: "detail", "data-testid": attempt ? "attempt-detail" : "item-detail"},
                  it.rows.map(([k, v]) => [h("dt", {}, k), h("dd", {dataset: {field: k}}, v)]));
   // An attempt that raised: its traceback, from the workflow's own code (core/tracebacks.py).
   clear(panel, rows, it.traceback
