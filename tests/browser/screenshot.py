@@ -1,8 +1,10 @@
-"""The instance page's screenshot in the docs (docs/images/console-instance.png): the
-demo's order (two failed charges, a pack cut by a trap), approved from the console, its
-second charge attempt chosen on the timeline.
+"""The console's screenshots in the docs (docs/images/): the instance page of the demo's
+order (two failed charges, a pack cut by a trap), approved from the console, its second
+charge attempt chosen on the timeline (console-instance.png); and the class's page of
+the orders, several states at once, with when each started, ended and ran
+(console-class.png).
 
-    .venv/bin/python -m tests.browser.screenshot [OUT.png]
+    .venv/bin/python -m tests.browser.screenshot [OUT_DIR]
 
 It runs what the browser tests run: `wkhost serve` on 127.0.0.1 with a fake clock, and
 Debian's chromium through Playwright (tests/browser/setup_chromium.sh installs it).
@@ -23,7 +25,7 @@ from tests.e2e.workflow_support import INTERNAL, SOURCES, Shop, finished, waitin
 
 from .console_support import WAIT_MS, browser, console_url, log_in
 
-OUT = REPO / "docs" / "images" / "console-instance.png"
+OUT = REPO / "docs" / "images"
 
 
 def main(out: Path) -> None:
@@ -40,6 +42,10 @@ def main(out: Path) -> None:
 def shoot(shop: Shop, tmp: Path, out: Path) -> None:
     shop.app_start("order-42", cool_off_ms=0, charge_failures=2, trap_in_pack=True)
     shop.drive("order-42", waiting_for("approved"))
+    for oid in ("order-43", "order-44"):
+        shop.app_start(oid, cool_off_ms=0)
+        shop.drive(oid, waiting_for("approved"))
+    assert shop.wk("order-44", "terminate", {"reason": "customer left"})[0] == 200
     with sync_playwright() as p, browser(p, tmp / "profile") as ctx:
         page = ctx.new_page()
         page.goto(console_url(shop, "/instance?cls=orders&id=order-42"))
@@ -53,8 +59,11 @@ def shoot(shop: Shop, tmp: Path, out: Path) -> None:
         state = page.locator("#summary [data-testid=state]")
         expect(state).to_have_text("completed", timeout=WAIT_MS)
         page.locator("[data-testid=lane][data-step=charge] [data-testid=attempt]").nth(1).click()
-        page.screenshot(path=str(out), full_page=True)
-    print(f"wrote {out}")
+        page.screenshot(path=str(out / "console-instance.png"), full_page=True)
+        page.goto(console_url(shop, "/class?cls=orders&status=completed,terminated,waiting"))
+        expect(page.locator("[data-testid=actor-row]")).to_have_count(3, timeout=WAIT_MS)
+        page.screenshot(path=str(out / "console-class.png"), full_page=True)
+    print(f"wrote {out}/console-instance.png and console-class.png")
 
 
 if __name__ == "__main__":

@@ -127,9 +127,11 @@ function children(doc) {
 
 function audit(entries) {
   return h("section", {id: "audit"}, h("h2", {}, "Audit log"),
-    entries.length ? table(["at", "action", "status", "result", "state after", "note", "took"],
+    entries.length ? table(["at", "who", "action", "status", "result", "state after", "note",
+                            "took"],
       entries.map((e) => h("tr", {"data-testid": "audit-row", dataset: {action: e.action}},
-        h("td", {}, when(e.at)), h("td", {}, e.action), h("td", {class: "num"}, e.status),
+        h("td", {}, when(e.at)), h("td", {}, e.who ?? "—"), h("td", {}, e.action),
+        h("td", {class: "num"}, e.status),
         h("td", {}, e.result), h("td", {}, e.state ?? ""), h("td", {}, e.note ?? ""),
         h("td", {}, duration(e.took_ms)))), {class: "grid"})
       : h("p", {class: "muted"}, "No operator action on this instance yet."));
