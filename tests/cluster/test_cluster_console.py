@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from wkhost.cli.client import WorkflowAdmin
 from wkhost.net.console import session
+from wkhost.net.tokens import Caller
 
 from .load import ORDER, call
 from .nodes import Cluster, wait_until
@@ -24,7 +25,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 def _action(url: str, token: str, doc: dict[str, Any]) -> tuple[int, Any]:
     """A console action, as the console's page sends it: its session's cookie and CSRF
     token, from the node's own origin."""
-    cookie = session.new_cookie(token)
+    cookie = session.new_cookie(token, Caller("admin", "operator"))
     req = urllib.request.Request(
         f"{url}{session.PATH}/api/action", data=json.dumps(doc).encode(), method="POST",
         headers={"Content-Type": "application/json", "Origin": url,

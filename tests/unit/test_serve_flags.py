@@ -23,7 +23,7 @@ from wkhost.net.serve import ServeOptions
 COMMAND_OPTIONS = {"help", "actor", "access", "reuse_instances", "host", "port", "processes",
                    "process", "listen_fd", "supervisor_pid", "lock_fd", "fake_clock_start",
                    "cores", "cpu_affinity", "allow_http", "admin_token_file", "log_level",
-                   "log_format", "fake_clock", "schedules"}
+                   "log_format", "fake_clock", "schedules", "tokens_file"}
 
 
 def serve_parser() -> argparse.ArgumentParser:
