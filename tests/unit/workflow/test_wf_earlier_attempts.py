@@ -46,13 +46,14 @@ def steps(host: FakeHost, **msg: Any) -> list[dict[str, Any]]:
     return list(out["steps"])
 
 
-def completed(host: FakeHost, fn: Any = order) -> Any:
+def completed(host: FakeHost, fn: Any = order, state: str = "completed") -> Any:
+    """A client of instance "1" of `fn`, run until it rests in `state`."""
     host.serve("w", fn, Config())
     c = host.client("w")
     c.start("1")
     for _ in range(10):
         host.advance(1000)
-    assert c.status("1").state == "completed"
+    assert c.status("1").state == state
     return c
 
 
@@ -87,12 +88,7 @@ def test_a_rescue_keeps_the_attempts_of_the_step_it_runs_again(host: FakeHost) -
     def failing(run: Run, _: Any) -> Any:  # the charge fails for good on its 2 attempts
         return run.step("charge", flaky("charge", 2), attempts=2, backoff_ms=100)
 
-    host.serve("w", failing, Config())
-    c = host.client("w")
-    c.start("1")
-    for _ in range(5):
-        host.advance(1000)
-    assert c.status("1").state == "failed"
+    c = completed(host, failing, state="failed")
     at = host.clock.now()
     c.rescue("1")
     for _ in range(3):
