@@ -25,7 +25,8 @@
   span (host/tracing.py); a malformed one is ignored.
 - `/_wk/...` is the host's own: health, listing a class's actors and the audit log
   (operator only, host/net/audit.py), and, with `--fake-clock` only, moving the clock
-  (tests).
+  (tests). With `--fake-clock` only too, a workflow's `test` route (mocks, reads:
+  host/net/test_route_gate.py) reaches the actor.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from ..errors import BadRequest, GuestFailed, HostError, Overloaded
 from ..events.holds import HOLD_STATE, is_hold_header
 from ..types import ActorRef, Request, Response, Sender
 from ..wire import ERROR_KIND, answer_headers
-from . import audit, console, listing, metrics_route
+from . import audit, console, listing, metrics_route, test_route_gate
 from .audit_entry import is_protocol_read
 from .bodies import expect_handler, read_body
 from .cluster_door import cluster_middlewares
@@ -115,6 +116,8 @@ async def _errors_middleware(request: web.Request, handler):  # type: ignore[no-
 async def _to_actor(request: web.Request) -> web.Response:
     host: Host = request.app["host"]
     cls, actor_id, path = split_target(request.raw_path)
+    if (gated := test_route_gate.refused(host, path)) is not None:
+        return gated
     ref = host.actor_ref(cls, actor_id)
     where = host.placement.where(actor_id)  # asked once, passed on
     if not where.here:
@@ -276,11 +279,20 @@ async def _advance_clock(request: web.Request) -> web.Response:
     if settle_ms < 0:
         raise BadRequest("settle_ms must be 0 or more")
     now = testing.advance_clock(ms)
+    host = request.app["host"]
+    scheduler = host.scheduler
+    # A test kit skips time to the next alarm: told where one process has them all.
+    alone = host.config.partition.count == 1
     if not settle_ms:
         await advance_clock(request.app, now)  # the other processes' clocks, if any
-        return web.json_response({"now": now})
+        return web.json_response({"now": now, **_next_alarm(scheduler, alone)})
     # Every process waits at once, each up to settle_ms, for what came due there.
     there, here = await asyncio.gather(
         advance_clock(request.app, now, settle_ms),
-        asyncio.to_thread(request.app["host"].scheduler.wait_settled, settle_ms / 1000))
-    return web.json_response({"now": now, "settled": there and here})
+        asyncio.to_thread(scheduler.wait_settled, settle_ms / 1000))
+    return web.json_response({"now": now, "settled": there and here,
+                              **_next_alarm(scheduler, alone)})
+
+
+def _next_alarm(scheduler: Any, alone: bool) -> dict[str, int | None]:
+    return {"next_alarm": scheduler.next_due()} if alone else {}

@@ -97,6 +97,11 @@ class Scheduler:
         with self._cond:
             return len(self._due)
 
+    def next_due(self) -> int | None:
+        """When the earliest alarm set is due (ms), or None: what a test clock skips to."""
+        with self._cond:
+            return min(self._due.values(), default=None)
+
     def wait_settled(self, timeout_s: float) -> bool:
         """Wait until no alarm is due and none is running, at most `timeout_s`; whether
         that came. For a test clock: after a jump, what came due has been delivered,

@@ -19,6 +19,8 @@ Routes (`/wk-workflow/v1/<route>`, CBOR map bodies; docs/workflow-protocol.md):
     child-done  POST   a child's notice that it finished (actors only; children/notices.py)
     terminate, pause, resume, rescue, restart
              POST      an operator's moves (operator/moves.py): each answers the status after it
+    test     POST      a test's mocks, reads and dry replay (operators only, an instance not
+                       started too; test_route.py): only a host with --fake-clock lets it in
 
 The start is answered here; the other routes by routes.py (and the features' own: the
 emitted events, the steps route, the operator's moves).
@@ -43,7 +45,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from . import routes
+from . import routes, test_route
 from .children.registry import Registry
 from .core import counted, spans
 from .core.instance import RESTING, StatusRow
@@ -68,7 +70,7 @@ _ROUTES = {"start": "POST", "event": "POST", "cancel": "POST",
            "status": "GET POST", "steps": "GET POST", "summary": "GET POST",
            "events": "GET POST", "query": "GET POST", "child-done": "POST",
            "terminate": "POST", "pause": "POST", "resume": "POST", "rescue": "POST",
-           "restart": "POST"}
+           "restart": "POST", "test": "POST"}
 
 
 class Protocol:
@@ -117,10 +119,14 @@ class Protocol:
             return refuse(405, "method", f"{route} takes {allowed.replace(' ', ' or ')}")
         if route == "child-done" and sender != "actor":
             return refuse(403, "forbidden", "child-done is a child workflow's, an actor's")
+        if route == "test" and sender != "operator":
+            return refuse(403, "forbidden", "test (a test's route) is an operator's")
         try:
             msg = message(body)
             if route == "start":
                 return self._start(msg, row, sender, hold_state)
+            if route == "test":
+                return test_route.answer(self.runner, msg)
             if row is None:
                 return refuse(404, "unknown", "no such workflow instance (never started, "
                               "or past its retention)")

@@ -406,7 +406,7 @@ def test_the_page_documents_every_table_and_kind() -> None:
                            "_wk_wf_run", "_wk_wf_branch", "_wk_wf_attempt", "_wk_wf_parent",
                            "_wk_wf_child", "_wk_wf_saga", "_wk_wf_pause",
                            "_wk_wf_attempt_traceback", "_wk_wf_trace", "_wk_wf_labels",
-                           "_wk_wf_attempt_earlier"}
+                           "_wk_wf_attempt_earlier", "_wk_wf_test"}
     assert [c for c, _, _ in tables["_wk_wf_step"]] == [
         "pos", "kind", "name", "result", "attempts", "error", "next_attempt_at", "wake_at",
         "event_seq", "updated_at"]
@@ -546,7 +546,7 @@ def fixture_dbs(tmp_path_factory: pytest.TempPathFactory
 
 # What a version after 9401b45's (6) added: not in its databases.
 _LATER = ("_wk_wf_attempt_traceback", "_wk_wf_trace", "_wk_wf_labels",  # versions 7 to 9
-          "_wk_wf_attempt_earlier")  # version 10
+          "_wk_wf_attempt_earlier", "_wk_wf_test")  # versions 10 and 11
 
 
 def test_the_pages_ddl_is_what_9401b45_stored(
@@ -588,6 +588,15 @@ def test_the_pages_ddl_of_version_9_is_what_the_runner_makes() -> None:
     made = {_normal(sql.replace("IF NOT EXISTS ", "")) for sql, _ in
             labels.writes({"k": "v"})[:1]}
     documented = {_normal(s) for s in ddl_statements() if _LATER[2] in s}
+    assert made == documented
+
+
+def test_the_pages_ddl_of_version_11_is_what_the_test_route_makes() -> None:
+    from wkguest.workflow.core import mocks
+
+    made = {_normal(mocks.MAKE.removeprefix("/*wk:test-table*/ ").replace(
+        "IF NOT EXISTS ", ""))}
+    documented = {_normal(s) for s in ddl_statements() if _LATER[4] in s}
     assert made == documented
 
 

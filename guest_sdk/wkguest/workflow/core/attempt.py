@@ -22,7 +22,7 @@ from typing import Any
 
 from ..backend import TRAP_NARROWED_DEADLINE
 from ..errors import NonRetryable, Suspend, UnsupportedValue, ValueTooLarge
-from . import counted, policy, timeouts, told, tracebacks
+from . import counted, mocks, policy, timeouts, told, tracebacks
 from .attempt_history import FAILED, RETURNED, TIMED_OUT
 from .attempt_history import STEP as STEP_ONLY
 from .config import Retry
@@ -36,6 +36,7 @@ from .kinds import (
     STEP_RETURNED,
     STEP_RETURNED_TAGGED,
 )
+from .mocks import Rule
 from .tx import Tables, Transaction
 from .under_way import Attempt, Slot
 from .values import encode, revive
@@ -81,6 +82,10 @@ def attempt(front: Frontier, pos: int, slot: Slot, fn: Callable[..., Any], retry
         return slot.not_yet(now)  # go on in a new event
     n = attempts + 1
     att = _count(front, pos, slot, n, retry, now, timed_out, cut is not None)
+    if front.mocks is not None:  # a test's (mocks.py): its rule, if one covers attempt n
+        rule = front.mocks.step_rule(slot.name, n)
+        if rule is not None:
+            return _mocked(front, att, retry, rule)
     tx = None if tables is None else Transaction(front.db, slot.name, tables,
                                                  front.journal.made)
     return _run(front, att, fn, retry, tx)
@@ -130,6 +135,20 @@ def _run(front: Frontier, att: Attempt, fn: Callable[..., Any], retry: Retry,
         error = timeouts.message(n, limit)
         return _ended(front, att, retry, TIMED_OUT, error, timeouts.exception(error, None))
     return _returned(front, att, retry, value, tx)
+
+
+def _mocked(front: Frontier, att: Attempt, retry: Retry, rule: Rule) -> Any:
+    """End `att` as a test's `rule` says, its function not run: returned with the rule's
+    value, failed with its error (retried as a raised one, unless non-retryable), or
+    timed out as a real timeout ends it (`_run`)."""
+    if rule.kind == mocks.RESULT:
+        return _returned(front, att, retry, rule.value, None)
+    if rule.kind == mocks.ERROR:
+        exc = None if rule.non_retryable else mocks.MockedError(rule.value)
+        return _ended(front, att, retry, FAILED, rule.value, exc)
+    limit = retry.timeout_ms
+    error = mocks.timed_out(att.n) if limit is None else timeouts.message(att.n, limit)
+    return _ended(front, att, retry, TIMED_OUT, error, timeouts.exception(error, None))
 
 
 def _ended(front: Frontier, att: Attempt, retry: Retry, outcome: str, error: str,

@@ -38,6 +38,7 @@ from .kinds import (
     Pending,
     call_of,
 )
+from .mocks import Mocks
 from .store import Store
 from .under_way import Attempt, Slot
 from .values import encode, revive
@@ -69,6 +70,7 @@ class Frontier:
         # A run that may do no new work (a cancel with compensation, saga/cancelling.py):
         # what stops it at the first new position.
         self.refusal: Callable[[int], WorkflowSignal] | None = None
+        self.mocks: Mocks | None = None  # a test's (mocks.py): None but in tests
 
     def pending_at(self, pos: int, kind: str, call: str, name: str) -> Pending | None:
         """The pending entry at `pos` if it is there: of `kind` and `name`, or Reordered

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .kinds import PENDING_KINDS, STEP_RETURNED, Pending, sql_list
+from .mocks import THERE as TEST_TABLE
 
 FINISHED = frozenset({"completed", "failed", "cancelled", "terminated"})
 # As SQL's `IN (...)` list: a statement that must not touch a finished instance.
@@ -28,7 +29,9 @@ RESTING = FINISHED | HELD
 # aggregate: `group_concat(x ORDER BY pos)` needs SQLite 3.44 and
 # costs the host a temp b-tree, while SQLite does not flatten an ordered subquery into an
 # aggregate, so rows reach group_concat in pos order (tests check it on both SQLites).
-# The pending entry, if any, is always the last position; it comes apart as JSON.
+# The pending entry, if any, is always the last position; it comes apart as JSON. The
+# last two elements are probes of the schema: whether the step table has `cut`
+# (migration.py), and whether a test set mocks (mocks.py: 1, else null).
 #
 # Three columns, read typed (`query_row`), not through query-packed: the keys and the
 # results are big texts full of characters JSON escapes (a U+001E per key, the quotes of
@@ -44,7 +47,8 @@ SELECT json_array(w.state, w.run_id, w.bad_runs, w.retry_at, w.wake_at, w.waitin
                           FROM _wk_wf_step WHERE pos = (SELECT max(pos) FROM _wk_wf_step)
                            AND kind IN ({sql_list(PENDING_KINDS)}))),
                   (SELECT instr(sql, ' cut TEXT') > 0 FROM sqlite_master
-                    WHERE type = 'table' AND name = '_wk_wf_step')),
+                    WHERE type = 'table' AND name = '_wk_wf_step'),
+                  {TEST_TABLE}),
        j.n, j.r
 FROM _wk_wf AS w,
      (SELECT count(*) AS c, group_concat(kind, '') AS k,
@@ -90,6 +94,7 @@ class Loaded:
     keys: str
     results: str
     pending: Pending | None
+    tested: bool = False  # a test set mocks (mocks.py's table is there)
 
 
 @dataclass

@@ -37,13 +37,14 @@ from typing import Any, Protocol
 
 from ..backend import Backend
 from ..errors import Fail, JournalError, StepFailed, StoreFault, WorkflowSignal
-from . import counted, cuts, spans
+from . import counted, cuts, mocks, spans
 from .config import Config
 from .cursor import Cursor
 from .explain import describe
 from .frontier import Frontier
 from .instance import FINISHED, HELD, RESTING, Loaded
 from .journal import Cache, Journal
+from .mocks import Mocks
 from .readonly import ReadOnly
 from .settle import Endings, Settler
 from .store import Store
@@ -91,6 +92,10 @@ class Runner:
         # follows (in the same instance, or none: a trap drops the instance and its
         # objects) finds them empty, without asking.
         self.just_created = False
+        # A test's mocks (mocks.py; None in production), known once read, or once on-init
+        # made the tables (then there are none), or once the test route set them.
+        self.mocks: Mocks | None = None
+        self.mocks_known = False
 
     @property
     def journal(self) -> Journal | None:
@@ -100,7 +105,7 @@ class Runner:
     def init(self) -> None:
         """`on_init`: create the tables (once per actor)."""
         self.store.init_schema()
-        self.just_created = True
+        self.just_created = self.mocks_known = True
 
     def new_run_id(self) -> str:
         # os.urandom is WASI's random_get in a guest; `secrets` would pull in hashlib.
@@ -121,13 +126,17 @@ class Runner:
         run's (begin_run, the watchdog). A cut after the insert leaves what a run from
         on_alarm leaves when it is cut; before it, an alarm that finds no instance. What
         the run would load is known too: the row just inserted, nothing else."""
+        if not self.mocks_known:  # an actor made before the start: a test's mocks?
+            self.mocks, self.mocks_known = mocks.read(self.db), True
         watchdog = now + self.retry.backoff(1)
         self.db.alarm_set(watchdog)  # first: whatever syncs the insert syncs it too
         if not self.store.create(run_id, text, tagged, now, watchdog=watchdog):
             return False
         counted.started(self.db)
         spans.run_began(self.db, self.store, run_id, running_now=True)
-        self.on_alarm(begun=(Store.just_created(run_id, text, tagged), now, watchdog))
+        loaded = Store.just_created(run_id, text, tagged)
+        loaded.tested = self.mocks is not None
+        self.on_alarm(begun=(loaded, now, watchdog))
         return True
 
     # -- on_alarm ------------------------------------------------------------------
@@ -243,7 +252,17 @@ class Runner:
         front = Frontier(store, db, journal, loaded.pending, self.config.max_value_bytes,
                          self.config.run_budget_ms, now)
         front.alarm_at = watchdog
+        if not read_only:
+            front.mocks = self._mocks(loaded.tested)
         return front
+
+    def _mocks(self, there: bool) -> Mocks | None:
+        """A test's mocks, where a load saw their table `there`: read once per runner."""
+        if not there:
+            self.mocks, self.mocks_known = None, True
+        elif not self.mocks_known:
+            self.mocks, self.mocks_known = mocks.read(self.db, probe=False), True
+        return self.mocks
 
     def journal_for(self, loaded: Loaded) -> tuple[Journal, Any]:
         """The journal of `loaded`'s run readied for one run (the warm cache, or a new

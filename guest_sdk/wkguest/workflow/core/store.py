@@ -98,7 +98,7 @@ class Store:
         start = since if r[1] == run_id else 0
         return Loaded(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], bool(r[9]),
                       start, r[10], r[11] or "", keys or "", results or "[]",
-                      None if r[12] is None else Pending(*r[12]))
+                      None if r[12] is None else Pending(*r[12]), bool(r[14]))
 
     @staticmethod
     def just_created(run_id: str, text: str, tagged: bool) -> Loaded:

@@ -1,6 +1,8 @@
 """`wf.sleep`, `wf.sleep_until`, `wf.wait_for_event` and `wf.continue_as_new`: the core's
 primitives that stop a run until a time or an event, or end it. Each is a function of
-the run's Cursor (cursor.py), called by `Run`'s method of the same name."""
+the run's Cursor (cursor.py), called by `Run`'s method of the same name. A test's mocks
+(mocks.py) may make a new sleep pass at once (a duration of 0), or a new wait time out at
+once (a timeout of 0)."""
 
 from __future__ import annotations
 
@@ -25,6 +27,8 @@ def sleep(run: Cursor, name: str, t: object, relative: bool) -> None:
     what = f"wf.{'sleep' if relative else 'sleep_until'}({name!r})"
     ms = _duration(run, check_duration if relative else check_time, t, what)
     front = run.frontier
+    if front.mocks is not None and front.mocks.skip_sleeps:  # a test's (mocks.py)
+        ms, relative = 0, True
     run.new(pos, lambda: front.sleep(pos, name, front.db.now() + ms if relative else ms))
 
 
@@ -42,6 +46,8 @@ def wait_for_event(run: Cursor, name: str, timeout: Duration | None,
     ms = (_duration(run, check_duration, timeout, what) if timeout_ms is None
           else _duration(run, check_ms, timeout_ms, f"{what} timeout_ms"))
     front = run.frontier
+    if front.mocks is not None and front.mocks.forces_event_timeout(name):  # a test's
+        ms = 0
     return run.new(pos, lambda: front.wait(pos, name, ms))
 
 

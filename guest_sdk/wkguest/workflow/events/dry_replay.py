@@ -62,6 +62,7 @@ class Replayed:
     run: Cursor
     ended: bool
     queries: dict[str, Handler]
+    output: Any = None  # what the function returned, if it returned
 
 
 def replay(runner: Runner) -> Replayed | None:
@@ -83,14 +84,16 @@ def replay(runner: Runner) -> Replayed | None:
                         runner.config.run_budget_ms, ro.now())
     front.queries = {}
     run = runner.new_run(journal, front, loaded.run_id)
-    ended = _run(runner, run, input_value)
-    return Replayed(run, ended, front.queries)
+    out: list[Any] = []
+    ended = _run(runner, run, input_value, out)
+    return Replayed(run, ended, front.queries, out[0] if out else None)
 
 
-def _run(runner: Runner, run: Cursor, input_value: Any) -> bool:
-    """Whether the function ended over the recorded journal (rather than stopping)."""
+def _run(runner: Runner, run: Cursor, input_value: Any, out: list[Any]) -> bool:
+    """Whether the function ended over the recorded journal (rather than stopping);
+    what it returned, if it did, into `out`."""
     try:
-        runner.fn(run, input_value)
+        out.append(runner.fn(run, input_value))
     except WorkflowSignal as s:
         run.stopped = run.stopped or s
     except (StepFailed, Fail):
