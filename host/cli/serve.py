@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import logging
 import os
 import sys
@@ -16,6 +17,7 @@ from ..config import HostConfig
 from ..errors import HostError
 from ..events.classes import Access
 from ..fetch import FetchPolicy
+from ..fetch.via import check_via
 from ..net.cores import pin_to_cores
 from ..net.preflight import UsageError, preflight, served_classes
 from ..net.serve import ServeOptions, serve
@@ -46,6 +48,10 @@ def run_serve(args: argparse.Namespace) -> int:  # returns only for bad usage
                                         _pairs(args.access, "--access"))
         actors, access = served_classes(pairs, levels, args.reuse_instances)
         policy = FetchPolicy.parse(args.allow_http)
+        if args.fetch_via is not None:
+            if not args.fake_clock:
+                raise UsageError("--fetch-via is for tests: give --fake-clock with it")
+            policy = dataclasses.replace(policy, via=check_via(args.fetch_via))
     except (UsageError, ValueError) as e:
         print(f"wkhost: error: {e}", file=sys.stderr)
         return 2

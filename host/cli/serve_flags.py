@@ -163,6 +163,11 @@ def _add_operation(s: argparse.ArgumentParser) -> None:
                         "it never goes back across restarts on the same --data (it starts "
                         "at the later of the real time and the time it last had, kept in "
                         "DATA/_host/fake-clock)")
+    s.add_argument("--fetch-via", metavar="URL",
+                   help="testing only, with --fake-clock: send every fetch of the actors "
+                        "to this local server (http://127.0.0.1:PORT) instead, the URL "
+                        "asked for in the wk-fetch-url header (wkhost's test kit answers "
+                        "there)")
 
 
 # Where the command's own options go in --help: before these HostConfig fields' options.

@@ -66,6 +66,7 @@ class FetchPolicy:
     max_response_bytes: int = 1 << 20
     max_redirects: int = 5
     default_timeout_ms: int = 10_000
+    via: str | None = None  # testing only: every fetch to this local server (via.py)
     _entries: tuple[Entry, ...] = field(default=(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from .. import tracing
 from ..fetch import FetchError, FetchRequest, fetch
+from ..fetch.via import fetch_via
 from .ports import E, Fetches, RunningEvent
 from .records import record
 
@@ -44,7 +45,8 @@ def register(root: Any, guard: Any, host: Fetches[E]) -> None:
                 "invalid: the body is not bytes-as-Latin-1 (use wkguest's http.fetch)")
         try:
             with long_wait():
-                resp = fetch(request, policy, deadline=ev.bound)
+                resp = fetch(request, policy, deadline=ev.bound) if policy.via is None \
+                    else fetch_via(request, policy, policy.via, ev.bound)
         except FetchError as e:
             if e.kind == "timeout" and ev.cut_by_limit():
                 why = f"{e}, at the deadline the event set itself (lifecycle.narrow-deadline)"

@@ -19,11 +19,11 @@ from wkhost.fetch import FetchPolicy
 from wkhost.net.serve import ServeOptions
 
 # The options of the command itself, which set no HostConfig field (--allow-http sets
-# `http` through FetchPolicy.parse, checked below).
+# `http` through FetchPolicy.parse, checked below; --fetch-via its `via`).
 COMMAND_OPTIONS = {"help", "actor", "access", "reuse_instances", "host", "port", "processes",
                    "process", "listen_fd", "supervisor_pid", "lock_fd", "fake_clock_start",
                    "cores", "cpu_affinity", "allow_http", "admin_token_file", "log_level",
-                   "log_format", "fake_clock", "schedules", "tokens_file"}
+                   "log_format", "fake_clock", "schedules", "tokens_file", "fetch_via"}
 
 
 def serve_parser() -> argparse.ArgumentParser:
