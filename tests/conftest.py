@@ -26,6 +26,9 @@ from wkhost.storage.files import wait_new_files
 
 REPO = Path(__file__).resolve().parent.parent
 CACHE_DIR = REPO / ".cache" / "components"
+# The test kit's sandbox (wkhost.testkit, `--wk-sandbox`) builds with `wkhost build`'s
+# cache, WKHOST_CACHE_DIR: the suite's, so each component is built once a run.
+os.environ.setdefault("WKHOST_CACHE_DIR", str(CACHE_DIR))
 
 BuildGuest = Callable[[str | Path], Path]
 

@@ -198,7 +198,17 @@ def _handler_class(actor_cls: type[Actor]) -> type[Any]:
                 metrics.flush()  # what it counted (wkguest.metrics), however it ends
 
     Handler.__qualname__ = Handler.__name__ = f"Handler_{name}"
+    # The actor object's holder, for a host that runs many actors in one interpreter
+    # (wkhost's test kit on plain CPython): it keeps one object per actor and swaps it in.
+    Handler.wk_actor_holder = holder  # type: ignore[attr-defined]
     return Handler
+
+
+# The SDK's module state that is one instance's: code that may only read (readonly.py)
+# and the event's metric samples (metrics.py). In a component each instance has its own;
+# a host that runs many actors in one interpreter (the test kit) keeps a copy per actor.
+INSTANCE_STATE = (("wkguest.readonly", "_what", lambda: None),
+                  ("wkguest.metrics", "_pending", list))
 
 
 def _freeze_module_state() -> None:

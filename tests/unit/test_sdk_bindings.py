@@ -3,55 +3,27 @@
 
 `componentize-py bindings` writes the same `wit_world` package a build generates (its
 import functions just raise NotImplementedError); each test replaces the host functions it
-needs with fakes. The modules are removed from sys.modules afterwards, so other tests
-still see a CPython without bindings.
+needs with fakes. Every module is as it was afterwards (fresh_bindings.py), so other tests
+see what they saw before.
 """
 
 from __future__ import annotations
 
 import enum
-import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from types import ModuleType
 from typing import Any, cast
 
 import pytest
-import wkguest
-from wkhost.engine.componentize import WIT_DIR, componentize_command
 
-GENERATED = ("wit_world", "componentize_py_types", "componentize_py_async_support", "poll_loop")
-BOUND = ("_bindings", "sqlite", "alarm", "actors", "http", "lifecycle", "attributes", "actor")
-
-
-def _forget_bindings() -> None:
-    for name in list(sys.modules):
-        if name.split(".")[0] in GENERATED:
-            del sys.modules[name]
-    for sub in BOUND:
-        sys.modules.pop(f"wkguest.{sub}", None)
-        wkguest.__dict__.pop(sub, None)  # the import system set it as an attribute
+from tests.unit.fresh_bindings import fresh_bindings
 
 
 @pytest.fixture(scope="module")
-def bindings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    out = tmp_path_factory.mktemp("bindings")
-    cmd = [*componentize_command(), "-d", str(WIT_DIR), "-w", "actor", "bindings", str(out)]
-    subprocess.run(cmd, check=True, capture_output=True)
-    sys.path.insert(0, str(out))
-    try:
-        yield out
-    finally:
-        sys.path.remove(str(out))
-        _forget_bindings()
-
-
-@pytest.fixture
-def wit(bindings: Path) -> ModuleType:
-    import wit_world.imports as imports
-
-    return cast(ModuleType, imports)
+def wit(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
+    with fresh_bindings(tmp_path_factory.mktemp("bindings")) as imports:
+        yield imports
 
 
 def test_sqlite_exec_maps_values_both_ways(

@@ -6,43 +6,20 @@ that trap, before they trap."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from types import ModuleType
-from typing import Any, cast
+from typing import Any
 
 import pytest
-import wkguest
-from wkhost.engine.componentize import WIT_DIR, componentize_command
 from wkhost.traps import TrapKind as HostTrapKind
 
-GENERATED = ("wit_world", "componentize_py_types", "componentize_py_async_support", "poll_loop")
-BOUND = ("_bindings", "sqlite", "alarm", "actors", "http", "lifecycle", "attributes", "actor")
-
-
-def _forget_bindings() -> None:
-    for name in list(sys.modules):
-        if name.split(".")[0] in GENERATED:
-            del sys.modules[name]
-    for sub in BOUND:
-        sys.modules.pop(f"wkguest.{sub}", None)
-        wkguest.__dict__.pop(sub, None)
+from tests.unit.fresh_bindings import fresh_bindings
 
 
 @pytest.fixture(scope="module")
 def wit(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
-    out = tmp_path_factory.mktemp("bindings")
-    cmd = [*componentize_command(), "-d", str(WIT_DIR), "-w", "actor", "bindings", str(out)]
-    subprocess.run(cmd, check=True, capture_output=True)
-    sys.path.insert(0, str(out))
-    try:
-        import wit_world.imports as imports
-
-        yield cast(ModuleType, imports)
-    finally:
-        sys.path.remove(str(out))
-        _forget_bindings()
+    with fresh_bindings(tmp_path_factory.mktemp("bindings")) as imports:
+        yield imports
 
 
 @pytest.fixture

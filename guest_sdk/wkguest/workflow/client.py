@@ -29,12 +29,6 @@ from . import cbor
 from .errors import CborError, WorkflowError
 from .status import CONTENT_TYPE, PREFIX, PROTOCOL, Event, Status, check_answer, events_of
 
-try:  # inside a component build; on plain CPython the bindings do not exist
-    from wkguest import actors as _actors
-    from wkguest.errors import CallError as _CallError
-except ModuleNotFoundError:  # pragma: no cover - depends on where it runs
-    _actors = None  # type: ignore[assignment]
-
 KEEP: Any = object()  # restart's input left out: the instance's own
 
 Transport = Callable[[str, str, str, bytes], tuple[int, bytes]]
@@ -146,9 +140,15 @@ class Client:
 
 
 def _actor_transport(cls: str) -> Transport:
-    if _actors is None:
-        raise RuntimeError("workflow.Client needs the actors binding (inside a component), "
-                           "or a transport")
+    # Imported when a client is made (at the app's import, in a build; the actor's export
+    # imports wkguest.actors then anyway), not with this module: on plain CPython the
+    # bindings exist only once a test kit has put them in place, maybe after this import.
+    try:
+        from wkguest import actors as _actors
+        from wkguest.errors import CallError as _CallError
+    except ModuleNotFoundError:
+        raise RuntimeError("workflow.Client needs the actors binding (inside a component, "
+                           "or in wkhost's test kit), or a transport") from None
     # wk-protocol: the host delivers the call only to a class that declares it, so a
     # client pointed at a class that is not a workflow class runs none of its code.
     headers = [("content-type", CONTENT_TYPE), ("wk-protocol", PROTOCOL)]

@@ -56,4 +56,6 @@ def serve(fn: Workflow, config: Config | None = None) -> type[Any]:
             return Response(out.status, out.headers, out.body)
 
     WorkflowActor.__name__ = WorkflowActor.__qualname__ = f"Workflow_{fn.__name__}"
-    return export(WorkflowActor)
+    handler = export(WorkflowActor)
+    handler.wk_workflow = (fn, cfg)  # what a test replays a recorded history with
+    return handler

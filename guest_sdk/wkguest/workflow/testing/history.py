@@ -30,18 +30,18 @@ FORMAT = "wk-workflow-history/1"
 # A history document keeps the rows as format version 5 wrote them: a pending attempt's
 # cut is in its error's words, and `seed` sets the column from them, as the migration of
 # an older instance does (core/migration.py).
-_LATER = ("cut",)
-_TABLES = {"instance": ("_wk_wf", "id"), "steps": ("_wk_wf_step", "pos"),
+LEFT_OUT = ("cut",)
+TABLES = {"instance": ("_wk_wf", "id"), "steps": ("_wk_wf_step", "pos"),
            "events": ("_wk_wf_event", "seq")}
 
 
 def export_history(backend: FakeBackend, note: str = "") -> dict[str, Any]:
     """The instance's tables as a history document (JSON-able)."""
     doc: dict[str, Any] = {"format": FORMAT, "now": backend.clock.now(), "note": note}
-    for key, (table, order) in _TABLES.items():
+    for key, (table, order) in TABLES.items():
         cur = backend.conn.execute(f"SELECT * FROM {table} ORDER BY {order}")
         cols = [d[0] for d in cur.description]
-        doc[key] = [{c: v for c, v in zip(cols, row, strict=True) if c not in _LATER}
+        doc[key] = [{c: v for c, v in zip(cols, row, strict=True) if c not in LEFT_OUT}
                     for row in cur.fetchall()]
     doc["instance"] = doc["instance"][0] if doc["instance"] else None
     return doc
@@ -56,7 +56,7 @@ def seed(doc: dict[str, Any], clock: FakeClock | None = None) -> FakeBackend:
     Store(backend).init_schema()
     rows = {"instance": [doc["instance"]] if doc["instance"] else [],
             "steps": doc["steps"], "events": doc["events"]}
-    for key, (table, _) in _TABLES.items():
+    for key, (table, _) in TABLES.items():
         insert_rows(backend, table, rows[key])
     backend.exec(migration.script(branches=False, alter=False))
     return backend

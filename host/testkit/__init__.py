@@ -1,0 +1,20 @@
+"""wkhost's test kit for users' actors and workflows (docs/testing-workflows.md).
+
+- `Kit` (kit.py): serve app modules, answer their fetches, move the clock; on plain
+  CPython with no build (local.py), or, through the switch, the real built components in
+  `wkhost serve --fake-clock` (sandbox.py);
+- `WorkflowInstance` (workflows.py): drive one instance, mock its steps, sleeps and
+  events, wait for a state while time skips, read its steps, attempts and tables;
+- `check_history`, `record_history` (histories.py): golden histories replayed against
+  the current code;
+- the pytest plugin (plugin.py): the `wk_kit` fixture and `--wk-sandbox`.
+"""
+
+from wkguest.types import Response
+
+from .guest import Fetch
+from .kit import Kit, WorkflowClass
+from .workflows import Attempt, Step, WorkflowInstance
+
+__all__ = ["Attempt", "Fetch", "Kit", "Response", "Step", "WorkflowClass",
+           "WorkflowInstance"]
