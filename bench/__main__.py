@@ -52,7 +52,7 @@ QUICK_RESULTS = REPO / ".cache" / "bench-quick"
 
 MODULES = ("bench_core", "calibrate_fuel", "bench_frontdoor", "bench_conversion",
            "bench_workflows", "bench_hostile", "bench_continue", "bench_groups", "bench_listing",
-           "bench_observe", "bench_memory", "bench_cluster")
+           "bench_observe", "bench_memory", "bench_cluster", "bench_testkit")
 LEVELS = (1, 8, 32)
 
 
@@ -328,6 +328,8 @@ def _run(args: argparse.Namespace, only: set[str]) -> int:
             extra = ["--repeats", "3"]
         elif args.quick and module == "bench_frontdoor":
             extra = ["--requests", "300", "--repeats", "1"]
+        elif args.quick and module == "bench_testkit":
+            extra = ["--tests", "50"]
         elif args.quick and module == "bench_listing":  # creating 10,000 takes minutes
             extra = ["--instances", "2000", "--quick"]
         elif args.quick and module in ("bench_hostile", "bench_groups", "bench_observe",

@@ -107,6 +107,7 @@ class Guest:
 
     def __post_init__(self) -> None:
         self.sql = GuestSql(self.path, self.wit["sqlite"], self.err)
+        self.answers = self._answers()  # each WIT call looks its answer up here
 
     def begin(self) -> None:
         self.alarm_touched = self.delete_requested = self.trap_read = False
@@ -124,7 +125,7 @@ class Guest:
             self.trap = None
 
     # -- the answers, by interface -----------------------------------------------------
-    def answers(self) -> dict[str, dict[str, Callable[..., Any]]]:
+    def _answers(self) -> dict[str, dict[str, Callable[..., Any]]]:
         w = self.wit
         return {
             "sqlite": self.sql.answers(),

@@ -1,9 +1,9 @@
 """The `sqlite` interface in the kit: the host's own ActorDb, so a test's SQL meets the
 same authorizer, reserved names, caps and errors as in a component.
 
-One difference, on purpose: a durable write's fsync is skipped. A test's database needs
-no durability against power loss, and an fsync a step would cost a test more than the
-rest of its step.
+One difference, on purpose: the syncs are skipped, a durable write's, a new database's
+and SQLite's own (synchronous=OFF). A test's database needs no durability against power
+loss, and the syncs would cost a test more than the rest of it.
 """
 
 from __future__ import annotations
@@ -24,12 +24,21 @@ DB_MAX_BYTES = 1 << 30  # the host's default cap (--db-max-mb): 1 GiB
 
 
 class TestDb(ActorDb):
-    """An actor's database in a test: the host's, without the fsync."""
+    """An actor's database in a test: the host's, without its syncs (a durable write's,
+    a new file's and its directory's)."""
 
     __test__ = False  # not a pytest test class
 
     def _fsync_wal(self) -> None:
         pass
+
+    def _sync_new_file(self) -> None:
+        pass
+
+    def _connect(self) -> None:
+        super()._connect()
+        # SQLite's own syncs too: a new WAL's header and directory, a checkpoint's.
+        list(self.conn.execute("PRAGMA synchronous=OFF"))
 
 
 class _Values(Rows):

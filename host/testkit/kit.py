@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -53,6 +54,14 @@ class WorkflowClass:
         return WorkflowInstance(self.kit, self.cls, id)
 
 
+def _temporary_root() -> Path:
+    """A directory of the kit's own: in memory (/dev/shm) where there is one, since a
+    test's databases need no disk, and making and removing them there is quicker."""
+    shm = Path("/dev/shm")
+    where = str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
+    return Path(tempfile.mkdtemp(prefix="wk-kit-", dir=where))
+
+
 def sandbox_wanted() -> bool:
     return os.environ.get(SANDBOX_ENV, "") not in ("", "0")
 
@@ -64,7 +73,8 @@ class Kit:
 
     def __init__(self, *, sandbox: bool | None = None, root: str | Path | None = None) -> None:
         self.sandbox = sandbox_wanted() if sandbox is None else sandbox
-        self.root = Path(root) if root is not None else Path(tempfile.mkdtemp(prefix="wk-kit-"))
+        self._own_root = root is None
+        self.root = Path(root) if root is not None else _temporary_root()
         self.backend: Backend
         if self.sandbox:
             from .sandbox import Sandbox
@@ -148,6 +158,8 @@ class Kit:
 
     def close(self) -> None:
         self.backend.close()
+        if self._own_root:
+            shutil.rmtree(self.root, ignore_errors=True)
 
     def __enter__(self) -> Kit:
         return self

@@ -42,7 +42,7 @@ def _answer(iface: str, fn: str) -> Callable[..., Any]:
         if not _current:
             raise RuntimeError(f"{iface}.{fn} was called outside an event: wkguest's host "
                                "functions work only while the kit runs one")
-        return _current[-1].answers()[iface][fn](*args)
+        return _current[-1].answers[iface][fn](*args)
 
     forward.__name__ = fn
     return forward

@@ -12,7 +12,6 @@ components in `wkhost serve --fake-clock` instead of plain CPython.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -30,12 +29,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 @pytest.fixture
-def wk_kit(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Kit]:
-    """A test kit (wkhost.testkit.Kit) of this test's own, closed after it."""
+def wk_kit(request: pytest.FixtureRequest) -> Iterator[Kit]:
+    """A test kit (wkhost.testkit.Kit) of this test's own, closed (its files removed)
+    after it."""
     from .kit import Kit
 
     sandbox = True if request.config.getoption("--wk-sandbox") else None  # None: the env's
-    kit = Kit(sandbox=sandbox, root=tmp_path / "wk-kit")
+    kit = Kit(sandbox=sandbox)
     try:
         yield kit
     finally:

@@ -34,7 +34,8 @@ WRITES = {"bench_core": ["core"], "calibrate_fuel": ["fuel"], "bench_frontdoor":
           "bench_conversion": ["conversion"], "bench_hostile": ["bench_hostile"],
           "bench_continue": ["continue"], "bench_groups": ["groups"],
           "bench_listing": ["listing"], "bench_observe": ["observe"], "bench_memory": ["memory"],
-          "bench_cluster": ["cluster"], "soak": ["soak"], "profile_workflows": [],
+          "bench_cluster": ["cluster"], "bench_testkit": ["testkit"], "soak": ["soak"],
+          "profile_workflows": [],
           "bench_metrics_cost": []}
 BY_THE_RUNNER = ("bench_workflows",)  # run by test_the_runner_s_smoke
 TIMEOUT_S = 280

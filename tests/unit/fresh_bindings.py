@@ -10,6 +10,8 @@ in this process before, which its later tests need back."""
 from __future__ import annotations
 
 import contextlib
+import importlib
+import pkgutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -43,11 +45,16 @@ def fresh_bindings(out: Path) -> Iterator[ModuleType]:
     subprocess.run(cmd, check=True, capture_output=True)
     saved, attrs = dict(sys.modules), dict(wkguest.__dict__)
     for name in _holding_bindings():  # what holds other bindings goes, and is made anew
-        del sys.modules[name]
+        gone = sys.modules.pop(name)
+        parent, _, leaf = name.rpartition(".")
+        if parent == "wkguest" and wkguest.__dict__.get(leaf) is gone:
+            del wkguest.__dict__[leaf]  # else `from wkguest import leaf` finds it there
     sys.path.insert(0, str(out))
     try:
         import wit_world.imports as imports
 
+        for each in pkgutil.iter_modules(imports.__path__):  # each interface, as a build has
+            importlib.import_module(f"wit_world.imports.{each.name}")
         yield cast(ModuleType, imports)
     finally:
         sys.path.remove(str(out))
