@@ -34,6 +34,21 @@ SETTLE_MS = 20_000  # how long a clock move waits at most for what came due
 START_TIMEOUT_S = 120.0  # a first start compiles each component (seconds each)
 
 
+def listening_url(proc: subprocess.Popen[str], log: list[str], timeout_s: float) -> str:
+    """The URL `wkhost serve` says it listens on (its stdout's banner line), once it says
+    it. Raises RuntimeError, with the end of `log` (its stderr's lines), if it exits
+    first or says nothing in `timeout_s`."""
+    end = time.monotonic() + timeout_s
+    assert proc.stdout is not None
+    while time.monotonic() < end:
+        line = proc.stdout.readline()
+        if not line:
+            raise RuntimeError("wkhost serve exited early:\n" + "\n".join(log[-30:]))
+        if "listening on " in line:
+            return line.strip().split("listening on ", 1)[1]
+    raise RuntimeError("wkhost serve did not start in time")
+
+
 class Sandbox:
     """Real components in `wkhost serve` (see the module's doc)."""
 
@@ -68,17 +83,8 @@ class Sandbox:
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True)
         threading.Thread(target=self._drain, daemon=True).start()
-        end = time.monotonic() + START_TIMEOUT_S
-        assert self.proc.stdout is not None
-        while time.monotonic() < end:
-            line = self.proc.stdout.readline()
-            if not line:
-                raise RuntimeError("wkhost serve exited early:\n" + "\n".join(self.log[-30:]))
-            if "listening on " in line:
-                self.url = line.strip().split("listening on ", 1)[1]
-                self._token = (self.root / "data" / "_host" / "admin-token").read_text().strip()
-                return
-        raise RuntimeError("wkhost serve did not start in time")
+        self.url = listening_url(self.proc, self.log, START_TIMEOUT_S)
+        self._token = (self.root / "data" / "_host" / "admin-token").read_text().strip()
 
     def _drain(self) -> None:
         assert self.proc is not None and self.proc.stderr is not None

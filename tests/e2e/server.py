@@ -9,12 +9,13 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
+
+from wkhost.testkit.sandbox import listening_url
 
 REPO = Path(__file__).resolve().parents[2]
 COMPILED = REPO / ".cache" / "compiled"
@@ -57,16 +58,8 @@ class Server:
         self.proc = subprocess.Popen(self.command(), stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True, cwd=REPO, env=self.env)
         threading.Thread(target=self._drain_stderr, daemon=True).start()
-        end = time.monotonic() + timeout
-        assert self.proc.stdout is not None
-        while time.monotonic() < end:
-            line = self.proc.stdout.readline()
-            if not line:
-                raise RuntimeError("wkhost serve exited early:\n" + "\n".join(self.log[-30:]))
-            if "listening on " in line:
-                self.url = line.strip().split("listening on ", 1)[1]
-                return self
-        raise RuntimeError("wkhost serve did not start in time")
+        self.url = listening_url(self.proc, self.log, timeout)
+        return self
 
     def _drain_stderr(self) -> None:
         assert self.proc is not None and self.proc.stderr is not None
