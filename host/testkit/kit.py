@@ -19,12 +19,22 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from wkguest.durations import Duration, to_ms
 from wkguest.types import Response
 
 from .guest import Fetch
+from .stubbed import (
+    STUB_ACTOR,
+    STUB_URL,
+    STUB_WORKFLOW,
+    CallAnswer,
+    ChildAnswer,
+    Stubs,
+    call_handler,
+    child_answer,
+)
 from .workflows import WorkflowInstance
 
 SANDBOX_ENV = "WKHOST_TEST_SANDBOX"
@@ -85,6 +95,8 @@ class Kit:
 
             self.backend = Local(self.root / "actors")
         self._started = False
+        self.stubs = Stubs()
+        self.backend.on_fetch(STUB_URL + "/", self.stubs.answer)
 
     # -- what it serves ------------------------------------------------------------------
     def serve(self, cls: str, app: str | Path, *, internal: bool = False) -> None:
@@ -105,6 +117,23 @@ class Kit:
         that matches answers; a fetch no prefix matches fails as denied."""
         handler = answer if callable(answer) else (lambda _req: answer)
         self.backend.on_fetch(url_prefix, handler)
+
+    def on_call(self, cls: str, answer: CallAnswer, *, internal: bool = False) -> None:
+        """Serve class `cls` as the test's own: each request to any of its actors (from
+        an actor, or `call`) is answered by `answer`, a function of the request (a
+        `wkhost.testkit.stubbed.Call`: cls, id, method, path, query, headers, body,
+        sender, json()) or one canned Response."""
+        self.serve(cls, STUB_ACTOR, internal=internal)
+        self.stubs.calls[cls] = call_handler(answer)
+
+    def mock_child(self, cls: str, *, output: Any = None, error: str | None = None,
+                   answer: ChildAnswer | None = None) -> None:
+        """Serve workflow class `cls` as the test's own: each instance (a child a
+        workflow starts, say) completes with `output`, or fails with `error`; or as
+        `answer(id, input)` says ({"output": value} or {"error": text}). Its one step is
+        named "wk-kit: the mocked outcome"."""
+        self.serve(cls, STUB_WORKFLOW)
+        self.stubs.children[cls] = child_answer(output, error, answer)
 
     # -- requests and time -------------------------------------------------------------
     def call(self, cls: str, id: str, method: str = "POST", path: str = "/",

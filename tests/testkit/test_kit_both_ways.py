@@ -10,13 +10,16 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from wkguest.types import Response
 from wkhost.testkit import Fetch, Kit, WorkflowClass
+from wkhost.testkit.stubbed import Call
 
 REPO = Path(__file__).resolve().parents[2]
 FLOW = REPO / "tests" / "guests" / "kit_flow.py"
+PARENT = REPO / "tests" / "guests" / "kit_parent.py"
 DAY = 86_400_000
 
 
@@ -27,16 +30,35 @@ def _quote(req: Fetch) -> Response:
     return Response.json({"fee": amount // 100})
 
 
+def _pricing(call: Call) -> Response:
+    return Response.json({"sku": call.path.rsplit("/", 1)[1], "query": call.query,
+                          "by": call.sender, "cents": 1200})
+
+
+def _shipping(id: str, input: Any) -> dict[str, Any]:
+    if input["fragile"]:
+        return {"error": "no courier takes glass"}
+    return {"output": {"tracking": f"T-{id}"}}
+
+
 @pytest.fixture(scope="module", params=["cpython", pytest.param("sandbox",
                                                                   marks=pytest.mark.e2e)])
-def flows(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-          ) -> Iterator[WorkflowClass]:
-    kit = Kit(sandbox=request.param == "sandbox", root=tmp_path_factory.mktemp("kit"))
+def kit(request: pytest.FixtureRequest) -> Iterator[Kit]:
+    kit = Kit(sandbox=request.param == "sandbox")
     kit.on_fetch("https://pay.example.test/quote", _quote)
+    kit.on_call("pricing", _pricing)
+    kit.mock_child("shipping", answer=_shipping)
+    kit.serve_workflow("parents", PARENT)
+    kit.serve_workflow("flows", FLOW)
     try:
-        yield kit.serve_workflow("flows", FLOW)
+        yield kit
     finally:
         kit.close()
+
+
+@pytest.fixture
+def flows(kit: Kit) -> WorkflowClass:
+    return WorkflowClass(kit, "flows")
 
 
 def test_a_run_skips_its_sleep_and_takes_the_event(flows: WorkflowClass) -> None:
@@ -147,3 +169,19 @@ def test_waiting_for_a_state_it_cannot_reach_says_where_it_is(flows: WorkflowCla
     with pytest.raises(AssertionError, match="waiting, waiting for approved"):
         wf.wait_for_status("completed", within="1 hour")
     json.dumps(wf.status().wake_at)  # still readable after the failed wait
+
+
+def test_an_actor_the_test_answers_and_a_mocked_child(kit: Kit) -> None:
+    parent = WorkflowClass(kit, "parents").instance("p-1")
+    parent.start({"sku": "mug"})
+    st = parent.wait_for_status("completed")
+    assert st.output == {"price": {"sku": "mug", "query": "currency=EUR",
+                                   "by": "actor parents/p-1", "cents": 1200},
+                         "shipped": {"tracking": "T-ship-p-1"}}
+
+
+def test_a_mocked_childs_failure_fails_its_parent(kit: Kit) -> None:
+    parent = WorkflowClass(kit, "parents").instance("p-2")
+    parent.start({"sku": "vase", "fragile": True})
+    st = parent.wait_for_status("failed")
+    assert "no courier takes glass" in (st.error or "")
