@@ -46,7 +46,8 @@ class HostConfig:
     # before. Shareable between hosts: entries are written atomically.
     cache_dir: Path | None = flag(
         None, "--cache-dir", "compiled components, shared by every server and data directory "
-        "(default $XDG_CACHE_HOME/wkhost/compiled or ~/.cache/wkhost/compiled)",
+        "(default $WKHOST_COMPILED_DIR, else $XDG_CACHE_HOME/wkhost/compiled or "
+        "~/.cache/wkhost/compiled)",
         parse=Path, metavar="DIR")
     # Budgets per event.
     cpu_budget_ms: int = flag(50, "--cpu-budget-ms",

@@ -27,8 +27,10 @@ from wkhost.storage.files import wait_new_files
 REPO = Path(__file__).resolve().parent.parent
 CACHE_DIR = REPO / ".cache" / "components"
 # The test kit's sandbox (wkhost.testkit, `--wk-sandbox`) builds with `wkhost build`'s
-# cache, WKHOST_CACHE_DIR: the suite's, so each component is built once a run.
+# cache, WKHOST_CACHE_DIR, and serves with `wkhost serve`'s compile cache,
+# WKHOST_COMPILED_DIR: the suite's, so each component is built and compiled once a run.
 os.environ.setdefault("WKHOST_CACHE_DIR", str(CACHE_DIR))
+os.environ.setdefault("WKHOST_COMPILED_DIR", str(REPO / ".cache" / "compiled"))
 
 BuildGuest = Callable[[str | Path], Path]
 

@@ -91,8 +91,11 @@ def _remember_key(memo: Path, key: str) -> None:
 
 def default_cache_dir() -> Path:
     """Where `wkhost serve` keeps compiled components unless told (--cache-dir):
-    $XDG_CACHE_HOME/wkhost/compiled, else ~/.cache/wkhost/compiled, beside the build
-    cache (host/engine/build_cache.py)."""
+    $WKHOST_COMPILED_DIR, else $XDG_CACHE_HOME/wkhost/compiled, else
+    ~/.cache/wkhost/compiled, beside the build cache (host/engine/build_cache.py, whose
+    own is $WKHOST_CACHE_DIR)."""
+    if env := os.environ.get("WKHOST_COMPILED_DIR"):
+        return Path(env)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "wkhost" / "compiled"
 

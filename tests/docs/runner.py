@@ -218,6 +218,7 @@ def _environment(port: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("WKHOST_")}
     env["PATH"] = f"{REPO / '.venv' / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     env["WKHOST_CACHE_DIR"] = str(REPO / ".cache" / "components")
+    env["WKHOST_COMPILED_DIR"] = str(COMPILED)  # a test kit's sandbox serves with it too
     env["WKHOST_SERVER"] = f"http://127.0.0.1:{port}"
     env["PYTHONIOENCODING"] = "utf-8"
     env["TERM"] = "dumb"  # no colours, no cursor moves
