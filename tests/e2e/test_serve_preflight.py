@@ -133,7 +133,9 @@ class DefaultCacheServer(Server):
 
 def test_a_new_data_directory_reuses_what_another_compiled_and_compiling_says_so(
         tmp_path: Path, probe_wasm: Path) -> None:
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    # The user's default: no WKHOST_COMPILED_DIR (the suite sets it for its own servers).
+    env = {**{k: v for k, v in os.environ.items() if k != "WKHOST_COMPILED_DIR"},
+           "XDG_CACHE_HOME": str(tmp_path / "xdg")}
     first = DefaultCacheServer(tmp_path / "one", {"probe": probe_wasm}, env=env).start(300)
     try:
         assert first.request("GET", "/probe/a/now")[0] == 200

@@ -8,6 +8,11 @@ Input {"amount": int, "flaky": int}:
 - "cool-off": sleeps 3 days;
 - "approved": waits up to 1 day for the event;
 - emits "charged", registers the query "progress", returns what it got.
+
+Input {"sku": text, "fragile": bool} instead: a parent whose neighbours the test answers
+itself (served as a class of its own, `parents`, from the same component): a step calls
+the `pricing` actor, then it runs a child of the workflow class `shipping`; it returns
+{"price": the pricing actor's answer, "shipped": the child's output}.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from wkguest import http, sqlite
+from wkguest import actors, http, lifecycle, sqlite
 from wkguest.workflow import Run, serve
 
 THREE_DAYS = "3 days"
@@ -38,7 +43,24 @@ def charge(wf: Run, flaky: int) -> str:
     return f"ch-{attempt}"
 
 
+def price(sku: str) -> Any:
+    r = actors.call("pricing", "main", "GET", f"/price/{sku}", query="currency=EUR")
+    if r.status != 200:
+        raise RuntimeError(f"pricing answered {r.status}")
+    return json.loads(r.body)
+
+
+def parent(wf: Run, inp: dict[str, Any]) -> dict[str, Any]:
+    me = lifecycle.self_ref().id
+    p = wf.step("price", lambda: price(inp["sku"]))
+    shipped = wf.child("shipping", f"ship-{me}", {"sku": inp["sku"],
+                                                  "fragile": inp.get("fragile", False)})
+    return {"price": p, "shipped": shipped}
+
+
 def flow(wf: Run, inp: dict[str, Any]) -> dict[str, Any]:
+    if "sku" in inp:
+        return parent(wf, inp)
     progress = {"at": "start"}
     wf.query("progress", lambda _arg: progress)
     q = wf.step("quote", lambda: quote(inp["amount"]))

@@ -2,7 +2,7 @@
 the switch, in the sandbox (the real built component in `wkhost serve --fake-clock`).
 
 One kit per mode for the whole module (the sandbox's server start is paid once); each
-test drives an instance of its own. The workflow is tests/guests/kit_flow.py.
+test drives an instance of its own. The workflows are tests/guests/kit_flow.py's.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from wkhost.testkit.stubbed import Call
 
 REPO = Path(__file__).resolve().parents[2]
 FLOW = REPO / "tests" / "guests" / "kit_flow.py"
-PARENT = REPO / "tests" / "guests" / "kit_parent.py"
 DAY = 86_400_000
 
 
@@ -48,7 +47,7 @@ def kit(request: pytest.FixtureRequest) -> Iterator[Kit]:
     kit.on_fetch("https://pay.example.test/quote", _quote)
     kit.on_call("pricing", _pricing)
     kit.mock_child("shipping", answer=_shipping)
-    kit.serve_workflow("parents", PARENT)
+    kit.serve_workflow("parents", FLOW)  # the same component, as a class of its own
     kit.serve_workflow("flows", FLOW)
     try:
         yield kit
