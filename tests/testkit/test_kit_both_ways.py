@@ -184,3 +184,19 @@ def test_a_mocked_childs_failure_fails_its_parent(kit: Kit) -> None:
     parent.start({"sku": "vase", "fragile": True})
     st = parent.wait_for_status("failed")
     assert "no courier takes glass" in (st.error or "")
+
+
+def test_time_moved_on_demand_fires_each_alarm_at_its_time(flows: WorkflowClass) -> None:
+    wf = flows.instance("on-demand")
+    kit = flows.kit
+    began = kit.now()
+    wf.start({"amount": 100})  # runs what is due now: the steps, then the 3-day sleep
+    assert wf.status().state == "waiting" and wf.status().waiting_for == ()
+    kit.advance("3 days")  # the sleep ends at its time; the wait for approval begins
+    st = wf.status()
+    assert st.waiting_for == ("approved",)
+    assert st.wake_at == began + 4 * DAY  # the wait's day, from when it began
+    kit.advance("1 day")  # its timeout: the wait gives None and the run completes
+    st = wf.status()
+    assert st.state == "completed" and st.output["approved"] is None
+    assert st.output["now"] == began + 4 * DAY
