@@ -26,6 +26,20 @@ export function scaleOf(lanes, ctx) {
   return {t0, t1, width: t1 - t0, pct: (t) => ((Math.min(t, t1) - t0) / (t1 - t0)) * 100};
 }
 
+// Calls draw(px) with el's width once it is laid out and whenever the width changes, until
+// el leaves the page (a refresh draws the timeline anew).
+function onWidth(el, draw) {
+  let px = 0;
+  const watch = new ResizeObserver(([entry]) => {
+    if (!el.isConnected) watch.disconnect();
+    else if (entry.contentRect.width > 0 && entry.contentRect.width !== px) {
+      px = entry.contentRect.width;
+      draw(px);
+    }
+  });
+  watch.observe(el);
+}
+
 // The axis's ticks fit its width (dom.js's ticksOf), drawn again whenever it changes.
 export function axis(s) {
   const el = h("div", {class: "axis", "data-testid": "axis"});
@@ -33,11 +47,7 @@ export function axis(s) {
     class: `tick${x ? "" : " tick-start"}${x * px > px - 40 ? " tick-end" : ""}`,
     "data-testid": "tick", style: {left: `${x * 100}%`}}, text)));
   draw(600);  // until it is laid out
-  const watch = new ResizeObserver(([entry]) => {
-    if (!el.isConnected) watch.disconnect();
-    else if (entry.contentRect.width > 0) draw(entry.contentRect.width);
-  });
-  watch.observe(el);
+  onWidth(el, draw);
   return h("div", {class: "lane axis-lane"},
            h("div", {class: "lane-name muted", title: when(s.t0)}, "host clock (UTC) from ",
              h("span", {"data-testid": "axis-start"}, clock(s.t0))), el);
@@ -79,7 +89,36 @@ function itemEl(it, s, panel) {
   return el;
 }
 
+// Items close in time would cover each other (a bar is at least 6px wide, a mark 11px), and
+// one covered could not be clicked: an item that would leave less than SHOWN_PX of one
+// before it in view goes down to the next row, and the track grows to hold its rows. Later
+// items are drawn over earlier ones, so an item placed is whole; only earlier ones shrink.
+const ROW_PX = 18, SHOWN_PX = 5;
+
+function shownBeside(l, r) {  // what of [pl, pr] an item on [l, r] leaves in view
+  return ([pl, pr]) => (r <= pl || l >= pr ? pr - pl : Math.max(l - pl, pr - r, 0));
+}
+
+function narrowed(l, r) {  // [pl, pr] less its widest part that [l, r] covers
+  return ([pl, pr]) => (r <= pl || l >= pr ? [pl, pr]
+    : l - pl >= pr - r ? [pl, Math.max(pl, l)] : [Math.min(r, pr), pr]);
+}
+
+function stack(track) {
+  const rows = [];  // each row: the parts in view of the items placed in it
+  for (const el of track.children) {
+    const l = el.offsetLeft, r = l + Math.max(el.offsetWidth, 2);
+    let row = rows.findIndex((placed) => placed.every((p) => shownBeside(l, r)(p) >= SHOWN_PX));
+    if (row < 0) row = rows.push([]) - 1;
+    rows[row] = [...rows[row].map(narrowed(l, r)), [l, r]];
+    el.style.marginTop = row ? `${row * ROW_PX}px` : "";
+  }
+  track.style.height = `${Math.max(rows.length, 1) * ROW_PX}px`;
+}
+
 export function laneEl(l, s, panel) {
+  const track = h("div", {class: "track"}, l.items.map((it) => itemEl(it, s, panel)));
+  onWidth(track, () => stack(track));
   return h("div", {class: `lane depth-${l.depth} kind-${l.kind}`,
                    "data-testid": l.depth ? "branch" : "lane",
                    dataset: {step: l.name, kind: l.kind, state: l.state, branch: l.branch}},
@@ -88,7 +127,7 @@ export function laneEl(l, s, panel) {
                l.state ? h("span", {class: `state state-${l.state}`}, l.state) : null, " ",
                h("span", {class: "tag"}, l.tag)),
              l.note ? h("div", {class: "lane-note", "data-testid": "note"}, l.note) : null),
-           h("div", {class: "track"}, l.items.map((it) => itemEl(it, s, panel))));
+           track);
 }
 
 // The panel under the axis, showing the detail of the item chosen before, if it is still
