@@ -20,11 +20,14 @@ $(STAMP): pyproject.toml
 # Debian's postgresql and the user `wkpg` it runs as under root, likewise.
 # The tests run on TEST_WORKERS processes (pytest-xdist; 2 fits this project's 2-core
 # machines: most of a test's time is a server's or a build's, in processes of their own).
-# Set-up is timed apart from the tests; the 25 slowest tests are listed after each run.
+# Set-up is timed apart from the tests (Chromium, PostgreSQL, and every component the
+# suite serves built and compiled: tests/prebuild.py); the 25 slowest tests are listed
+# after each run.
 TEST_WORKERS ?= 2
 test: $(STAMP)
 	@start=$$(date +%s); bash tests/browser/setup_chromium.sh && bash tests/cluster/setup_postgres.sh \
 	  && echo "== set-up of chromium and PostgreSQL: $$(( $$(date +%s) - start )) s"
+	$(PY) -m tests.prebuild
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal --durations=25
 
 # The layout's contracts (pyproject.toml [tool.importlinter]) and size ceilings
