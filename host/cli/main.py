@@ -21,6 +21,7 @@ from .audit import add_audit
 from .call import add_call
 from .options import CliError, Exit, token_attached
 from .schedule import add_schedule
+from .test_cmd import add_test
 from .workflow import add_workflow_command
 
 
@@ -82,7 +83,8 @@ def make_parser(named: str | None = None) -> argparse.ArgumentParser:
     for name, add_command in (("serve", _add_serve), ("call", add_call),
                               ("actors", add_actors), ("build", _add_build),
                               ("workflow", add_workflow_command),
-                              ("schedule", add_schedule), ("audit", add_audit)):
+                              ("schedule", add_schedule), ("audit", add_audit),
+                              ("test", add_test)):
         if name in _DEFERRED and named is not None and named != name:
             sub.add_parser(name, help=_DEFERRED[name])
         else:

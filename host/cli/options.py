@@ -54,7 +54,7 @@ STATEFUL = frozenset({"workflow start", "workflow status"})
 SCHEDULE = frozenset(f"schedule {c}" for c in
                      ("create", "list", "describe", "pause", "resume", "delete"))
 TO_SERVER = frozenset({"call", "actors", "audit"}) | WORKFLOW | SCHEDULE
-EVERY = TO_SERVER | {"build", "serve"}
+EVERY = TO_SERVER | {"build", "serve", "test crash-points"}
 CLIENTS = EVERY - {"serve"}
 OTHERS = CLIENTS - STATEFUL
 _GROUPS = {EVERY: "every command", CLIENTS: "every command but `serve`",
@@ -91,6 +91,8 @@ CONTRACT = (
     Row("1", "the server refused: a bad filter, or a log it cannot read",
         frozenset({"audit"})),
     Row("1", "the build failed (componentize-py's output is printed)", frozenset({"build"})),
+    Row("1", "a boundary failed (the report names it and why), or the run without a kill "
+             "did not end", frozenset({"test crash-points"})),
     Row("1", "it could not start, or stopped on an error", frozenset({"serve"})),
     Row("2", "bad usage: a bad flag or value, a bad class name or id, an input or body "
              "file that cannot be read, an input that is not JSON, no admin token",
@@ -98,6 +100,9 @@ CONTRACT = (
     Row("2", "bad usage: a bad flag or value, an APP that is not a readable .py file",
              frozenset({"build"})),
     Row("2", "bad usage: a bad flag or value", frozenset({"serve"})),
+    Row("2", "bad usage: a bad flag or value, an APP or --actor file that cannot be read "
+             "or is not .wasm or .py, an input that is not JSON, a bad events script",
+        frozenset({"test crash-points"})),
     Row("3", "the server could not be reached, or did not answer in time", TO_SERVER),
     Row("4", "--wait: the --timeout was up before the instance finished (its status "
              "then is printed)", STATEFUL),

@@ -4,6 +4,9 @@ Inert unless the environment names a point when the process starts:
 
     WKHOST_CRASH_AT=sql-after:wk:result   kill right after a statement tagged wk:result
     WKHOST_CRASH_SKIP=2                   ... at its third hit instead of its first
+    WKHOST_CRASH_LIST=FILE                kill nothing: append each point reached to FILE,
+                                          one a line (the crash-point harness's clean run,
+                                          host/testkit/crash_points.py, lists them so)
 
 Points:
     sql-before:TAG, sql-after:TAG   a guest statement whose text starts with /*TAG*/
@@ -33,8 +36,9 @@ import threading
 
 _POINT = os.environ.get("WKHOST_CRASH_AT") or None
 _skip = int(os.environ.get("WKHOST_CRASH_SKIP", "0") or 0)
+_LIST = os.environ.get("WKHOST_CRASH_LIST") or None
 _lock = threading.Lock()
-ARMED = _POINT is not None
+ARMED = _POINT is not None or _LIST is not None
 
 
 def sql_tag(sql: str) -> str | None:
@@ -53,6 +57,9 @@ def statement(sql: str, when: str) -> None:
 
 def hit(point: str) -> None:
     global _skip
+    if _LIST is not None:
+        with _lock, open(_LIST, "a", encoding="utf-8") as f:
+            f.write(point + "\n")
     if point != _POINT:
         return
     with _lock:

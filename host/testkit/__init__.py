@@ -7,14 +7,21 @@
   events, wait for a state while time skips, read its steps, attempts and tables;
 - `check_history`, `record_history` (histories.py): golden histories replayed against
   the current code;
-- the pytest plugin (plugin.py): the `wk_kit` fixture and `--wk-sandbox`.
+- `CrashPoints` (crash_points.py, crash_script.py, crash_report.py): the crash-point
+  harness, a run killed with SIGKILL at each durable boundary and judged against a
+  clean one (`wkhost test crash-points`);
+- the pytest plugin (plugin.py): the `wk_kit` and `wk_crash_points` fixtures and
+  `--wk-sandbox`.
 """
 
 from wkguest.types import Response
 
+from .crash_points import CrashPoints, Target
+from .crash_report import Report
+from .crash_script import Entry
 from .guest import Fetch
 from .kit import Kit, WorkflowClass
 from .workflows import Attempt, Step, WorkflowInstance
 
-__all__ = ["Attempt", "Fetch", "Kit", "Response", "Step", "WorkflowClass",
-           "WorkflowInstance"]
+__all__ = ["Attempt", "CrashPoints", "Entry", "Fetch", "Kit", "Report", "Response", "Step",
+           "Target", "WorkflowClass", "WorkflowInstance"]

@@ -19,7 +19,7 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from wkguest.durations import Duration, to_ms
 from wkguest.types import Response
@@ -36,6 +36,9 @@ from .stubbed import (
     child_answer,
 )
 from .workflows import WorkflowInstance
+
+if TYPE_CHECKING:
+    from .sandbox import Sandbox
 
 SANDBOX_ENV = "WKHOST_TEST_SANDBOX"
 FetchAnswer = Callable[[Fetch], Response] | Response
@@ -81,15 +84,20 @@ class Kit:
 
     __test__ = False
 
-    def __init__(self, *, sandbox: bool | None = None, root: str | Path | None = None) -> None:
+    def __init__(self, *, sandbox: bool | None = None, root: str | Path | None = None,
+                 server_env: dict[str, str] | None = None) -> None:
+        """`server_env`: in the sandbox, more environment for `wkhost serve`'s first
+        start (a `restart` drops it)."""
         self.sandbox = sandbox_wanted() if sandbox is None else sandbox
         self._own_root = root is None
         self.root = Path(root) if root is not None else _temporary_root()
         self.backend: Backend
+        self.sandbox_server: Sandbox | None = None
         if self.sandbox:
             from .sandbox import Sandbox
 
-            self.backend = Sandbox(self.root)
+            self.sandbox_server = Sandbox(self.root, server_env)
+            self.backend = self.sandbox_server
         else:
             from .local import Local
 
@@ -100,7 +108,8 @@ class Kit:
 
     # -- what it serves ------------------------------------------------------------------
     def serve(self, cls: str, app: str | Path, *, internal: bool = False) -> None:
-        """Serve actor class `cls` from the app module at `app` (a path to its .py)."""
+        """Serve actor class `cls` from the app module at `app` (a path to its .py; in
+        the sandbox, also a component built from it, .wasm)."""
         if self._started:
             raise RuntimeError("serve every class before the first request")
         self.backend.serve(cls, app, internal)
@@ -178,6 +187,13 @@ class Kit:
         """Move the clock to `ms` (never back)."""
         if ms > self.now():
             self._backend().skip_to(ms)
+
+    def restart(self) -> None:
+        """Sandbox only: a new `wkhost serve` on the same data directory, as after a
+        crash (the old one, if still running, is killed with SIGKILL)."""
+        if self.sandbox_server is None:
+            raise RuntimeError("restart needs the sandbox: plain CPython has no server")
+        self.sandbox_server.restart()
 
     def _backend(self) -> Backend:
         if not self._started:

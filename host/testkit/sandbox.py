@@ -52,8 +52,9 @@ def listening_url(proc: subprocess.Popen[str], log: list[str], timeout_s: float)
 class Sandbox:
     """Real components in `wkhost serve` (see the module's doc)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, env: dict[str, str] | None = None) -> None:
         self.root = root
+        self.env = dict(env or {})  # the server's first start's own (a restart drops it)
         self.apps: dict[str, tuple[Path, bool]] = {}
         self.fetches = FetchServer()
         self.proc: subprocess.Popen[str] | None = None
@@ -65,7 +66,8 @@ class Sandbox:
     def serve(self, cls: str, app: str | Path, internal: bool = False) -> None:
         path = Path(app).resolve()
         if not path.is_file():
-            raise FileNotFoundError(f"no app at {app}: give the path of its .py file")
+            raise FileNotFoundError(f"no app at {app}: give the path of its .py file "
+                                    "(or of a component built from it, .wasm)")
         self.apps[cls] = (path, internal)
 
     def on_fetch(self, prefix: str, handler: Callable[[Fetch], Response]) -> None:
@@ -73,23 +75,44 @@ class Sandbox:
 
     def start(self) -> None:
         cache = Path(os.environ.get("WKHOST_CACHE_DIR") or default_cache_dir())
-        cmd = [sys.executable, "-m", "wkhost.cli", "serve", "--port", "0", "--processes", "1",
-               "--data", str(self.root / "data"), "--fake-clock", "--fake-clock-start",
-               str(START_MS), "--fetch-via", self.fetches.start()]
+        self._cmd = [sys.executable, "-m", "wkhost.cli", "serve", "--port", "0",
+                     "--processes", "1", "--data", str(self.root / "data"), "--fake-clock",
+                     "--fake-clock-start", str(START_MS), "--fetch-via", self.fetches.start()]
         for cls, (app, internal) in self.apps.items():
-            cmd += ["--actor", f"{cls}={cached_build(app, cache)}"]
+            built = app if app.suffix == ".wasm" else cached_build(app, cache)
+            self._cmd += ["--actor", f"{cls}={built}"]
             if internal:
-                cmd += ["--access", f"{cls}=internal"]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True)
-        threading.Thread(target=self._drain, daemon=True).start()
+                self._cmd += ["--access", f"{cls}=internal"]
+        self._launch({**os.environ, **self.env})
+
+    def restart(self) -> None:
+        """A new server on the same data, after this one stopped (or was killed: SIGKILL
+        if it is still running), without the first start's own environment."""
+        self._stop(kill=True)
+        self._launch(dict(os.environ))
+
+    def stopped(self, wait_s: float = 5.0) -> bool:
+        """Whether the server's process has ended (a crash point killed it, say), given
+        `wait_s` to end: its sockets close a moment before it can be reaped."""
+        if self.proc is None:
+            return False
+        try:
+            self.proc.wait(wait_s)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+
+    def _launch(self, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(self._cmd, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, env=env)
+        threading.Thread(target=self._drain, args=(self.proc,), daemon=True).start()
         self.url = listening_url(self.proc, self.log, START_TIMEOUT_S)
         self._token = (self.root / "data" / "_host" / "admin-token").read_text().strip()
 
-    def _drain(self) -> None:
-        assert self.proc is not None and self.proc.stderr is not None
+    def _drain(self, proc: subprocess.Popen[str]) -> None:
+        assert proc.stderr is not None
         with contextlib.suppress(OSError, ValueError):
-            for line in self.proc.stderr:
+            for line in proc.stderr:
                 self.log.append(line.rstrip("\n"))
 
     # -- requests ---------------------------------------------------------------------
@@ -138,16 +161,20 @@ class Sandbox:
         self._advance(max(0, ms - self._now))
 
     def close(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
+        self._stop(kill=False)
+        self.fetches.stop()
+
+    def _stop(self, kill: bool) -> None:
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.kill() if kill else self.proc.terminate()
             try:
                 self.proc.wait(30)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(10)
-        if self.proc is not None:
-            for pipe in (self.proc.stdout, self.proc.stderr):
-                if pipe is not None:
-                    with contextlib.suppress(OSError, ValueError):
-                        pipe.close()
-        self.fetches.stop()
+        for pipe in (self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    pipe.close()

@@ -48,6 +48,8 @@ class Attempt:
     traceback: str | None
     started_at: int
     ended_at: int | None
+    branch: int | None = None  # a group's branch's index, for a branch's attempt
+    branch_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -132,7 +134,8 @@ class WorkflowInstance:
                 out.append(Step(s["pos"], s["kind"], s["name"], s["state"], s["attempts"],
                                 s["error"], _value(s.get("value")),
                                 [Attempt(a["attempt"], a["outcome"], a["error"],
-                                         a["traceback"], a["started_at"], a["ended_at"])
+                                         a["traceback"], a["started_at"], a["ended_at"],
+                                         a.get("branch"), a.get("name"))
                                  for a in s.get("history", [])]))
             at = doc["next"]
         return out

@@ -12,6 +12,8 @@ Routes (POST, JSON in and out, under /ledger/{id}):
     /release {order, key}                     {"released": "res-<order>"}
     /notify  {order, fail}                    {"notified": order} | 500
     /attempt {key}                            {"n": how many times this key was seen}
+    /invoice {order}                          {"number": the next invoice number}: not
+                                              idempotent on purpose (no key)
     GET /calls                                {"calls": [[op, key, n], ...]}
     GET /charges                              {"charges": [[key, order, amount], ...]}
 """
@@ -63,9 +65,15 @@ def attempt(body: dict[str, Any]) -> Response:
     return Response.json({"n": _count("attempt", body["key"])})
 
 
+def invoice(body: dict[str, Any]) -> Response:
+    # Numbered by how many invoices were asked for, whoever asked: a call made again
+    # takes a new number. A real ledger would key it as the others are.
+    return Response.json({"number": _count("invoice", "")})
+
+
 ROUTES: dict[str, Callable[[dict[str, Any]], Response]] = {
     "/reserve": reserve, "/charge": charge, "/release": release, "/notify": notify,
-    "/attempt": attempt,
+    "/attempt": attempt, "/invoice": invoice,
 }
 
 

@@ -4,7 +4,8 @@ An order reserves stock, optionally packs (a step that traps the first time, to 
 crash inside a step), cools off (a durable sleep), waits for an "approved" event (with a
 timeout), charges (a flaky service: retried with backoff), and notifies (with try_step:
 a failure is handled, not fatal). Every step calls the `ledger` actor with the step's
-idempotency key.
+idempotency key, but one that is not idempotent on purpose (`number_invoice`): the
+crash-point harness (`wkhost test crash-points`) shows what that costs.
 
 Input (a JSON object): item, qty, amount, and the knobs
     charge_failures     how many times the ledger refuses the charge first (default 0)
@@ -12,6 +13,8 @@ Input (a JSON object): item, qty, amount, and the knobs
     cool_off_ms         the sleep (default 1000)
     approve_within_ms   how long to wait for "approved" (default 1 day)
     notify_fails        the notification service is down (default false)
+    number_invoice      a last step takes the next invoice number from the ledger, with
+                        no key: run again, it takes another (default false)
 """
 
 from __future__ import annotations
@@ -64,9 +67,12 @@ def order(wf: Run, inp: dict[str, Any]) -> dict[str, Any]:
     note = wf.try_step("notify", lambda: ledger(
         "/notify", {"order": oid, "fail": inp.get("notify_fails", False)}),
         attempts=2, backoff_ms=500)
-    return {"order": oid, "reservation": reservation["reservation"], "parcel": parcel,
-            "charge": charge["charge_id"], "approved_by": approval.get("by"),
-            "notified": note.ok, "notify_error": note.error}
+    out = {"order": oid, "reservation": reservation["reservation"], "parcel": parcel,
+           "charge": charge["charge_id"], "approved_by": approval.get("by"),
+           "notified": note.ok, "notify_error": note.error}
+    if inp.get("number_invoice"):
+        out["invoice"] = wf.step("invoice", lambda: ledger("/invoice", {"order": oid}))["number"]
+    return out
 
 
 def order_reordered(wf: Run, inp: dict[str, Any]) -> dict[str, Any]:
