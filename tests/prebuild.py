@@ -25,7 +25,8 @@ from tests.conftest import CACHE_DIR, REPO
 COMPILED_DIR = REPO / ".cache" / "compiled"
 # The apps the suite serves: its guests, the examples' actors, the test kit's stubs.
 SOURCES = ["tests/guests/*.py", "examples/counter/app.py", "examples/workflows/*/app.py",
-           "examples/workflows/orders/app_reordered.py", "examples/workflows/ingest/*.py",
+           "examples/workflows/orders/app_reordered.py", "examples/workflows/orders/app_v2.py",
+           "examples/workflows/ingest/*.py",
            "host/testkit/stubs/stub_*.py"]
 NOT_APPS = {"examples/workflows/ingest/flow.py", "host/testkit/stubs/stub_url.py"}
 

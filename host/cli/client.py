@@ -82,6 +82,7 @@ class WorkflowAdmin:
         self.base_url = base_url.rstrip("/")
         self.token = token
         self.timeout = timeout
+        self._builds: dict[str, str] | None = None
 
     # -- the client routes ---------------------------------------------------------
 
@@ -183,6 +184,28 @@ class WorkflowAdmin:
         journal replays to (nothing new runs, nothing is written). WorkflowError
         "no-query" for a name the workflow does not register."""
         return self._call(cls, id, "query", {"name": name, "arg": arg}).get("result")
+
+    def export(self, cls: str, id: str, *, leave_out: tuple[str, ...] = ()) -> dict[str, Any]:
+        """The instance's whole state as a `wk-workflow-export/1` document (JSON-able;
+        the `export` route's, docs/workflow-protocol.md), with `build`: the sha256 of the
+        component that serves `cls` here. Tables in `leave_out` keep their schema only."""
+        doc: dict[str, Any] = self._call(cls, id, "export", {"leave_out": list(leave_out)})
+        doc["build"] = self.builds().get(cls)
+        return doc
+
+    def import_(self, doc: dict[str, Any], cls: str, id: str) -> Status:
+        """Make instance `cls`/`id` of an exported document; its status. Refused
+        ("exists") if the id has an instance."""
+        return Status.from_map(self._call(cls, id, "import", {"document": doc}))
+
+    def builds(self) -> dict[str, str]:
+        """Each class this server serves, by the sha256 of its component (asked once)."""
+        if self._builds is None:
+            status, body, _, _ = self._send("GET", f"{self.base_url}/_wk/classes")
+            if status != 200:
+                raise WorkflowError("refused", _text(body) or f"status {status}", status)
+            self._builds = {n: c["build"] for n, c in json.loads(body)["classes"].items()}
+        return self._builds
 
     def summary(self, cls: str, id: str) -> dict[str, Any]:
         """The status map without the output (see the protocol doc)."""

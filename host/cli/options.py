@@ -49,7 +49,8 @@ STATE_EXITS = {"failed": Exit.WORKFLOW_FAILED, "cancelled": Exit.WORKFLOW_CANCEL
 
 WORKFLOW = frozenset(f"workflow {c}" for c in
                      ("start", "status", "send-event", "cancel", "steps", "list", "events",
-                      "query", "terminate", "pause", "resume", "rescue", "restart", "bulk"))
+                      "query", "terminate", "pause", "resume", "rescue", "restart", "bulk",
+                      "export", "import", "compat"))
 STATEFUL = frozenset({"workflow start", "workflow status"})
 SCHEDULE = frozenset(f"schedule {c}" for c in
                      ("create", "list", "describe", "pause", "resume", "delete"))
@@ -82,8 +83,10 @@ CONTRACT = (
              "after compensations), a bulk move that failed for any instance, a class "
              "that is not a "
              "workflow's, a query the workflow does not register (or whose handler failed, "
-             "or whose journal does not replay), or the host's own error (a trapped "
-             "instance)", WORKFLOW),
+             "or whose journal does not replay), an import to an id that has an instance "
+             "or of a document that does not fit, a compat report with an instance the new "
+             "build would not replay, or the host's own error (a trapped instance)",
+        WORKFLOW),
     Row("1", "the schedule refused: an unknown schedule, a create of one that exists, a "
              "bad cron spec, time zone or policy, a target that is not a workflow class "
              "served there (its message is printed), or a server that serves no schedule "
@@ -95,7 +98,8 @@ CONTRACT = (
              "did not end", frozenset({"test crash-points"})),
     Row("1", "it could not start, or stopped on an error", frozenset({"serve"})),
     Row("2", "bad usage: a bad flag or value, a bad class name or id, an input or body "
-             "file that cannot be read, an input that is not JSON, no admin token",
+             "file that cannot be read, an input that is not JSON (or, to import, not an "
+             "exported document), no admin token",
              TO_SERVER),
     Row("2", "bad usage: a bad flag or value, an APP that is not a readable .py file",
              frozenset({"build"})),

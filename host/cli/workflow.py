@@ -1,11 +1,9 @@
-"""`wkhost workflow ...`: start, follow, signal, cancel and list workflow instances.
-
-Every command goes through the operator path of a running server (host/cli/client.py),
-so internal classes stay closed to the public. Values (inputs, payloads) are JSON on the
-command line; `@FILE` reads them from a file. Exit codes follow the contract in
-host/cli/options.py (docs/cli.md): start and status exit with the code of the state they
-print, so a script can tell failed from cancelled without parsing the text.
-"""
+"""`wkhost workflow ...`: start, follow, signal, cancel and list workflow instances (and,
+in modules of their own, export, import and compat). Every command goes through the
+operator path of a running server (host/cli/client.py), so internal classes stay closed
+to the public. Values (inputs, payloads) are JSON on the command line; `@FILE` reads
+them from a file. Exit codes follow the contract in host/cli/options.py (docs/cli.md):
+start and status exit with the code of the state they print."""
 
 from __future__ import annotations
 
@@ -16,7 +14,7 @@ import textwrap
 import time
 from typing import Any
 
-from . import actors, listing, operate, steps
+from . import actors, compat, listing, operate, steps, transfer
 from .client import Started, Status, WorkflowAdmin, WorkflowError
 from .options import (
     STATE_EXITS,
@@ -84,6 +82,8 @@ def add_workflow_command(sub: Any) -> None:
         add_server_args(p)
         p.add_argument("--json", action="store_true", help="print JSON instead of text")
         p.set_defaults(run=_run, command=name)
+    transfer.add_commands(ws)
+    compat.add_command(ws)
     w.set_defaults(run=lambda args: (w.print_help(), Exit.USAGE)[1])
 
 

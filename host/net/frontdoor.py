@@ -23,9 +23,9 @@
 - With tracing on, a request has a SERVER span with HTTP's attributes, its events'
   spans its children; a client's W3C `traceparent` makes it a child of the client's
   span (host/tracing.py); a malformed one is ignored.
-- `/_wk/...` is the host's own: health, listing a class's actors and the audit log
-  (operator only, host/net/audit.py), and, with `--fake-clock` only, moving the clock
-  (tests). With `--fake-clock` only too, a workflow's `test` route (mocks, reads:
+- `/_wk/...` is the host's own: health, the classes' builds, a class's actors, the audit
+  log (operator only, host/net/audit.py), and, with `--fake-clock` only, moving the
+  clock (tests). With `--fake-clock` only too, a workflow's `test` route (mocks, reads:
   host/net/test_route_gate.py) reaches the actor.
 """
 
@@ -45,7 +45,7 @@ from ..errors import BadRequest, GuestFailed, HostError, Overloaded
 from ..events.holds import HOLD_STATE, is_hold_header
 from ..types import ActorRef, Request, Response, Sender
 from ..wire import ERROR_KIND, answer_headers
-from . import audit, console, listing, metrics_route, test_route_gate
+from . import audit, classes_route, console, listing, metrics_route, test_route_gate
 from .audit_entry import is_protocol_read
 from .bodies import expect_handler, read_body
 from .cluster_door import cluster_middlewares
@@ -86,6 +86,7 @@ def make_app(host: Host, admin_token: str, peer_clients: PeerClients | None = No
         add_peer_routes(app)
     app.router.add_get("/_wk/health", _health)
     listing.add_routes(app)
+    classes_route.add_routes(app)
     audit.add_routes(app)
     if host.config.metrics_route:
         metrics_route.add_routes(app)

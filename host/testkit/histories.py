@@ -5,13 +5,14 @@ the current code still replays it (versioning tests).
 document (the format of wkguest.workflow.testing.history, the runner's own golden files,
 with the actor's class and id beside, which the replay gives the code again), read
 through the protocol's test route, so on CPython and in the sandbox alike.
-`check_history(app, path)` seeds a fresh instance of the app's workflow with it, on plain
-CPython, and replays it dry with the app's current code (the route's `replay`: nothing
-new runs). It raises HistoryMismatch (an AssertionError) when the code reorders or
-renames a recorded position, takes a `patched` branch the history does not hold, ends
-before the recorded positions, goes on past the end of a finished run, or returns
-another result than the recorded one; the message names the position and both calls,
-as the runner's own error does.
+`check_history(app, path)` seeds a fresh instance of the app's workflow with it (or with
+a live instance's export, `wkhost workflow export`'s document), on plain CPython, and
+replays it dry with the app's current code (the route's `replay`: nothing new runs).
+It raises HistoryMismatch (an AssertionError) when the code reorders or renames a
+recorded position, takes a `patched` branch the history does not hold, ends before the
+recorded positions, goes on past the end of a finished run, or returns another result
+than the recorded one; the message names the position and both calls, as the runner's
+own error does.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from .local import Local
 from .workflows import WorkflowInstance
 
 ENDED = ("completed", "failed", "cancelled", "terminated")
+EXPORT_FORMAT = "wk-workflow-export/1"  # `wkhost workflow export`'s (transfer_route.py)
 
 
 class HistoryMismatch(AssertionError):
@@ -75,6 +77,8 @@ def check_history(app: str | Path, history: str | Path | dict[str, Any]) -> Repl
     where = str(history) if not isinstance(history, dict) else "the history"
     doc = history if isinstance(history, dict) else \
         json.loads(Path(history).read_text(encoding="utf-8"))
+    if doc.get("format") == EXPORT_FORMAT:
+        doc = from_export(doc)
     if doc.get("format") != FORMAT or not doc.get("instance"):
         raise ValueError(f"{where} is not a {FORMAT} document of a started instance")
     # The recorded actor's class and id: what the code may read (lifecycle.self_ref).
@@ -94,6 +98,20 @@ def check_history(app: str | Path, history: str | Path | dict[str, Any]) -> Repl
     if r.status != 200:
         raise HistoryMismatch(f"{where}: the replay was refused ({r.status}): {answer}")
     return _verdict(where, doc, answer)
+
+
+def from_export(doc: dict[str, Any]) -> dict[str, Any]:
+    """A `wkhost workflow export` document (a live instance's whole state) as a history:
+    its instance, journal and events."""
+    def rows(table: str) -> list[dict[str, Any]]:
+        t = doc["tables"].get(table) or {"columns": [], "rows": []}
+        return [{c: v for c, v in zip(t["columns"], r, strict=True) if c not in LEFT_OUT}
+                for r in t["rows"]]
+
+    instance = rows(TABLES["instance"][0])
+    return {"format": FORMAT, "now": doc["exported_at"], "note": "exported",
+            "actor": doc["actor"], "instance": instance[0] if instance else None,
+            "steps": rows(TABLES["steps"][0]), "events": rows(TABLES["events"][0])}
 
 
 def _verdict(where: str, doc: dict[str, Any], answer: dict[str, Any]) -> Replayed:

@@ -1,4 +1,5 @@
-"""The order workflow, and a reordered copy of it that stands for a bad deploy.
+"""The order workflow, a reordered copy of it that stands for a bad deploy, and a next
+version that running instances survive (a change behind `wf.patched`, a step appended).
 
 An order reserves stock, optionally packs (a step that traps the first time, to show a
 crash inside a step), cools off (a durable sleep), waits for an "approved" event (with a
@@ -85,3 +86,17 @@ def order_reordered(wf: Run, inp: dict[str, Any]) -> dict[str, Any]:
         "/reserve", {"order": oid, "item": inp["item"], "qty": inp["qty"], "key": key}))
     return {"order": oid, "charge": charge["charge_id"],
             "reservation": reservation["reservation"]}
+
+
+def order_v2(wf: Run, inp: dict[str, Any]) -> dict[str, Any]:
+    """A deploy that running orders survive: orders started after it are gift-wrapped
+    first (behind `wf.patched`: an order whose history predates it replays as before),
+    and every order thanks its customer after the notification (a step after the
+    recorded ones)."""
+    oid = lifecycle.self_ref().id
+    wrapped = None
+    if wf.patched("gift-wrap"):
+        wrapped = wf.step_keyed("wrap", lambda key: ledger("/attempt", {"key": key})["n"])
+    out = order(wf, inp)
+    wf.step("thank", lambda: f"thanks-{oid}")
+    return {**out, "wrapped": wrapped} if wrapped is not None else out

@@ -19,8 +19,10 @@ Routes (`/wk-workflow/v1/<route>`, CBOR map bodies; docs/workflow-protocol.md):
     child-done  POST   a child's notice that it finished (actors only; children/notices.py)
     terminate, pause, resume, rescue, restart
              POST      an operator's moves (operator/moves.py): each answers the status after it
-    test     POST      a test's mocks, reads and dry replay (operators only, an instance not
-                       started too; test_route.py): only a host with --fake-clock lets it in
+    test, export, import
+             POST      operators' tools, on an id not started too: a test's mocks, reads
+                       and dry replay (test_route.py; only with --fake-clock); the whole
+                       state as a document, and one made an instance (transfer_route.py)
 
 The start is answered here; the other routes by routes.py (and the features' own: the
 emitted events, the steps route, the operator's moves).
@@ -45,7 +47,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from . import routes, test_route
+from . import routes, test_route, transfer_route
 from .children.registry import Registry
 from .core import counted, spans
 from .core.instance import RESTING, StatusRow
@@ -70,7 +72,9 @@ _ROUTES = {"start": "POST", "event": "POST", "cancel": "POST",
            "status": "GET POST", "steps": "GET POST", "summary": "GET POST",
            "events": "GET POST", "query": "GET POST", "child-done": "POST",
            "terminate": "POST", "pause": "POST", "resume": "POST", "rescue": "POST",
-           "restart": "POST", "test": "POST"}
+           "restart": "POST", "test": "POST", "export": "POST", "import": "POST"}
+_TOOLS = {"test": test_route.answer, "export": transfer_route.export,
+          "import": transfer_route.import_}
 
 
 class Protocol:
@@ -119,14 +123,14 @@ class Protocol:
             return refuse(405, "method", f"{route} takes {allowed.replace(' ', ' or ')}")
         if route == "child-done" and sender != "actor":
             return refuse(403, "forbidden", "child-done is a child workflow's, an actor's")
-        if route == "test" and sender != "operator":
-            return refuse(403, "forbidden", "test (a test's route) is an operator's")
+        if route in _TOOLS and sender != "operator":
+            return refuse(403, "forbidden", f"{route} (a tool's route) is an operator's")
         try:
             msg = message(body)
             if route == "start":
                 return self._start(msg, row, sender, hold_state)
-            if route == "test":
-                return test_route.answer(self.runner, msg)
+            if route in _TOOLS:
+                return _TOOLS[route](self.runner, msg)
             if row is None:
                 return refuse(404, "unknown", "no such workflow instance (never started, "
                               "or past its retention)")
@@ -272,7 +276,6 @@ class Protocol:
         return out
 
 
-
 def _parent_field(msg: dict[str, Any]) -> tuple[str, str] | None:
     """A start's `parent: {cls, id}` (a child workflow's start), or None."""
     p = msg.get("parent")
@@ -287,8 +290,7 @@ def _parent_field(msg: dict[str, Any]) -> tuple[str, str] | None:
     return p["cls"], p["id"]
 
 
-def _reads_status(path: str) -> bool:
-    """A request that reports the instance's state: it records a pending cut first."""
+def _reads_status(path: str) -> bool:  # it reports the state: a pending cut noted first
     return path.rsplit("/", 1)[-1] in ("status", "summary", "steps")
 
 

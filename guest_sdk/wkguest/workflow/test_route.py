@@ -12,7 +12,8 @@ One of, in the request's CBOR map:
   nothing new runs, nothing is written). Answers `{"ended": BOOL, "position": INT,
   "output": VALUE, "error": TEXT | null}`: whether the function ended over the journal
   (and what it returned), or where it stopped for new work; `error` when the journal
-  does not replay with this code (the reorder's text names the position and both calls).
+  does not replay with this code (the reorder's text names the position and both calls),
+  with its `kind`: reordered, undecodable (a recorded value or the input), or code.
 """
 
 from __future__ import annotations
@@ -71,7 +72,8 @@ def _replay(runner: Runner) -> Reply:
     try:
         got = dry_replay.replay(runner)
     except dry_replay.NotReplayable as e:
-        return reply({"ended": False, "position": None, "output": None, "error": str(e)})
+        return reply({"ended": False, "position": None, "output": None, "error": str(e),
+                      "kind": e.kind})
     if got is None:
         raise BadRequest(404, "unknown", "no such workflow instance (never started, or "
                          "past its retention)")

@@ -42,8 +42,14 @@ from .calls import Handler, QueryFrontier
 
 
 class NotReplayable(Exception):
-    """The recorded journal does not replay with this code (reordered, unreadable, a
-    mistake in the code): there is no state to answer from."""
+    """The recorded journal does not replay with this code: there is no state to answer
+    from. `kind`: "reordered" (a recorded position is another call now), "undecodable"
+    (a recorded value or the input does not decode), or "code" (a mistake in the code,
+    or the function raised)."""
+
+    def __init__(self, message: str, kind: str = "code") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class NoQuery(LookupError):
@@ -79,7 +85,7 @@ def replay(runner: Runner) -> Replayed | None:
         journal, input_value = runner.journal_for(loaded)
     except JournalError as e:
         runner.forget()  # the next run reads it all again
-        raise NotReplayable(str(e)) from None
+        raise NotReplayable(str(e), "undecodable") from None
     front = QueryFrontier(store, ro, journal, loaded.pending, runner.config.max_value_bytes,
                         runner.config.run_budget_ms, ro.now())
     front.queries = {}
@@ -108,7 +114,11 @@ def _run(runner: Runner, run: Cursor, input_value: Any, out: list[Any]) -> bool:
         return False
     if isinstance(stop, ContinueAsNew):
         return True  # the run's end: what it recorded is all of it
-    if isinstance(stop, CodeError | Reordered | JournalError):
+    if isinstance(stop, Reordered):
+        raise NotReplayable(str(stop), "reordered")
+    if isinstance(stop, JournalError):
+        raise NotReplayable(str(stop), "undecodable")
+    if isinstance(stop, CodeError):
         raise NotReplayable(str(stop))
     raise stop  # StoreFault, or a signal this replay does not know
 
