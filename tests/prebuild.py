@@ -26,14 +26,25 @@ COMPILED_DIR = REPO / ".cache" / "compiled"
 # The apps the suite serves: its guests, the examples' actors, the test kit's stubs.
 SOURCES = ["tests/guests/*.py", "examples/counter/app.py", "examples/workflows/*/app.py",
            "examples/workflows/orders/app_reordered.py", "examples/workflows/orders/app_v2.py",
-           "examples/workflows/ingest/*.py",
-           "host/testkit/stubs/stub_*.py"]
+           "examples/workflows/ingest/*.py", "host/testkit/stubs/stub_*.py",
+           "tests/e2e/data/*/app.py"]
 NOT_APPS = {"examples/workflows/ingest/flow.py", "host/testkit/stubs/stub_url.py"}
 
 
 def apps() -> list[Path]:
-    found = {p for pattern in SOURCES for p in REPO.glob(pattern)}
+    from wkguest.schedule import APP  # the schedule class, built at a schedule's serve
+
+    found = {p for pattern in SOURCES for p in REPO.glob(pattern)} | {Path(APP)}
     return sorted(p for p in found if str(p.relative_to(REPO)) not in NOT_APPS)
+
+
+def others() -> list[Path]:
+    """The components the suite makes its own way: a probe built from an old commit's
+    tree, and bench_conversion's guest, written by the bench."""
+    from bench.bench_conversion import build_guest
+    from tests.host.test_old_builds import build_old_probe
+
+    return [build_old_probe(), build_guest()]
 
 
 def main() -> int:
@@ -52,7 +63,9 @@ def main() -> int:
     todo = apps()
     with ThreadPoolExecutor(max_workers=2) as pool:
         list(pool.map(one, todo))
-    print(f"== set-up: {len(todo)} components built and compiled (cached by content) in "
+        for wasm in pool.submit(others).result():
+            load_component(engine, wasm, COMPILED_DIR)
+    print(f"== set-up: {len(todo) + 2} components built and compiled (cached by content) in "
           f"{time.monotonic() - began:.0f} s")
     for line in failed:  # the test that serves it fails too, with componentize-py's words
         print(f"   not built: {line}", file=sys.stderr)

@@ -1,9 +1,11 @@
 """A workflow class in the console, in a real browser: the classes page counts its
 instances by state (from the index), each count a link to those instances; its page
-shows when each started, ended and how long it ran, and filters by several states at
-once and by an end of range."""
+shows when each started, ended and how long it ran, filters by several states at once
+and by an end of range, and reports what a new build would do to its instances."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from playwright.sync_api import BrowserContext, expect
 
@@ -46,3 +48,27 @@ def test_counts_by_state_and_each_instances_start_end_and_run(
 
     page.goto(console_url(shop, "/class?cls=orders&until=1"))  # before any of them
     expect(page.locator("#match-count")).to_contain_text("0 match", timeout=WAIT_MS)
+
+
+def test_the_class_page_reports_what_a_new_build_would_do_to_its_instances(
+        shop: Shop, context: BrowserContext, workflow_wasm: dict[str, Path]) -> None:
+    for oid in ("w1", "w2"):
+        shop.app_start(oid, cool_off_ms=0)
+        shop.drive(oid, waiting_for("approved"))
+    before = [shop.steps(oid) for oid in ("w1", "w2")]
+    page = context.new_page()
+    page.goto(console_url(shop, "/class?cls=orders"))
+    log_in(page, shop.server.token)
+    page.fill("#compat-wasm", str(workflow_wasm["orders_reordered"]))
+    page.click("#compat-check")
+    rows = page.locator("[data-testid=compat-row]")
+    expect(rows).to_have_count(2, timeout=60_000)
+    assert [r.get_attribute("data-verdict") for r in rows.all()] == ["reordered"] * 2
+    expect(rows.first).to_contain_text("position 0 was recorded as step 'reserve'")
+    expect(page.locator("[data-testid=compat-summary]")).to_contain_text(
+        "2 instances: 0 replay, 2 would not")
+    assert [shop.steps(oid) for oid in ("w1", "w2")] == before  # only read
+    page.fill("#compat-wasm", "/nowhere/new.wasm")
+    page.click("#compat-check")
+    expect(page.locator("[data-testid=compat-error]")).to_contain_text(
+        "/nowhere/new.wasm: no .wasm file there on the server")

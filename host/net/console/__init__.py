@@ -6,6 +6,7 @@
 - session.py: the cookie and the CSRF token, checked by every process alike.
 - api.py: the reads, as JSON (classes, listing, an instance, a query, the audit log).
 - actions.py: an operator's moves on an instance, each written to the audit log.
+- compat.py: the compatibility report of a class's live instances with a new build.
 - calls.py: wk-workflow/v1 into an instance, as the operator.
 
 The front door's other processes (`for_peers`, on their Unix sockets) serve no console.
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from . import actions, api, pages
+from . import actions, api, compat, pages
 from .session import PATH
 
 
@@ -26,4 +27,5 @@ def add_routes(app: web.Application) -> None:
         return
     api.add_routes(app, PATH)
     actions.add_routes(app, PATH)
+    compat.add_routes(app, PATH)
     pages.add_routes(app, PATH)

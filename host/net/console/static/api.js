@@ -40,3 +40,13 @@ export async function act(cls, id, action, args = {}, note = "") {
   });
   return answer(r);
 }
+
+// Another operator's request that is not a move (the compatibility report): its answer.
+export async function post(name, body) {
+  const r = await fetch(`${BASE}/${name}`, {
+    method: "POST", credentials: "same-origin",
+    headers: {"Content-Type": "application/json", "x-wk-csrf": csrf},
+    body: JSON.stringify(body),
+  });
+  return answer(r);
+}

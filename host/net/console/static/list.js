@@ -3,6 +3,7 @@
 // limit). The page's URL holds the same keys, a label once per K=V, so it bookmarks.
 import {clear, consoleUrl, duration, h, number, stateBadge, table, when} from "./dom.js";
 import {get} from "./api.js";
+import {compatSection} from "./compat.js";
 
 const STATES = ["running", "waiting", "compensating", "paused", "completed", "failed",
                 "cancelled", "terminated", "parked"];
@@ -138,7 +139,8 @@ export async function render(root, params) {
   const cls = params.get("cls");
   const [page, workflow] = await Promise.all([get("actors", query(params)), isWorkflow(cls)]);
   clear(root, h("h1", {}, workflow ? `Workflow instances of ${cls}` : `Actors of ${cls}`),
-        filters(params), results(params, page, workflow));
+        filters(params), results(params, page, workflow),
+        workflow ? compatSection(cls) : null);
 }
 
 export async function refresh(root, params) {
