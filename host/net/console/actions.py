@@ -27,9 +27,9 @@ from aiohttp import web
 from ...errors import BadRequest
 from .. import audit
 from ..audit_entry import DESCRIBED_BYTES, Answered, describe
-from .api import json_answer
+from .api import json_answer, refused
 from .calls import CBOR, Answer, call, error_of, target
-from .session import caller_of_session, refusal, session_of
+from .session import caller_of_session
 
 NOTE = "console"
 _NOTE_CHARS = 400
@@ -47,11 +47,9 @@ def add_routes(app: web.Application, prefix: str) -> None:
 
 
 async def _action(request: web.Request) -> web.Response:
-    why = refusal(request)
-    if why is not None:
-        # 401 asks to log in: only for a request without a valid session. One with a
-        # session that may not act (another origin, no CSRF token) is forbidden.
-        return json_answer({"error": why}, 401 if session_of(request) is None else 403)
+    no = refused(request)
+    if no is not None:
+        return no
     try:
         cls, actor_id, route, msg, note = parsed(await request.read())
     except BadRequest as e:

@@ -35,7 +35,7 @@ from ...storage.paths import db_path
 from .. import audit, listing
 from ..peers import list_page
 from .calls import PROTOCOL, SCHEDULE, Answer, call, error_of
-from .session import session_of
+from .session import refusal, session_of
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _STEP_PAGES = 10  # of 100 positions each: what one instance page shows at most
@@ -71,6 +71,16 @@ def _guarded(handler: Handler) -> Handler:
 
 def json_answer(doc: Any, status: int = 200) -> web.Response:
     return web.json_response(doc, status=status, headers={"Cache-Control": "no-store"})
+
+
+def refused(request: web.Request) -> web.Response | None:
+    """The answer to an operator's request that may not go on (session.py's `refusal`):
+    401, which asks to log in, only without a valid session; one with a session that may
+    not act (a reader's, another origin, no CSRF token) is forbidden. None: it may."""
+    why = refusal(request)
+    if why is None:
+        return None
+    return json_answer({"error": why}, 401 if session_of(request) is None else 403)
 
 
 def _param(request: web.Request, name: str) -> str:

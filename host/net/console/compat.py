@@ -22,8 +22,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from .api import json_answer
-from .session import refusal, session_of
+from .api import json_answer, refused
 
 TIMEOUT_S = 600  # a class with thousands of live instances takes minutes
 
@@ -33,9 +32,9 @@ def add_routes(app: web.Application, prefix: str) -> None:
 
 
 async def _compat(request: web.Request) -> web.Response:
-    why = refusal(request)
-    if why is not None:
-        return json_answer({"error": why}, 401 if session_of(request) is None else 403)
+    no = refused(request)
+    if no is not None:
+        return no
     try:
         doc = json.loads(await request.read())
         cls, wasm = str(doc["cls"]), Path(str(doc["wasm"]))
