@@ -226,8 +226,11 @@ class EpochTicker:
         self._thread.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        self._wake.set()
+        # Under the lock: the thread clears `_wake` under it before it sleeps, and a
+        # stop said between its tick and that clear would be cleared with it.
+        with self._lock:
+            self._stop.set()
+            self._wake.set()
         if self._thread.is_alive():
             self._thread.join(timeout=1)
 
@@ -255,7 +258,7 @@ class EpochTicker:
             with self._lock:
                 quiet = 0 if self._running or self._entered != seen else quiet + 1
                 seen = self._entered
-                if quiet >= IDLE_TICKS:
+                if quiet >= IDLE_TICKS and not self._stop.is_set():
                     self._asleep = True
                     self._wake.clear()
             if quiet >= IDLE_TICKS:
