@@ -137,7 +137,7 @@ def probe_wasm(build_guest: BuildGuest) -> Path:
 
 # Threads that live for the process by design, started once by whoever needs them first;
 # what matters is that their queues are empty between tests, not that they end.
-PROCESS_THREADS = ("wk-new-file-sync", "wk-dns", "wk-sql-watch")
+PROCESS_THREADS = ("wk-new-file-sync", "wk-dns", "wk-sql-watch", "wk-overlap")
 # Where a test must also leave no thread, no child process and no environment change of
 # its own behind. The e2e tests (servers in processes of their own, each with a thread
 # draining its output) are held to the draining only, not yet to this.

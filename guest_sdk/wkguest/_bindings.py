@@ -17,10 +17,11 @@ from wit_world.imports import (
     lifecycle,
     log,
     metrics,
+    overlap,
     sqlite,
     trace,
     types,
 )
 
 __all__ = ["Err", "actors", "alarm", "attributes", "exports", "http", "lifecycle", "log",
-           "metrics", "sqlite", "trace", "types"]
+           "metrics", "overlap", "sqlite", "trace", "types"]

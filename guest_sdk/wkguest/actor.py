@@ -34,7 +34,7 @@ from typing import Any
 # the app after importing it, and a module first imported at run time is not found. So
 # any app that calls export() can reach all of the SDK, even through a lazy import.
 from wkguest import _bindings as _b
-from wkguest import actors, alarm, http, lifecycle, metrics, sqlite, trace  # noqa: F401
+from wkguest import actors, alarm, http, lifecycle, metrics, overlap, sqlite, trace  # noqa: F401
 from wkguest.codec import from_wire, to_wire
 from wkguest.errors import InitError
 from wkguest.types import PUBLIC, ActorRef, Request, Response, Sender

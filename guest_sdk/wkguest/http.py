@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from wkguest import _bindings as _b
-from wkguest import readonly
+from wkguest import idempotency, readonly
 from wkguest.codec import from_wire, to_wire
 from wkguest.errors import FetchError, FetchKind
 from wkguest.types import HttpResponse
@@ -37,6 +37,9 @@ def fetch(
     "incomplete" (body cut short), "connect", "invalid" (malformed request);
     ValueError for a negative `timeout_ms`; ReadOnlyError while code that may only read
     runs (`wkguest.readonly`), before anything is sent.
+
+    Inside a workflow's step, a POST, PUT, PATCH or DELETE carries an Idempotency-Key
+    that is the same in every attempt (wkguest/idempotency.py).
     """
     readonly.refuse("an HTTP fetch")
     if timeout_ms is not None and timeout_ms < 0:
@@ -45,7 +48,7 @@ def fetch(
     req = _b.http.HttpRequest(
         method=method,
         url=url,
-        headers=[(str(k), str(v)) for k, v in headers],
+        headers=list(idempotency.keyed(method, [(str(k), str(v)) for k, v in headers])),
         body=to_wire(raw),
         timeout_ms=None if timeout_ms is None else min(int(timeout_ms), 2**32 - 1),
     )

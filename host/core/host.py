@@ -167,7 +167,8 @@ class Host:
     def _interface_host(self) -> InterfaceHost:
         # An actor's call goes straight to the Requests: the Host has no method for it.
         return InterfaceHost(self.config, self.clock, self.actor_ref,
-                             self._requests.call_from_actor, self.long_wait)
+                             self._requests.call_from_actor, self._requests.call_beside,
+                             self.long_wait)
 
     def start(self) -> None:
         if self.index.was_unclean:

@@ -23,6 +23,7 @@ class InterfaceHost:
     def __init__(self, config: HostConfig, clock: Clock,
                  actor_ref: Callable[[str, str], ActorRef],
                  call_from_actor: Callable[[ActorRef, Any, Sender, Event], Any],
+                 call_beside: Callable[[ActorRef, Any, Sender, Event, float], Any],
                  long_wait: Callable[[], AbstractContextManager[object]]) -> None:
         self.max_call_depth = config.max_call_depth
         self.fetch_policy: FetchPolicy = config.http
@@ -33,6 +34,7 @@ class InterfaceHost:
         self.output_cap = config.max_guest_output_bytes
         self.actor_ref = actor_ref
         self.call_from_actor = call_from_actor
+        self.call_beside = call_beside
         self.long_wait = long_wait
 
 

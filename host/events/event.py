@@ -75,6 +75,9 @@ class Event:
     sql_error: tuple[str, str] | None = None
     call_error: tuple[str, str] | None = None
     fetch_error: tuple[str, str] | None = None
+    # The requests it started without waiting (WIT overlap: interfaces/overlap.py's
+    # InFlight), once it started one.
+    in_flight: Any = None
     # For the metrics (host/metrics.py): how the event ended, if a call into its guest
     # trapped (else None), and the fuel its guest calls burned.
     outcome: str | None = None

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, Protocol
 
 from ..config import HostConfig
 from ..errors import BudgetExceeded, DeadlineExceeded, NotOwnerNow, TooLarge, call_kind
@@ -22,6 +22,19 @@ from .classes import ActorClass, check_access, check_protocol
 from .event import Chain, Event
 from .remote import CallsElsewhere, not_served_here
 from .seams import CallExport, RunEvent
+
+
+class Caller(Protocol):
+    """Who makes an actor's call, as `call_from_actor` reads it: an Event, or a call
+    made beside one (`_Beside`)."""
+
+    @property
+    def chain(self) -> Chain: ...
+
+    @property
+    def bound(self) -> float: ...
+
+    def cut_by_limit(self) -> bool: ...
 
 
 class Requests:
@@ -70,7 +83,8 @@ class Requests:
         return answer.response(resp)
 
     # -- from actors ----------------------------------------------------------------------
-    def call_from_actor(self, ref: ActorRef, record: Any, sender: Sender, caller: Event) -> Any:
+    def call_from_actor(self, ref: ActorRef, record: Any, sender: Sender, caller: Caller
+                        ) -> Any:
         """`actors.call` (interfaces/actors.py, through core/links.py): the request and
         response records pass through unconverted. Who serves `ref` is asked once; one
         served elsewhere is called through `remote`, while this event's run slot serves
@@ -105,6 +119,14 @@ class Requests:
                     f"(lifecycle.narrow-deadline): {call_kind(e)}: {e}") from None
             raise
 
+    def call_beside(self, ref: ActorRef, record: Any, sender: Sender, caller: Event,
+                    deadline: float) -> Any:
+        """An actor call that `caller` started without waiting for it (WIT `overlap`),
+        made on another thread by `deadline`: as `call_from_actor`, on a chain of its
+        own that begins as a copy of the caller's, so that re-entry into any actor of
+        the caller's chain is still refused."""
+        return self.call_from_actor(ref, record, sender, _Beside(caller, deadline))
+
     def call_here(self, ref: ActorRef, record: Any, sender: Sender, chain: Chain,
                   deadline: float) -> Any:
         """See Host.call_here: who serves `ref` was asked where the call came in."""
@@ -116,6 +138,18 @@ class Requests:
             raise TooLarge(f"{ref}'s response body ({len(out.body)} bytes) is over the "
                            f"{cap}-byte cap")
         return out
+
+
+class _Beside:
+    """The caller of a call made beside its event (`call_beside`), as `call_from_actor`
+    reads one: a chain of its own, and its own deadline (which no narrowing cut)."""
+
+    def __init__(self, caller: Event, deadline: float) -> None:
+        self.chain = Chain(list(caller.chain.stack))
+        self.bound = deadline
+
+    def cut_by_limit(self) -> bool:
+        return False
 
 
 class _Answer:

@@ -14,7 +14,7 @@ from .. import metrics, tracing
 from ..engine import fastconv
 from ..errors import LeaseLost
 from ..traps import TrapKind, host_function_failed
-from . import actors, attributes, http, lifecycle, sqlite
+from . import actors, attributes, http, lifecycle, overlap, sqlite
 from . import alarm as alarms
 from . import log as guest_log
 from . import metrics as guest_metrics
@@ -143,6 +143,7 @@ def make_linker(engine: Engine, host: HostPort[E],
         alarms.register(root, pinned_guard("alarm"), host)
         actors.register(root, pinned_guard("actors"), host)
         http.register(root, pinned_guard("http"), host)
+        overlap.register(root, pinned_guard("overlap"), host)
         lifecycle.register(root, pinned_guard("lifecycle"), host)
         attributes.register(root, pinned_guard("attributes"), host)
         guest_log.register(root, pinned_guard("log"), host)

@@ -72,6 +72,7 @@ class RunningEvent(Protocol):
     sql_error: tuple[str, str] | None
     call_error: tuple[str, str] | None
     fetch_error: tuple[str, str] | None
+    in_flight: Any  # overlap.py's InFlight, once the event started a request without waiting
     guest_spans: Any  # host/guest_spans.py's GuestSpans (WIT trace), once begun
 
     @property
@@ -118,6 +119,11 @@ class ActorCalls(Events[E], Protocol[E]):
     def actor_ref(self, cls: str, actor_id: str) -> ActorRef: ...
 
     def call_from_actor(self, ref: ActorRef, record: Any, sender: Sender, caller: E) -> Any: ...
+
+    def call_beside(self, ref: ActorRef, record: Any, sender: Sender, caller: E,
+                    deadline: float) -> Any:
+        """As `call_from_actor`, made on another thread than the caller's (WIT
+        overlap), by `deadline` (time.monotonic())."""
 
 
 class Fetches(Events[E_co], Protocol[E_co]):

@@ -26,7 +26,7 @@ from typing import Any
 from ..engine.componentize import WIT_DIR, WORLD, componentize_command
 
 INTERFACES = ("actors", "alarm", "attributes", "http", "lifecycle", "log", "metrics",
-              "sqlite", "trace", "types")
+              "overlap", "sqlite", "trace", "types")
 _lock = threading.Lock()
 _installed: dict[str, ModuleType] = {}
 

@@ -104,6 +104,9 @@ class Guest:
     reported: GuestException | None = None
     call_error: tuple[str, str] | None = None
     fetch_error: tuple[str, str] | None = None
+    # WIT overlap: the requests started, each answered at its start (nothing here runs
+    # beside the guest), until wait-any gives them
+    started: dict[int, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.sql = GuestSql(self.path, self.wit["sqlite"], self.err)
@@ -113,6 +116,7 @@ class Guest:
         self.alarm_touched = self.delete_requested = self.trap_read = False
         self.reported = None
         self.call_error = self.fetch_error = None
+        self.started.clear()
 
     def end(self, trapped: Trap | None) -> None:
         """The event ended (`trapped`: why it trapped): the host's rules at its end."""
@@ -145,6 +149,8 @@ class Guest:
             "attributes": {"publish": self._publish},
             "log": {"write": lambda level, message, fields: self.logs.append(
                 (level.name.lower(), message, dict(fields)))},
+            "overlap": {"start_fetch": self._start_fetch, "start_call": self._start_call,
+                        "wait_any": self._wait_any},
             "metrics": {"submit": self.metrics.append},
             "trace": {"current": lambda: "", "begin": lambda name, parent, attrs: 0,
                       "end": lambda span, attrs, error: None},
@@ -207,6 +213,42 @@ class Guest:
             raise self.err(self.fetch_error[1]) from None
         return http.HttpResponse(status=r.status, headers=list(r.headers),
                                  body=to_wire(r.body))
+
+
+    # -- overlap: each request answered as it starts, kept until wait-any gives it -----
+    def _start(self, answer: Callable[[], Any], case: str, failed_case: str,
+               failed_kinds: Any, error_record: type) -> int:
+        o = self.wit["overlap"]
+        try:
+            ended = getattr(o, f"Ended_{case}")(answer())
+        except self.err:
+            failed = self.fetch_error if case == "Fetched" else self.call_error
+            assert failed is not None  # each raise of self.err above notes it first
+            kind, message = failed
+            ended = getattr(o, f"Ended_{failed_case}")(
+                error_record(kind=failed_kinds[kind], message=message))
+        handle = max(self.started, default=0) + 1
+        self.started[handle] = ended
+        return handle
+
+    def _start_fetch(self, req: Any) -> int:
+        http = self.wit["http"]
+        return self._start(lambda: self._fetch(req), "Fetched", "FetchFailed",
+                           http.FetchErrorKind, http.FetchError)
+
+    def _start_call(self, target: Any, req: Any, timeout_ms: int | None) -> int:
+        actors = self.wit["actors"]
+        return self._start(lambda: self._call(target, req), "Called", "CallFailed",
+                           actors.CallErrorKind, actors.CallError)
+
+    def _wait_any(self, handles: list[int], timeout_ms: int | None) -> Any:
+        for h in handles:
+            if h not in self.started:
+                raise self.err(f"invalid: handle {h} is not a request of this event in "
+                               "flight")
+        if not handles:
+            raise self.err("invalid: wait-any was given no handle")
+        return handles[0], self.started.pop(handles[0])
 
 
 def _error(record: type, kinds: Any, failed: tuple[str, str] | None) -> Any:

@@ -74,6 +74,10 @@ Other actors and the network
                               {"status", "body": str, "headers"} | {"error": CallError reason}
   POST /fetch  body {"url", "method"?, "body"?: str, "headers"?, "timeout_ms"?}
                               {"status", "body": str, "headers"} | {"error_kind", "error"}
+  POST /overlap  body {"requests": [{"fetch": {as /fetch}} | {"call": {as /call,
+                              "timeout_ms"?}}, ...]}   all made together (wkguest.overlap):
+                              {"answers": [{"status", "body"} | {"error_kind", "error"}],
+                              "took_ms"}
   POST /wait-then-call  body {"url", "call": {as /call}}   fetches `url` first (a slow
                               server holds this actor busy), then makes the call; answers
                               as /call, plus "fetched": status | "fetch_error": reason
@@ -101,7 +105,18 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from wkguest import Actor, Request, Response, actors, alarm, export, http, lifecycle, sqlite
+from wkguest import (
+    Actor,
+    Request,
+    Response,
+    actors,
+    alarm,
+    export,
+    http,
+    lifecycle,
+    overlap,
+    sqlite,
+)
 from wkguest import _bindings as _b
 from wkguest import log as guest_log
 from wkguest import metrics as guest_metrics
@@ -386,6 +401,32 @@ def fetch(req: Request) -> Response:
     return _reply(r.status, r.headers, r.body)
 
 
+def overlapped(req: Request) -> Response:
+    """Each of the body's "requests" ({"fetch": {url, method?, headers?, body?,
+    timeout_ms?}} or {"call": {cls, id, method?, path?, body?, timeout_ms?}}) made
+    together (wkguest.overlap): each one's answer or error, in order, and the host
+    time they took together."""
+    async def one(r: dict[str, Any]) -> dict[str, Any]:
+        try:
+            if "fetch" in r:
+                f = r["fetch"]
+                got = await overlap.fetch(f["url"], f.get("method", "GET"),
+                                          [tuple(h) for h in f.get("headers", [])],
+                                          f.get("body", ""), f.get("timeout_ms"))
+            else:
+                c = r["call"]
+                got = await overlap.call(c["cls"], c["id"], c.get("method", "POST"),
+                                         c.get("path", "/"), c.get("body", ""),
+                                         timeout_ms=c.get("timeout_ms"))
+        except (FetchError, CallError) as e:
+            return {"error_kind": e.kind, "error": str(e)}
+        return {"status": got.status, "body": got.body.decode("utf-8", "replace")}
+
+    began = lifecycle.now()
+    answers = overlap.run(*(one(r) for r in req.json()["requests"]))
+    return _ok(answers=answers, took_ms=lifecycle.now() - began)
+
+
 def wait_then_call(req: Request) -> Response:
     d = req.json()
     try:
@@ -503,6 +544,7 @@ ROUTES: dict[str, Callable[[Request], Response]] = {
     "/call": call,
     "/fetch": fetch,
     "/wait-then-call": wait_then_call,
+    "/overlap": overlapped,
     "/chain": chain,
     "/wasi": wasi,
 }
