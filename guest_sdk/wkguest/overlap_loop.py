@@ -11,7 +11,6 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable
 from typing import Any, Protocol, TypeVar, cast
 
-from wkguest import _bindings as _b
 from wkguest import idempotency
 from wkguest.codec import from_wire
 from wkguest.errors import CallError, CallErrorKind, FetchError, FetchKind
@@ -20,11 +19,19 @@ from wkguest.types import HttpResponse, Response
 T = TypeVar("T")
 
 
+def _wit() -> Any:
+    """The bindings, looked up when a request runs: this module is imported by the
+    workflow runner, which imports on plain CPython too (where they do not exist, but
+    for the test kit's). A component imported them with the app (actor.py)."""
+    from wkguest import _bindings
+    return _bindings
+
+
 class Startable(Protocol):
     fetches: bool  # a fetch (else an actor call)
 
     def start(self, within_ms: int | None) -> int:
-        """Start it, cut after `within_ms` if given: its handle. Raises _b.Err."""
+        """Start it, cut after `within_ms` if given: its handle. Raises the bindings' Err."""
 
 
 class Request:
@@ -54,13 +61,13 @@ class Gather:
 
 def _answer(ended: Any) -> Any:
     """What an ended request gives its coroutine: its answer, or its error raised."""
-    v = ended.value
-    if isinstance(ended, _b.overlap.Ended_Fetched):
+    v, o = ended.value, _wit().overlap
+    if isinstance(ended, o.Ended_Fetched):
         return HttpResponse(int(v.status), list(v.headers), from_wire(v.body))
-    if isinstance(ended, _b.overlap.Ended_Called):
+    if isinstance(ended, o.Ended_Called):
         return Response(int(v.status), list(v.headers), from_wire(v.body))
     kind = v.kind.name.lower().replace("_", "-")
-    if isinstance(ended, _b.overlap.Ended_FetchFailed):
+    if isinstance(ended, o.Ended_FetchFailed):
         raise FetchError.from_reason(str(v.message), cast(FetchKind, kind))
     raise CallError(str(v.message), cast(CallErrorKind, kind))
 
@@ -118,7 +125,7 @@ class Loop:
             self._resume(task, value, error)
             return
         handles = list(self._waiting)
-        got = _b.overlap.wait_any(handles, None)
+        got = _wit().overlap.wait_any(handles, None)
         if got is None:  # the event's deadline passed: every wait ends with it
             for h in handles:
                 task, fetched = self._waiting.pop(h)
@@ -167,7 +174,7 @@ class Loop:
         try:
             within = task.within_ms() if task.within_ms is not None else None
             handle = req.what.start(within)
-        except _b.Err as e:  # refused: too many in flight
+        except _wit().Err as e:  # refused: too many in flight
             error: Exception = FetchError.from_reason(str(e.value)) \
                 if req.what.fetches else CallError(str(e.value), "refused")
             self._ready.append((task, None, error))

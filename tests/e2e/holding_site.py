@@ -90,10 +90,13 @@ def holding_site(want: int = 1, hold_s: float = 10.0) -> Iterator[HoldingSite]:
                         {k.lower(): v for k, v in self.headers.items()}, body)
             status = site.hold(seen)
             answer = f"{self.command} {self.path}".encode()
-            self.send_response(status)
-            self.send_header("Content-Length", str(len(answer)))
-            self.end_headers()
-            self.wfile.write(answer)
+            try:
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+            except OSError:  # the host was killed while the request was held
+                pass
 
         do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _any  # noqa: N815
 

@@ -5,6 +5,7 @@
             rollback=lambda ctx, output, error: refund(output))
     step.sleep("settle", "1 minute"); step.sleep_until("then", datetime(...))
     review = step.wait_for_event("review", type="reviewed", timeout="1 day")
+    a, b = step.all([step.branch("quote a", quote_a), step.branch("quote b", quote_b)])
 
 `do` is `wf.step` with the config translated (config.py) and a `rollback` as its
 compensation: `rollback(ctx, output, error)` gets the original step's context, the step's
@@ -12,7 +13,8 @@ recorded result and the workflow's failure message (None for a terminate with ro
 and runs with `rollback_config`'s retries and timeout (Cloudflare's defaults otherwise).
 Sleeps are `wf.sleep`/`wf.sleep_until`; a wait is `wf.wait_for_event` of the event's
 type (the journal names the wait by its type), and raises WorkflowTimeoutError when its
-timeout passes first, as Cloudflare throws.
+timeout passes first, as Cloudflare throws. `all` of `branch`es is `wf.all` of Steps:
+TypeScript's `Promise.all` of `step.do`s, whose `async` functions overlap their waits.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from wkguest.durations import format_ms, to_ms
-from wkguest.workflow import CodeError, Compensation, Run, extend
+from wkguest.workflow import CodeError, Compensation, Run, Step, extend
 
 from .config import resolve, step_options
 from .context import StepContext, StepInfo, takes_context
@@ -81,6 +83,31 @@ class WorkflowStep:
             extend.refuse(self._wf, str(e).replace("wf.step(", "step.do(", 1))
         done[:] = [out, self._wf.position - 1]
         return out
+
+    def branch(self, name: str, *args: Any) -> Step:
+        """A step of `all`, not run yet: `branch(name, fn)` or `branch(name, config, fn)`,
+        as `do` takes them (no rollback: a branch has no compensation here)."""
+        what = f"step.branch({name!r})"
+        config, fn = _config_and_fn(args, what)
+        count = self._counts[name] = self._counts.get(name, 0) + 1
+        resolved = resolve(config, f"{what}: the config")
+        info = StepInfo(name, count)
+        opts = step_options(resolved, lambda sc: StepContext(info, resolved,
+                                                             lambda: sc.attempt))
+        if takes_context(fn, what):
+            ctx = StepContext(info, resolved, self._attempt)
+            return Step(name, lambda: fn(ctx), **opts)
+        return Step(name, fn, **opts)
+
+    def all(self, branches: list[Step]) -> list[Any]:
+        """What `Promise.all([step.do(...), ...])` is in TypeScript: the branches
+        (`branch`) run together, and those whose function is `async` (awaiting
+        wkguest.overlap's fetch and call) wait together; their results, in order.
+        Raises the StepFailed of the first to fail for good."""
+        try:
+            return self._wf.all(branches)
+        except CodeError as e:  # a bad option's message names the call the user wrote
+            extend.refuse(self._wf, str(e).replace("wf.all", "step.all", 1))
 
     def sleep(self, name: str, duration: Any) -> None:
         """Wait `duration` ("1 minute", ms, a timedelta), from when it is first reached."""

@@ -15,37 +15,28 @@ The machine keeps no state of its own between calls: the slot and the frontier h
 
 from __future__ import annotations
 
-import json
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ... import idempotency
+from ...overlap_loop import Task
 from ..backend import TRAP_NARROWED_DEADLINE
-from ..errors import NonRetryable, Suspend, UnsupportedValue, ValueTooLarge
-from . import counted, mocks, policy, timeouts, told, tracebacks
+from ..errors import NonRetryable, UnsupportedValue, ValueTooLarge
+from . import counted, mocks, overlapping, policy, timeouts, told, tracebacks
 from .attempt_history import FAILED, RETURNED, TIMED_OUT
-from .attempt_history import STEP as STEP_ONLY
 from .config import Retry
 from .explain import describe
 from .frontier import Frontier
 from .kinds import (
     COUNTED,
-    STEP,
-    STEP_FAILED,
-    STEP_RETRYING,
-    STEP_RETURNED,
-    STEP_RETURNED_TAGGED,
 )
 from .mocks import Rule
+from .step_slot import Outcome, StepSlot
 from .tx import Tables, Transaction
 from .under_way import Attempt, Slot
-from .values import encode, revive
-
-# Exact types, not subclasses: an IntEnum or a str subclass decodes as its base type.
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-
-# (ok, value, error, attempts): what a step came to
-Outcome = tuple[bool, Any, str | None, int]
+from .values import encode
 
 
 @dataclass(frozen=True)
@@ -109,30 +100,59 @@ def _count(front: Frontier, pos: int, slot: Slot, n: int, retry: Retry, now: int
 
 def _run(front: Frontier, att: Attempt, fn: Callable[..., Any], retry: Retry,
          tx: Transaction | None) -> Any:
-    """Run the attempt counted at `att.started_at`, and end it."""
-    n, limit, db, now = att.n, retry.timeout_ms, front.db, att.started_at
+    """Run the attempt counted at `att.started_at`, and end it; or, for a group's async
+    branch, hand its coroutine to the group (overlapping.py) and answer PENDING."""
+    outer = idempotency.current
+    idempotency.current = keys = overlapping.keys_for(att.slot.key, retry)
     front.running = att
     try:
         # A tx attempt's exception has rolled its writes back before it gets here.
-        value = timeouts.call(db, fn if tx is None else lambda: tx.run(fn), limit)
-    except NonRetryable as e:
-        error, tb = describe(e), tracebacks.of(e)
+        value = timeouts.call(front.db, fn if tx is None else lambda: tx.run(fn),
+                              retry.timeout_ms)
+        if inspect.iscoroutine(value):
+            value = overlapping.take(front, att, value, keys, tx, retry.timeout_ms,
+                                     lambda task: _after(front, att, retry, task))
+            if value is overlapping.PENDING:
+                return value
+    except Exception as e:
+        return _raised(front, att, retry, e)
+    finally:
+        front.running = None
+        idempotency.current = outer
+    return _came_to(front, att, retry, value, tx)
+
+
+def _after(front: Frontier, att: Attempt, retry: Retry, task: Task) -> Any:
+    """An overlapping attempt's coroutine ended (`task`): the attempt's end."""
+    if isinstance(task.error, Exception):
+        return _raised(front, att, retry, task.error)
+    return _came_to(front, att, retry, task.value, None)
+
+
+def _raised(front: Frontier, att: Attempt, retry: Retry, e: Exception) -> Any:
+    """The attempt's function raised `e`: failed, or timed out if it ended past its
+    timeout; a NonRetryable is not retried either way."""
+    n, limit, db, now = att.n, retry.timeout_ms, front.db, att.started_at
+    tb = tracebacks.of(e)
+    if isinstance(e, NonRetryable):
+        error = describe(e)
         if timeouts.overran(db, limit, now, e):
             return _ended(front, att, retry, TIMED_OUT, timeouts.message(n, limit, error),
                           traceback=tb)
         return _ended(front, att, retry, FAILED, error, traceback=tb)
-    except Exception as e:
-        tb = tracebacks.of(e)
-        if not timeouts.overran(db, limit, now, e):
-            return _ended(front, att, retry, FAILED, describe(e), e, tb)
-        error = timeouts.message(n, limit, describe(e))
-        return _ended(front, att, retry, TIMED_OUT, error, timeouts.exception(error, e), tb)
-    finally:
-        front.running = None
-    if timeouts.overran(db, limit, now):
+    if not timeouts.overran(db, limit, now, e):
+        return _ended(front, att, retry, FAILED, describe(e), e, tb)
+    error = timeouts.message(n, limit, describe(e))
+    return _ended(front, att, retry, TIMED_OUT, error, timeouts.exception(error, e), tb)
+
+
+def _came_to(front: Frontier, att: Attempt, retry: Retry, value: Any,
+             tx: Transaction | None) -> Any:
+    """The attempt's function returned `value`: returned, or timed out past its timeout."""
+    if timeouts.overran(front.db, retry.timeout_ms, att.started_at):
         if tx is not None:
             tx.rollback()
-        error = timeouts.message(n, limit)
+        error = timeouts.message(att.n, retry.timeout_ms)
         return _ended(front, att, retry, TIMED_OUT, error, timeouts.exception(error, None))
     return _returned(front, att, retry, value, tx)
 
@@ -196,76 +216,10 @@ def _returned(front: Frontier, att: Attempt, retry: Retry, value: Any,
     return slot.returned(value, text, tagged, att.n, now, tx)
 
 
-# -- a step's slot: its journal position ------------------------------------------------
-
 def step(front: Frontier, pos: int, name: str, fn: Callable[..., Any], retry: Retry,
          tables: Tables | None = None) -> Outcome:
-    """One attempt of step `name` at new position `pos` (see `attempt`)."""
+    """One attempt of step `name` at new position `pos` (see `attempt`): its slot is its
+    journal position (step_slot.py)."""
     front.open(pos)
     out: Outcome = attempt(front, pos, StepSlot(front, pos, name), fn, retry, tables)
     return out
-
-
-class StepSlot:
-    """A step's journal position: its pending entry counts the attempts, and its end is
-    the position's final entry. An attempt not due yet stops the run (Suspend)."""
-
-    __slots__ = ("front", "pos", "name", "idx", "key", "pending")
-    records = True
-    carries = True  # its record, retry and final error are the Store's writes
-
-    def __init__(self, front: Frontier, pos: int, name: str) -> None:
-        self.front, self.pos, self.name, self.idx = front, pos, name, STEP_ONLY
-        self.key = f"{front.journal.run_id}-{pos}"
-        self.pending = front.pending_at(pos, STEP_RETRYING, STEP, name)
-
-    def prior(self) -> tuple[int, str | None, int | None, str | None]:
-        p = self.pending
-        if p is None:
-            return 0, None, None, None
-        # The cut, and the error as a run that noted the cut left it (cuts.py): read
-        # again, only for a step with an attempt counted before (never a first attempt).
-        cut, error = self.front.store.attempt_at(self.pos)
-        return p.attempts, error, p.next_attempt_at, cut
-
-    def budget_spent(self, now: int) -> bool:
-        return self.front.budget_spent(now)
-
-    def not_yet(self, at: int) -> Any:
-        raise Suspend("running", at)
-
-    def count(self, attempt: int, error: str, retry_at: int, now: int) -> None:
-        self.front.store.count_attempt(self.pos, self.name, attempt, error, retry_at, now)
-        self.front.pending = None
-
-    def retry_later(self, attempt: int, error: str, at: int, now: int) -> Any:
-        self.front.store.retry_later(self.pos, error, at, now)
-        raise Suspend("running", at)
-
-    def returned(self, value: Any, text: str | None, tagged: bool, attempt: int, now: int,
-                 tx: Transaction | None) -> Outcome:
-        front, pos, name, store = self.front, self.pos, self.name, self.front.store
-        assert text is not None  # a step's value is recorded
-        kind = STEP_RETURNED_TAGGED if tagged else STEP_RETURNED
-        if tx is None:
-            store.put_final(pos, kind, name, text, now, durable=False)
-        else:  # the result inside the attempt's transaction, then its COMMIT
-            tx.commit(lambda: store.put_final(pos, kind, name, text, now, durable=False))
-        front.unsynced = True
-        # A plain scalar comes back from its JSON as itself: decoding it again (slow for
-        # a big str in a guest) would only make an equal copy.
-        raw = value if not tagged and type(value) in _SCALARS else json.loads(text)
-        front.journal.append(kind, name, text, raw)
-        # attempts 0: a replay cannot tell how many attempts a success took, so no run can
-        return True, (revive(raw) if tagged else raw), None, 0
-
-    def give_up(self, error: str, attempts: int) -> Outcome:
-        """The step failed for good with `error` after `attempts`: recorded."""
-        front, pos, name = self.front, self.pos, self.name
-        text = json.dumps([error, attempts], ensure_ascii=False, separators=(",", ":"))
-        front.store.put_final(pos, STEP_FAILED, name, text, front.db.now(), error=error,
-                              durable=False)
-        front.unsynced = True
-        front.journal.append(STEP_FAILED, name, text, [error, attempts])
-        front.pending = None
-        return False, None, error, attempts

@@ -32,6 +32,7 @@ class StepOptions(TypedDict, total=False):
     max_backoff_ms: int
     timeout: Duration | None
     timeout_ms: int | None
+    idempotency_keys: bool | list[str]
     tx: bool | Tables
     compensate: Any  # the step's compensation (saga/compensations.py): run if the workflow fails
 

@@ -20,19 +20,21 @@ position and per event (see the comment above `step`).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any, NoReturn, Protocol, Unpack
 
 from ..errors import CodeError, JournalError, NonRetryable, StepFailed, WorkflowSignal
-from . import attempt
+from . import attempt, overlapping
 from .answers import REPLAY
-from .attempt import Outcome, StepResult
+from .attempt import StepResult
 from .config import Retry, StepOptions
 from .explain import reordered
 from .frontier import Frontier
 from .journal import Journal
 from .kinds import STEP, call_of, state_of
 from .policy import override
+from .step_slot import Outcome
 from .tx import tables_of
 from .values import check_name
 
@@ -203,11 +205,17 @@ class Cursor:
         def guarded(*args: Any) -> Any:  # a tx step's function takes its handle
             self._busy = True
             try:
-                return fn(*args)
+                out = fn(*args)
             finally:
                 self._busy = False
+            if inspect.iscoroutine(out):  # an async step's code runs as it is resumed
+                return overlapping.busy_while(out, self._set_busy)
+            return out
 
         return guarded
+
+    def _set_busy(self, busy: bool) -> None:
+        self._busy = busy
 
     def refuse(self, message: str) -> NoReturn:
         """A mistake in the workflow's code: the instance parks, saying `message`."""

@@ -16,6 +16,10 @@ The options (OPTIONS) of wf.step, step_keyed, try_step, a `Step` branch and a
                           "exponential" (by `factor`), capped by max_backoff_ms (config.py)
     timeout / timeout_ms  each attempt's timeout, a duration or an int of ms; None: none
                           (timeouts.py); not both
+    idempotency_keys      which of the step's fetches carry an Idempotency-Key, the same
+                          in every attempt (wkguest/idempotency.py): True (the default:
+                          POST, PUT, PATCH and DELETE), False (none), or a list of
+                          methods
 
 Every bad option raises at once naming it (the cursor's step, core/cursor.py, makes that
 a CodeError). A delay function that raises or returns no duration fails the step for
@@ -29,13 +33,14 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ...durations import to_ms
+from ...idempotency import UNSAFE_METHODS
 
 if TYPE_CHECKING:
     from .context import StepContext
     from .retry import Retry
 
 OPTIONS = ("attempts", "limit", "backoff_ms", "delay", "backoff", "factor", "max_backoff_ms",
-           "timeout", "timeout_ms")
+           "timeout", "timeout_ms", "idempotency_keys")
 # Two names for one setting: giving both is an error.
 _PAIRS = (("limit", "attempts"), ("delay", "backoff_ms"), ("timeout", "timeout_ms"))
 _MS = "a whole number of milliseconds (an int)"
@@ -125,10 +130,22 @@ def _timeout_ms(name: str, value: object) -> dict[str, Any]:
     return {"timeout_ms": None if value is None else _int(name, value, _MS, hint)}
 
 
+def _idempotency_keys(name: str, value: object) -> dict[str, Any]:
+    if value is True:
+        return {"key_methods": UNSAFE_METHODS}
+    if value is False or value is None:
+        return {"key_methods": frozenset()}
+    if isinstance(value, (list, tuple, set, frozenset)) and all(
+            isinstance(m, str) and m for m in value):
+        return {"key_methods": frozenset(m.upper() for m in value)}
+    raise TypeError(f"step option {name!r} must be True, False or a list of HTTP methods, "
+                    f"not {value!r}")
+
+
 _PARSE: dict[str, Callable[[str, object], dict[str, Any]]] = {
     "attempts": _attempts, "limit": _limit, "backoff_ms": _backoff_ms, "delay": _delay,
     "backoff": _backoff, "factor": _factor, "max_backoff_ms": _max_backoff_ms,
-    "timeout": _timeout, "timeout_ms": _timeout_ms,
+    "timeout": _timeout, "timeout_ms": _timeout_ms, "idempotency_keys": _idempotency_keys,
 }
 
 

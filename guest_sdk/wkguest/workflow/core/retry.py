@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ...durations import Duration
+from ...idempotency import UNSAFE_METHODS
 
 if TYPE_CHECKING:
     from .context import StepContext
@@ -29,7 +30,8 @@ class Retry:
     "exponential": base × factor^(n-1)), never longer than `max_backoff_ms` unless the
     base itself is. `delay_fn(ctx, error)`, if set, gives the base delay after each failed
     attempt instead (policy.py). `timeout_ms`: each attempt's timeout (timeouts.py), None
-    for none. Step options (policy.py) make one from the Config's."""
+    for none. `key_methods`: the methods of the fetches that carry an idempotency key
+    (none: no key). Step options (policy.py) make one from the Config's."""
 
     attempts: int = 5
     backoff_ms: int = 1000
@@ -38,6 +40,8 @@ class Retry:
     backoff_kind: str = EXPONENTIAL
     delay_fn: Callable[[StepContext, Exception], Duration] | None = None
     timeout_ms: int | None = None
+    # The methods whose fetches in a step carry an idempotency key (wkguest/idempotency.py)
+    key_methods: frozenset[str] = UNSAFE_METHODS
 
     def __post_init__(self) -> None:
         if self.attempts < 1:

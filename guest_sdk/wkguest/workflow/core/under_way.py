@@ -32,6 +32,9 @@ class Slot(Protocol):
     # Whether what follows an attempt's end is a write through the Store (the step's
     # record, its retry, its final error), which carries the attempt's history row.
     carries: bool
+    # The group's Overlap (overlapping.py) that drives its coroutine, for a group's step
+    # branch; None: an async function's coroutine runs to its end inside its attempt.
+    overlap: Any
 
     def prior(self) -> tuple[int, str | None, int | None, str | None]:
         """The attempts counted so far, the last one's error, the next one's earliest,

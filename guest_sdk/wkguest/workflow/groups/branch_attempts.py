@@ -13,6 +13,7 @@ from typing import Any
 
 from ..core.frontier import Frontier
 from ..core.kinds import STEP_FAILED, STEP_RETRYING, STEP_RETURNED, STEP_RETURNED_TAGGED
+from ..core.overlapping import Overlap
 from ..core.tx import Transaction
 from .rows import BranchRows, Row
 
@@ -39,15 +40,16 @@ class BranchSlot:
     """Branch `idx` of the group whose rows are `rows`: its attempts' slot."""
 
     __slots__ = ("front", "rows", "row", "idx", "name", "key", "later", "budget", "done",
-                 "records")
+                 "records", "overlap")
     carries = False  # its writes are its group's rows' (rows.py), not the Store's
 
     def __init__(self, front: Frontier, rows: BranchRows, row: Row | None, idx: int,
-                 name: str, key: str, later: Later, budget: Budget,
+                 name: str, key: str, later: Later, budget: Budget, overlap: Overlap,
                  done: Callable[[Any, int], Outcome | None] | None = None) -> None:
         self.front, self.rows, self.row = front, rows, row
         self.idx, self.name, self.key = idx, name, key
         self.later, self.budget = later, budget
+        self.overlap = overlap  # the group's: it drives an async branch's coroutine
         # what a returned attempt does: record the step branch's value (a child branch's
         # start waits for its notice instead)
         self.done = done

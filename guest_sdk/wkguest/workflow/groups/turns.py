@@ -42,6 +42,7 @@ from ..core.kinds import (
     Pending,
 )
 from ..core.moments import check_duration
+from ..core.overlapping import Overlap, Overlapped
 from ..core.values import decode, encode
 from ..errors import Reordered, Suspend, UnsupportedValue, ValueTooLarge
 from .branch_attempts import BranchSlot, Budget, Outcome
@@ -77,6 +78,7 @@ class Turns:
         self.waiting_for: str | None = None
         self.started: set[int] = set()  # child branches whose start was made
         self.budget = Budget(front)  # once spent for one branch, spent for all
+        self.overlap = Overlap(front)  # the async step branches' coroutines
 
     def run(self) -> list[Any]:
         """Move the group on. Returns its entry's record, [decider, outcomes], once it
@@ -96,14 +98,33 @@ class Turns:
         for i, c in enumerate(self.checked):
             row = rows.get(i)
             out = _recorded(row) if row and row.kind in FINAL_KINDS else self._advance(i, c, row)
+            if isinstance(out, Overlapped):  # an async step branch's coroutine: driven below
+                continue
             outcomes[i] = out
-            if out is not None and (self.call == ANY or (out[0] == STEP_FAILED
-                                                          and self.call == ALL)):
+            if self._decides(out):
                 decider = i
                 break
+        if decider is None:
+            decider = self._overlapped(outcomes)
+        self.overlap.abandon()
         if decider is None and (self.call == ANY or None in outcomes):
             self._suspend()
         return self._settle(decider, outcomes)
+
+    def _decides(self, out: Outcome | None) -> bool:
+        return out is not None and (self.call == ANY or (out[0] == STEP_FAILED
+                                                         and self.call == ALL))
+
+    def _overlapped(self, outcomes: list[Outcome | None]) -> int | None:
+        """Drive the coroutines of the async step branches together (overlapping.py),
+        each attempt ended as its coroutine ends: the branch that decides the group, if
+        one does before all have ended."""
+        while (ended := self.overlap.next_ended()) is not None:
+            i, out = ended
+            outcomes[i] = out
+            if self._decides(out):
+                return i
+        return None
 
     def _check(self, rows: dict[int, Row]) -> None:
         for i, row in rows.items():
@@ -150,7 +171,7 @@ class Turns:
 
     # -- each kind of branch -------------------------------------------------------
 
-    def _advance(self, i: int, c: Checked, row: Row | None) -> Outcome | None:
+    def _advance(self, i: int, c: Checked, row: Row | None) -> Outcome | Overlapped | None:
         b = c.branch
         if isinstance(b, Step):
             f = b.f
@@ -169,13 +190,14 @@ class Turns:
             lambda _v, _n: self._child_started(i, c.name))
 
     def _attempt(self, i: int, c: Checked, row: Row | None, fn: Callable[[], Any],
-                 done: Callable[[Any, int], Outcome | None] | None = None) -> Outcome | None:
+                 done: Callable[[Any, int], Outcome | None] | None = None
+                 ) -> Outcome | Overlapped | None:
         """An attempt of branch `i`'s step (or of its child's start: `done`), by the one
         attempt machine (core/attempt.py) over the branch's row."""
         assert c.retry is not None
         slot = BranchSlot(self.front, self.rows, row, i, c.name, self.key(i), self._later,
-                          self.budget, done)
-        out: Outcome | None = attempt(self.front, self.pos, slot, fn, c.retry)
+                          self.budget, self.overlap, done)
+        out: Outcome | Overlapped | None = attempt(self.front, self.pos, slot, fn, c.retry)
         return out
 
     def _wake_at(self, i: int, kind: str, name: str, ms: object, what: str, row: Row | None,

@@ -1,0 +1,39 @@
+"""Which fetches of a step carry an idempotency key (wf.step's `idempotency_keys`), for
+tests/testkit/test_kit_overlap.py. Each step POSTs and PUTs once to
+https://keys.example.test/<step>:
+    default   keyed: POST and PUT (the step's key, then "-2")
+    none      idempotency_keys=False: neither
+    only_put  idempotency_keys=["PUT"]: the PUT only (the step's key)
+    alone     an `async` step on its own position: two POSTs gathered (wkguest.overlap),
+              each under the gather's own count ("<key>-1.0", "<key>-1.1")
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from wkguest import http, overlap, workflow
+
+SITE = "https://keys.example.test"
+
+
+def _both(name: str) -> Any:
+    def f() -> Any:
+        return [http.fetch(f"{SITE}/{name}", m).status for m in ("POST", "PUT")]
+    return f
+
+
+async def _alone() -> Any:
+    got = await overlap.gather(overlap.fetch(f"{SITE}/alone", "POST"),
+                               overlap.fetch(f"{SITE}/alone", "POST"))
+    return [r.status for r in got]
+
+
+def keys(wf: workflow.Run, inp: Any) -> Any:
+    return [wf.step("default", _both("default")),
+            wf.step("none", _both("none"), idempotency_keys=False),
+            wf.step("only_put", _both("only_put"), idempotency_keys=["put"]),
+            wf.step("alone", _alone)]
+
+
+Handler = workflow.serve(keys)
