@@ -348,10 +348,11 @@ def print_syncs(figs: dict[str, Any]) -> None:
 
 # -- latency through wkhost serve -----------------------------------------------------------
 
-class _Client:
+class Client:
     """One kept-alive connection to the server: a start that waits, timed."""
 
-    def __init__(self, url: str, token: str) -> None:
+    def __init__(self, url: str, token: str, cls: str = PARENT) -> None:
+        self.cls = cls
         parts = urlsplit(url)
         assert parts.hostname is not None
         self.conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=120)
@@ -365,15 +366,18 @@ class _Client:
             raise RuntimeError(f"{path}: {resp.status} {doc}")
         return doc
 
-    def run(self, id: str, inp: dict[str, Any]) -> float:
-        """µs from the start's request to the answer that the instance completed."""
-        base = f"/{PARENT}/{id}{PREFIX}"
+    def run(self, id: str, inp: dict[str, Any],
+            check: Callable[[dict[str, Any]], bool] | None = None) -> float:
+        """µs from the start's request to the answer that the instance completed, with
+        the output `check` accepts (by default, `expected(inp)`)."""
+        base = f"/{self.cls}/{id}{PREFIX}"
         t0 = time.perf_counter()
         st = self.post(base + "start", {"input": inp, "wait_ms": WAIT})
         while st.get("state") not in ("completed", "failed", "cancelled", "parked"):
             st = self.post(base + "status", {"wait_ms": WAIT})
         us = (time.perf_counter() - t0) * 1e6
-        if st.get("state") != "completed" or st.get("output") != expected(inp):
+        ok = check(st) if check is not None else st.get("output") == expected(inp)
+        if st.get("state") != "completed" or not ok:
             raise RuntimeError(f"{id}: {st.get('state')} {st.get('output')} {st.get('error')}")
         return us
 
@@ -389,7 +393,7 @@ def bench_serve(runs: int, branches: int) -> dict[str, Any]:
                          ["--access", f"{PARENT}=internal", "--access", f"{CHILD}=internal"])
     kinds = workloads(branches)
     samples: dict[str, list[float]] = {name: [] for name in kinds}
-    client = _Client(server.url, server.token)
+    client = Client(server.url, server.token)
     try:
         for r in range(runs + 2):  # two warm-up rounds
             for k, (name, inp) in enumerate(kinds.items()):
@@ -405,12 +409,12 @@ def bench_serve(runs: int, branches: int) -> dict[str, Any]:
 
 # -- the peers -------------------------------------------------------------------------------
 
-def run_groups_peer(name: str, runs: int, branches: int) -> dict[str, Any]:
-    """bench/peers/<name>_groups.py under the peers' interpreter: its JSON figures."""
+def run_peer(name: str, args: list[str]) -> dict[str, Any]:
+    """bench/peers/<name>_groups.py under the peers' interpreter, with `args`: its JSON
+    figures."""
     from bench.peers import HERE, RESTATE_SERVER, TIMEOUT_S, VENV_PY
 
-    cmd = [str(VENV_PY), str(HERE / f"{name}_groups.py"), "--runs", str(runs),
-           "--branches", str(branches)]
+    cmd = [str(VENV_PY), str(HERE / f"{name}_groups.py"), *args]
     if name == "restate":
         cmd += ["--server", str(RESTATE_SERVER)]
     try:
@@ -429,7 +433,8 @@ def run_groups_peer(name: str, runs: int, branches: int) -> dict[str, Any]:
 def bench_peers(runs: int, branches: int) -> dict[str, Any]:
     from bench.peers import each_available
 
-    return each_available("groups", lambda name: run_groups_peer(name, runs, branches))
+    return each_available("groups", lambda name: run_peer(
+        name, ["--runs", str(runs), "--branches", str(branches)]))
 
 
 # -- the table ---------------------------------------------------------------------------------

@@ -11,7 +11,9 @@ within each round (two warm-up rounds first):
   a child (DBOS.start_workflow inside a workflow) and returns its result;
 - "fan-out: N step branches": DBOS's fan-out within one workflow, an async workflow that
   gathers N async steps (asyncio.gather), run on one event loop kept for the whole run;
-- "N sequential steps": a workflow of N steps.
+- "N sequential steps": a workflow of N steps;
+- with `--slow URL`, only "fan-out: N slow calls" (bench_overlap): an async workflow that
+  gathers N async steps, each an async POST (httpx) to URL, which holds it.
 Prints a JSON document on its last stdout line.
 """
 
@@ -45,6 +47,8 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--runs", type=int, default=25)
     p.add_argument("--branches", type=int, default=100)
+    p.add_argument("--slow", help="only bench_overlap's fan-out: each branch a POST to "
+                   "this URL (a local site that holds it)")
     args = p.parse_args()
     data = tempfile.mkdtemp(prefix="dbos-groups-")
     logging.getLogger("dbos").setLevel(logging.WARNING)
@@ -74,6 +78,22 @@ def main() -> None:
         got = await asyncio.gather(*(branch(i) for i in range(n)))
         return {"branches": len(got), "last": got[-1]["n"] if got else None}
 
+    clients: list[Any] = []  # one, made in the run's loop at its first use
+
+    @DBOS.step()
+    async def slow_branch(url: str, i: int) -> str:
+        import httpx
+
+        if not clients:  # a client per call would cost its SSL context's making each time
+            clients.append(httpx.AsyncClient(timeout=60, limits=httpx.Limits(
+                max_connections=1000)))
+        r = await clients[0].post(f"{url}/b{i}", content=f"branch {i}")
+        return str(r.text)
+
+    @DBOS.workflow()
+    async def slow_fan(url: str, n: int) -> list[str]:
+        return list(await asyncio.gather(*(slow_branch(url, i) for i in range(n))))
+
     DBOS.launch()
     loop = asyncio.new_event_loop()
     n = args.branches
@@ -84,6 +104,9 @@ def main() -> None:
                                         {"branches": n, "last": n - 1}),
         f"{n} sequential steps": (lambda: steps(n), {"steps": n}),
     }
+    if args.slow is not None:  # bench_overlap's one workload
+        kinds = {f"fan-out: {n} slow calls": (
+            lambda: loop.run_until_complete(slow_fan(args.slow, n)), ["ok"] * n)}
     samples: dict[str, list[float]] = {name: [] for name in kinds}
     try:
         for r in range(args.runs + 2):

@@ -15,7 +15,9 @@ within each round (two warm-up rounds first):
   handler (`ctx.service_call`: a durable call to another invocation) and returns its
   result;
 - "fan-out: N step branches": N `ctx.run` futures made at once, then `restate.gather`;
-- "N sequential steps": N `ctx.run` steps, one after another.
+- "N sequential steps": N `ctx.run` steps, one after another;
+- with `--slow URL`, only "fan-out: N slow calls" (bench_overlap): N `ctx.run` futures,
+  each an async POST (httpx) to URL, which holds it, gathered.
 Everything it starts is stopped at the end. Prints a JSON document on its last line.
 """
 
@@ -73,6 +75,25 @@ async def fan(ctx: restate.Context, n: int) -> dict[str, Any]:
     return {"branches": len(got), "last": got[-1]["n"] if got else None}
 
 
+_clients: list[httpx.AsyncClient] = []  # one, made in the SDK's loop at its first use
+
+
+async def _post(url: str, i: int) -> str:
+    if not _clients:  # a client per call would cost its SSL context's making each time
+        _clients.append(httpx.AsyncClient(timeout=60, limits=httpx.Limits(
+            max_connections=1000)))
+    r = await _clients[0].post(f"{url}/b{i}", content=f"branch {i}")
+    return r.text
+
+
+@groups.handler()
+async def slow_fan(ctx: restate.Context, req: dict[str, Any]) -> list[str]:
+    futures = [ctx.run_typed(f"branch {i}", _post, url=req["url"], i=i)
+               for i in range(int(req["n"]))]
+    await restate.gather(*futures)
+    return [await f for f in futures]
+
+
 def summary(xs: list[float]) -> dict[str, Any]:
     return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
 
@@ -118,13 +139,16 @@ pgsql-bind-address = "127.0.0.1:{free_port()}"
     return path
 
 
-def measure(ingress: str, runs: int, n: int) -> dict[str, Any]:
-    kinds = {
+def measure(ingress: str, runs: int, n: int, slow: str | None) -> dict[str, Any]:
+    kinds: dict[str, tuple[str, Any, Any]] = {
         "three-step workflow": ("Groups/steps", 3, {"steps": 3}),
         "child round trip (child: 3 steps)": ("Groups/parent", 3, {"child": {"steps": 3}}),
         f"fan-out: {n} step branches": ("Groups/fan", n, {"branches": n, "last": n - 1}),
         f"{n} sequential steps": ("Groups/steps", n, {"steps": n}),
     }
+    if slow is not None:  # bench_overlap's one workload
+        kinds = {f"fan-out: {n} slow calls": ("Groups/slow_fan", {"url": slow, "n": n},
+                                              ["ok"] * n)}
     client = httpx.Client(timeout=120)
     deadline = time.monotonic() + 30
     while True:  # the ingress learns the deployment shortly after the admin takes it
@@ -153,6 +177,8 @@ def main() -> None:
     p.add_argument("--server", required=True)
     p.add_argument("--runs", type=int, default=25)
     p.add_argument("--branches", type=int, default=100)
+    p.add_argument("--slow", help="only bench_overlap's fan-out: each branch a POST to "
+                   "this URL (a local site that holds it)")
     args = p.parse_args()
     base = tempfile.mkdtemp(prefix="restate-groups-")
     ingress_port, admin_port, sdk_port = (free_port() for _ in range(3))
@@ -172,7 +198,8 @@ def main() -> None:
                        timeout=30)
         if r.status_code >= 300:
             raise RuntimeError(f"registering the services: {r.status_code} {r.text[:300]}")
-        figures = measure(f"http://127.0.0.1:{ingress_port}", args.runs, args.branches)
+        figures = measure(f"http://127.0.0.1:{ingress_port}", args.runs, args.branches,
+                          args.slow)
         version = subprocess.run([args.server, "--version"], capture_output=True, text=True)
         from importlib.metadata import version as pkg_version
         figures["version"] = (f"{version.stdout.strip()}, restate-sdk "

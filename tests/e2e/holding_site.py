@@ -103,8 +103,11 @@ def holding_site(want: int = 1, hold_s: float = 10.0) -> Iterator[HoldingSite]:
         def log_message(self, *args: object) -> None:
             pass
 
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    srv.daemon_threads = True
+    class Server(http.server.ThreadingHTTPServer):
+        request_queue_size = 1024  # the default 5 drops a burst's SYNs (a second late)
+        daemon_threads = True
+
+    srv = Server(("127.0.0.1", 0), Handler)
     site.port = srv.server_address[1]
     threading.Thread(target=srv.serve_forever, daemon=True, name="holding-site").start()
     try:

@@ -11,9 +11,11 @@ Input (a JSON object):
      "call": false,                      each branch awaits a call of probe actor
                                          "<id>-<i>"'s /fetch (which fetches the site)
                                          instead of fetching it itself
-     "sync": false}                      the branches are plain functions (one at a time)
-Then a plain step "after" POSTs twice to <url>/after/<id>, blocking: its keys are the
-step's key and that key with "-2". Output: {"branches": [...], "after": [...]}.
+     "sync": false,                      the branches are plain functions (one at a time)
+     "after": true}                      then a plain step "after" POSTs twice to
+                                         <url>/after/<id>, blocking: its keys are the
+                                         step's key and that key with "-2"
+Output: {"branches": [...], "after": [...] (or null)}.
 """
 
 from __future__ import annotations
@@ -77,7 +79,8 @@ def fan(wf: workflow.Run, inp: Any) -> Any:
         got = [[r.ok, r.value, r.error] for r in wf.all_settled(branches)]
     else:
         got = wf.all(branches)
-    return {"branches": got, "after": wf.step("after", _after(base))}
+    after = wf.step("after", _after(base)) if inp.get("after", True) else None
+    return {"branches": got, "after": after}
 
 
 Handler = workflow.serve(fan, workflow.Config(retention_ms=3_600_000))
