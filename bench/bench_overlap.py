@@ -7,9 +7,11 @@ A site on 127.0.0.1 answers every request after `wait-ms` (and counts how many i
 at once). One workflow is a group of `branches` step branches, each one POST to the site,
 timed from the start's request to the answer that the instance completed (a start that
 waits, through a real `wkhost serve`; the guest is tests/guests/wf_overlap.py):
-- serve: the branches as `async` functions (`await overlap.fetch`): they overlap; and as
+- serve: the branches as `async` functions (`await overlap.fetch`): they overlap; as
          plain functions (`http.fetch`), which take turns: the figure before overlap
-         existed. The target: the async group under 2x its slowest branch (`wait-ms`).
+         existed; and as child workflows, each one plain step (the other way to overlap:
+         events of other actors, which run on threads of their own). The target: the
+         async group under 2x its slowest branch (`wait-ms`).
 - peers: the same group on each installed peer (bench/peers/: DBOS on SQLite, async
          steps gathered; Restate, `ctx.run` futures gathered), each step the same POST,
          in this same run.
@@ -93,7 +95,9 @@ def slow_site(wait_s: float) -> Iterator[tuple[str, SlowSite]]:
 def workloads(branches: int) -> dict[str, dict[str, Any]]:
     return {f"{branches} async branches (overlap)": {"n": branches, "after": False},
             f"{branches} plain branches (take turns)": {"n": branches, "after": False,
-                                                        "sync": True}}
+                                                        "sync": True},
+            f"{branches} child workflows (other actors)": {"n": branches, "after": False,
+                                                          "children": True}}
 
 
 def bench_serve(runs: int, branches: int, wait_ms: int) -> dict[str, Any]:

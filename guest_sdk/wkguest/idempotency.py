@@ -29,7 +29,7 @@ class Keys:
 
     def __init__(self, base: str, methods: Collection[str] = UNSAFE_METHODS) -> None:
         self.base = base
-        self.methods = frozenset(m.upper() for m in methods)
+        self.methods = methods  # upper case (a step's options are made so)
         self.n = 0
 
     def headers(self, method: str, headers: Headers) -> Headers:

@@ -175,7 +175,7 @@ class Loop:
             within = task.within_ms() if task.within_ms is not None else None
             handle = req.what.start(within)
         except _wit().Err as e:  # refused: too many in flight
-            error: Exception = FetchError.from_reason(str(e.value)) \
+            error: Exception = FetchError.from_reason(str(e.value), "denied") \
                 if req.what.fetches else CallError(str(e.value), "refused")
             self._ready.append((task, None, error))
             return

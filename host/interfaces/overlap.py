@@ -33,10 +33,15 @@ MAX_IN_FLIGHT = 64
 # The pool's threads, for every event of the process. Past them, a request waits for a
 # thread (bounded by its own deadline, as any wait is).
 POOL_THREADS = 256
+# Requests of one class in flight at once, its events' and those they left behind (an
+# event's end abandons its requests, which run on to their deadline): a class whose
+# events start requests and end cannot take the pool from the other classes.
+MAX_PER_CLASS = POOL_THREADS // 2
 THREAD_PREFIX = "wk-overlap"
 
 _pool_lock = threading.Lock()
 _the_pool: concurrent.futures.ThreadPoolExecutor | None = None
+_per_class: dict[str, int] = {}  # requests in flight by class, under _pool_lock
 
 
 def _pool() -> concurrent.futures.ThreadPoolExecutor:
@@ -72,6 +77,28 @@ def _in_flight(ev: Any) -> InFlight | str:
         return f"refused: {MAX_IN_FLIGHT} requests are in flight already, the most an " \
                "event may have"
     return flight
+
+
+def _submit(cls: str, fn: Callable[..., Variant], *args: Any) -> Future[Variant] | str:
+    """`fn(*args)` on the pool, counted against class `cls`; or why not (the WIT
+    error)."""
+    with _pool_lock:
+        if _per_class.get(cls, 0) >= MAX_PER_CLASS:
+            return f"refused: class {cls!r} has {MAX_PER_CLASS} requests in flight " \
+                   "already (its events' and those they left), the most a class may have"
+        _per_class[cls] = _per_class.get(cls, 0) + 1
+    future = _pool().submit(fn, *args)
+    future.add_done_callback(lambda _f: _done(cls))
+    return future
+
+
+def _done(cls: str) -> None:
+    with _pool_lock:
+        left = _per_class[cls] - 1
+        if left:
+            _per_class[cls] = left
+        else:
+            del _per_class[cls]
 
 
 def _fetched(request: FetchRequest, via: Callable[[FetchRequest], Any],
@@ -133,7 +160,8 @@ def _start_fetch(host: HostPort[E]) -> Callable[..., Any]:
         def via(r: FetchRequest) -> Any:
             return fetch(r, policy, deadline=bound) if policy.via is None \
                 else fetch_via(r, policy, policy.via, bound)
-        return flight.add(_pool().submit(_fetched, request, via, ev.cut_by_limit))
+        started = _submit(ev.slot.ref.cls, _fetched, request, via, ev.cut_by_limit)
+        return started if isinstance(started, str) else flight.add(started)
     return start_fetch
 
 
@@ -153,8 +181,9 @@ def _start_call(host: HostPort[E]) -> Callable[..., Any]:
         except HostError as e:
             return flight.add(_ended_now(_call_failed(e)))
         sender = Sender.of_actor(ev.slot.ref)
-        return flight.add(_pool().submit(
-            _called, lambda: call_beside(ref, req, sender, ev, deadline)))
+        started = _submit(ev.slot.ref.cls, _called,
+                          lambda: call_beside(ref, req, sender, ev, deadline))
+        return started if isinstance(started, str) else flight.add(started)
     return start_call
 
 

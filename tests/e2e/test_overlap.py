@@ -76,3 +76,16 @@ def test_each_request_fails_on_its_own(served: Server, site: HoldingSite,
     assert status == 200, body
     kinds = [a.get("error_kind") or a["status"] for a in body["answers"]]
     assert kinds == [200, "denied", "timeout", 200], body
+
+
+def test_past_64_in_flight_a_request_is_refused_and_the_rest_go_on(
+        served: Server, site: HoldingSite) -> None:
+    site.reset(want=64)
+    many = [_fetch(site, f"/m{i}", method="POST") for i in range(66)]
+    status, body = served.actor("probe", "many", "POST", "/overlap", {"requests": many})
+    assert status == 200, body
+    answers = body["answers"]
+    assert site.peak == 64
+    assert [a["status"] for a in answers[:64]] == [200] * 64
+    for a in answers[64:]:
+        assert a["error_kind"] == "denied" and "64 requests are in flight" in a["error"], a

@@ -207,3 +207,8 @@ def test_kill_9_inside_overlapping_branches_loses_nothing(
             assert len(set(keys)) == 1, (seed, iid, i, keys)
     every = Counter(k for k in site.keys("/fail/") if k)
     assert len(every) == INSTANCES * BRANCHES  # one key per branch, none shared
+    for iid in iids:  # the plain step after: its nth POST has the same key in any attempt
+        run = site.keys(f"/fail/1/b0/{iid}")[0].rsplit("-", 1)[0]  # type: ignore[union-attr]
+        after = site.keys(f"/after/{iid}")
+        assert set(after) == {f"{run}-1", f"{run}-1-2"}, (seed, iid, after)
+        assert done[iid]["output"]["after"] == [200, 200]

@@ -12,6 +12,9 @@ Input (a JSON object):
                                          "<id>-<i>"'s /fetch (which fetches the site)
                                          instead of fetching it itself
      "sync": false,                      the branches are plain functions (one at a time)
+     "children": false,                  the branches are child workflows of this class,
+                                         each one plain step that fetches the site (the
+                                         other shape of overlap: events of other actors)
      "after": true}                      then a plain step "after" POSTs twice to
                                          <url>/after/<id>, blocking: its keys are the
                                          step's key and that key with "-2"
@@ -25,7 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from wkguest import http, lifecycle, overlap, workflow
-from wkguest.workflow import Step
+from wkguest.workflow import Child, Step
 
 
 def _branch(base: str, inp: dict[str, Any], i: int) -> Callable[[], Any]:
@@ -69,8 +72,13 @@ def _after(base: str) -> Callable[[], Any]:
 
 def fan(wf: workflow.Run, inp: Any) -> Any:
     base, n = inp["url"], int(inp.get("n", 5))
-    branches = [Step(f"b{i}", _branch(base, inp, i), backoff_ms=1000, backoff="constant",
-                     attempts=10) for i in range(n)]
+    if "child" in inp:  # a child of a "children" fan-out: one plain fetch
+        return wf.step("b", _branch(base, {"sync": True}, int(inp["child"])))
+    me = lifecycle.self_ref()
+    branches: list[Any] = [
+        Child(me.cls, f"{me.id}-c{i}", {"url": base, "child": i}) if inp.get("children")
+        else Step(f"b{i}", _branch(base, inp, i), backoff_ms=1000, backoff="constant",
+                  attempts=10) for i in range(n)]
     group = inp.get("group", "all")
     if group == "any":
         won = wf.any(branches)

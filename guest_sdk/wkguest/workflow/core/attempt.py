@@ -15,12 +15,13 @@ The machine keeps no state of its own between calls: the slot and the frontier h
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import CoroutineType
 from typing import Any
 
 from ... import idempotency
+from ...idempotency import Keys
 from ...overlap_loop import Task
 from ..backend import TRAP_NARROWED_DEADLINE
 from ..errors import NonRetryable, UnsupportedValue, ValueTooLarge
@@ -102,14 +103,14 @@ def _run(front: Frontier, att: Attempt, fn: Callable[..., Any], retry: Retry,
          tx: Transaction | None) -> Any:
     """Run the attempt counted at `att.started_at`, and end it; or, for a group's async
     branch, hand its coroutine to the group (overlapping.py) and answer PENDING."""
-    outer = idempotency.current
-    idempotency.current = keys = overlapping.keys_for(att.slot.key, retry)
+    outer, methods = idempotency.current, retry.key_methods
+    idempotency.current = keys = Keys(att.slot.key, methods) if methods else None
     front.running = att
     try:
         # A tx attempt's exception has rolled its writes back before it gets here.
         value = timeouts.call(front.db, fn if tx is None else lambda: tx.run(fn),
                               retry.timeout_ms)
-        if inspect.iscoroutine(value):
+        if isinstance(value, CoroutineType):  # an async function's
             value = overlapping.take(front, att, value, keys, tx, retry.timeout_ms,
                                      lambda task: _after(front, att, retry, task))
             if value is overlapping.PENDING:
@@ -119,6 +120,8 @@ def _run(front: Frontier, att: Attempt, fn: Callable[..., Any], retry: Retry,
     finally:
         front.running = None
         idempotency.current = outer
+    if retry.timeout_ms is None:  # most steps: nothing to time out (two calls fewer)
+        return _returned(front, att, retry, value, tx)
     return _came_to(front, att, retry, value, tx)
 
 

@@ -20,8 +20,8 @@ position and per event (see the comment above `step`).
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
+from types import CoroutineType
 from typing import Any, NoReturn, Protocol, Unpack
 
 from ..errors import CodeError, JournalError, NonRetryable, StepFailed, WorkflowSignal
@@ -208,7 +208,7 @@ class Cursor:
                 out = fn(*args)
             finally:
                 self._busy = False
-            if inspect.iscoroutine(out):  # an async step's code runs as it is resumed
+            if isinstance(out, CoroutineType):  # an async step's code runs as resumed
                 return overlapping.busy_while(out, self._set_busy)
             return out
 

@@ -28,7 +28,6 @@ from ...overlap_loop import Loop, Task
 from ..backend import Backend
 from . import timeouts
 from .frontier import Frontier
-from .retry import Retry
 from .tx import Transaction
 from .under_way import Attempt
 
@@ -43,11 +42,6 @@ class Overlapped:
 
 
 PENDING = Overlapped()
-
-
-def keys_for(key: str, retry: Retry) -> idempotency.Keys | None:
-    """The idempotency keys of one attempt of the step whose key is `key`."""
-    return idempotency.Keys(key, retry.key_methods) if retry.key_methods else None
 
 
 def take(front: Frontier, att: Attempt, coro: Coro, keys: idempotency.Keys | None,
