@@ -6,6 +6,8 @@ https://keys.example.test/<step>:
     only_put  idempotency_keys=["PUT"]: the PUT only (the step's key)
     alone     an `async` step on its own position: two POSTs gathered (wkguest.overlap),
               each under the gather's own count ("<key>-1.0", "<key>-1.1")
+With the input {"again": true} the run then continues as new (input {}): the second run
+makes the same requests under its own run id.
 """
 
 from __future__ import annotations
@@ -30,10 +32,13 @@ async def _alone() -> Any:
 
 
 def keys(wf: workflow.Run, inp: Any) -> Any:
-    return [wf.step("default", _both("default")),
-            wf.step("none", _both("none"), idempotency_keys=False),
-            wf.step("only_put", _both("only_put"), idempotency_keys=["put"]),
-            wf.step("alone", _alone)]
+    out = [wf.step("default", _both("default")),
+           wf.step("none", _both("none"), idempotency_keys=False),
+           wf.step("only_put", _both("only_put"), idempotency_keys=["put"]),
+           wf.step("alone", _alone)]
+    if (inp or {}).get("again"):
+        wf.continue_as_new({})
+    return out
 
 
 Handler = workflow.serve(keys)

@@ -74,3 +74,14 @@ def test_which_fetches_carry_keys(kit: Kit, seen: Seen) -> None:
     assert seen.keys("none") == [("POST", None), ("PUT", None)]
     assert seen.keys("only_put") == [("POST", None), ("PUT", f"{run}-2")]
     assert sorted(seen.keys("alone")) == [("POST", f"{run}-3-1.0"), ("POST", f"{run}-3-1.1")]
+
+
+def test_a_run_continued_as_new_keys_its_requests_anew(kit: Kit, seen: Seen) -> None:
+    seen.fetches.clear()
+    wf = WorkflowClass(kit, "keys").instance("k2")
+    first = wf.start({"again": True}).run_id
+    st = wf.wait_for_status("completed")
+    second = st.run_id
+    assert second != first and st.previous_run_id == first
+    assert seen.keys("default") == [("POST", f"{first}-0"), ("PUT", f"{first}-0-2"),
+                                    ("POST", f"{second}-0"), ("PUT", f"{second}-0-2")]
