@@ -184,6 +184,9 @@ def _ended(front: Frontier, att: Attempt, retry: Retry, outcome: str, error: str
     now = att.end(outcome, error, traceback)
     if exc is None or n >= retry.attempts:
         return _give_up(front, att.pos, slot, error, n)
+    why = policy.not_retried(retry, exc)
+    if why is not None:
+        return _give_up(front, att.pos, slot, f"{error} (not retried: {why})", n)
     try:
         wait = policy.wait_after(retry, n, att.context, exc)
     except policy.DelayFailed as e:

@@ -33,6 +33,8 @@ class StepOptions(TypedDict, total=False):
     timeout: Duration | None
     timeout_ms: int | None
     idempotency_keys: bool | list[str]
+    retry_on: type[Exception] | tuple[type[Exception], ...]
+    no_retry_on: type[Exception] | tuple[type[Exception], ...]
     tx: bool | Tables
     compensate: Any  # the step's compensation (saga/compensations.py): run if the workflow fails
 

@@ -16,6 +16,12 @@ The options (OPTIONS) of wf.step, step_keyed, try_step, a `Step` branch and a
                           "exponential" (by `factor`), capped by max_backoff_ms (config.py)
     timeout / timeout_ms  each attempt's timeout, a duration or an int of ms; None: none
                           (timeouts.py); not both
+    retry_on              the exception types an attempt may raise and be retried (a
+                          class or a tuple of them; a subclass matches): any other
+                          fails the step for good, as NonRetryable does; a timed-out
+                          attempt is retried all the same
+    no_retry_on           the exception types that fail the step for good at once (a
+                          timed-out attempt is a StepTimedOut, a TimeoutError)
     idempotency_keys      which of the step's fetches carry an Idempotency-Key, the same
                           in every attempt (wkguest/idempotency.py): True (the default:
                           POST, PUT, PATCH and DELETE), False (none), or a list of
@@ -34,13 +40,14 @@ from typing import TYPE_CHECKING, Any
 
 from ...durations import to_ms
 from ...idempotency import UNSAFE_METHODS
+from .timeouts import StepTimedOut
 
 if TYPE_CHECKING:
     from .context import StepContext
     from .retry import Retry
 
 OPTIONS = ("attempts", "limit", "backoff_ms", "delay", "backoff", "factor", "max_backoff_ms",
-           "timeout", "timeout_ms", "idempotency_keys")
+           "timeout", "timeout_ms", "idempotency_keys", "retry_on", "no_retry_on")
 # Two names for one setting: giving both is an error.
 _PAIRS = (("limit", "attempts"), ("delay", "backoff_ms"), ("timeout", "timeout_ms"))
 _MS = "a whole number of milliseconds (an int)"
@@ -142,10 +149,20 @@ def _idempotency_keys(name: str, value: object) -> dict[str, Any]:
                     f"not {value!r}")
 
 
+def _types(name: str, value: object) -> dict[str, Any]:
+    types = value if isinstance(value, (tuple, list)) else (value,)
+    for t in types:
+        if not (isinstance(t, type) and issubclass(t, Exception)):
+            raise TypeError(f"step option {name!r} takes an exception class or a tuple of "
+                            f"them, not {t!r}")
+    return {name: tuple(types)}
+
+
 _PARSE: dict[str, Callable[[str, object], dict[str, Any]]] = {
     "attempts": _attempts, "limit": _limit, "backoff_ms": _backoff_ms, "delay": _delay,
     "backoff": _backoff, "factor": _factor, "max_backoff_ms": _max_backoff_ms,
     "timeout": _timeout, "timeout_ms": _timeout_ms, "idempotency_keys": _idempotency_keys,
+    "retry_on": _types, "no_retry_on": _types,
 }
 
 
@@ -168,6 +185,16 @@ def wait_after(retry: Retry, attempt: int, ctx: StepContext | None,
     return retry.backoff(attempt, base)
 
 
+def not_retried(retry: Retry, error: Exception) -> str | None:
+    """Why the step's failure types (`retry_on`, `no_retry_on`) do not retry an attempt
+    that raised `error` (a StepTimedOut for one that timed out), or None."""
+    if retry.no_retry_on and isinstance(error, retry.no_retry_on):
+        return f"{type(error).__name__} is in the step's no_retry_on"
+    if retry.retry_on is not None and not isinstance(error, (*retry.retry_on, StepTimedOut)):
+        return f"{type(error).__name__} is not in the step's retry_on"
+    return None
+
+
 def delay_failed(reason: DelayFailed, attempt: int, error: str) -> str:
     """The step's final error when its delay function failed after attempt `attempt`."""
     return (f"{reason}; so the step failed with no more retries (attempt {attempt}: "
@@ -179,4 +206,4 @@ def _describe(e: BaseException) -> str:
     return f"{type(e).__name__}: {msg}" if msg else type(e).__name__
 
 
-__all__ = ["OPTIONS", "DelayFailed", "delay_failed", "override", "wait_after"]
+__all__ = ["OPTIONS", "DelayFailed", "delay_failed", "not_retried", "override", "wait_after"]

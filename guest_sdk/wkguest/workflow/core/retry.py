@@ -31,7 +31,8 @@ class Retry:
     base itself is. `delay_fn(ctx, error)`, if set, gives the base delay after each failed
     attempt instead (policy.py). `timeout_ms`: each attempt's timeout (timeouts.py), None
     for none. `key_methods`: the methods of the fetches that carry an idempotency key
-    (none: no key). Step options (policy.py) make one from the Config's."""
+    (none: no key). `retry_on`, `no_retry_on`: the exception types retried, and not.
+    Step options (policy.py) make one from the Config's."""
 
     attempts: int = 5
     backoff_ms: int = 1000
@@ -42,6 +43,10 @@ class Retry:
     timeout_ms: int | None = None
     # The methods whose fetches in a step carry an idempotency key (wkguest/idempotency.py)
     key_methods: frozenset[str] = UNSAFE_METHODS
+    # Retries by failure type (policy.py's `not_retried`): only these are retried (None:
+    # any), and never these.
+    retry_on: tuple[type[Exception], ...] | None = None
+    no_retry_on: tuple[type[Exception], ...] = ()
 
     def __post_init__(self) -> None:
         if self.attempts < 1:
