@@ -25,6 +25,7 @@ from wkguest.codec import from_wire, to_wire
 from wkguest.types import Response
 
 from ..config import HostConfig
+from ..engine.guest_sources import app_sources
 from ..storage.host_rows import retry_delay_ms
 from . import bindings
 from .apps import handler_of, load_app
@@ -56,6 +57,7 @@ class _Trapped(Exception):
 class Served:
     handler: type[Any]
     internal: bool
+    protocols: frozenset[str]  # those its app declares, as a build finds them
 
 
 class Local:
@@ -77,7 +79,8 @@ class Local:
 
     # -- set-up --------------------------------------------------------------------
     def serve(self, cls: str, app: str | Path, internal: bool = False) -> None:
-        self.classes[cls] = Served(handler_of(load_app(app), str(app)), internal)
+        self.classes[cls] = Served(handler_of(load_app(app), str(app)), internal,
+                                   app_sources(Path(app), []).protocols)
 
     def start(self) -> None:
         """Nothing to start: the actors run in this process."""
@@ -123,6 +126,10 @@ class Local:
             raise CallFailed("UNKNOWN_CLASS", f"no class {cls!r} is served")
         if any((g.cls, g.id) == (cls, id) for g in _current):
             raise CallFailed("REFUSED", f"re-entrant call refused: {route}")
+        asked = next((v.strip() for k, v in headers if k.lower() == "wk-protocol"), None)
+        if asked is not None and asked not in self.classes[cls].protocols:
+            raise CallFailed("NOT_DECLARED", f"class {cls!r} does not declare the protocol "
+                             f"{asked!r}; nothing was run")
         types = self.wit["types"]
         sender = types.Sender_Actor(types.ActorRef(class_=caller.cls, id=caller.id))
         try:

@@ -53,6 +53,7 @@ in pyproject.toml holds them to these) and for tests:
 
 from __future__ import annotations
 
+from .children.awaited import AwaitedFailed, AwaitTimedOut
 from .children.calls import ChildFailed, ChildHandle
 from .client import Client, Transport
 from .core.attempt import StepResult
@@ -84,6 +85,8 @@ __all__ = [
     "FINISHED_STATES",
     "STATES",
     "Child",
+    "AwaitTimedOut",
+    "AwaitedFailed",
     "ChildFailed",
     "ChildHandle",
     "Client",

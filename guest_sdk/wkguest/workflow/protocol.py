@@ -16,7 +16,8 @@ Routes (`/wk-workflow/v1/<route>`, CBOR map bodies; docs/workflow-protocol.md):
     events   GET|POST  the emitted-event stream from an offset (events/routes.py)
     query    GET|POST  a query handler's answer over a dry replay (events/routes.py,
                        events/dry_replay.py)
-    child-done  POST   a child's notice that it finished (actors only; children/notices.py)
+    child-done  POST   a child's (or awaited instance's) notice that it finished, and
+    watch       POST   a workflow's wait for this one to finish (actors only: children/)
     terminate, pause, resume, rescue, restart
              POST      an operator's moves (operator/moves.py): each answers the status after it
     test, export, import
@@ -24,14 +25,12 @@ Routes (`/wk-workflow/v1/<route>`, CBOR map bodies; docs/workflow-protocol.md):
                        and dry replay (test_route.py; only with --fake-clock); the whole
                        state as a document, and one made an instance (transfer_route.py)
 
-The start is answered here; the other routes by routes.py (and the features' own: the
-emitted events, the steps route, the operator's moves).
+The start is answered here; the other routes by routes.py and the features' own.
 
 A start may carry `parent: {cls, id}` and `detached` (children/calls.py): the new
 instance records its parent (children/registry.py), and the answer for an existing one
 says whose child it is (`parent`) and, if the input differs, the instance's (`input`),
-so the parent can name both. Its `labels` are the new instance's (core/labels.py); an
-existing one keeps its own.
+so the parent can name both. Its `labels` are the new instance's (core/labels.py).
 
 The client routes only record and answer; runs happen in on_alarm, with one exception: an
 operator's start that waits (`wait_ms`) runs the new instance's first run in its own
@@ -70,7 +69,7 @@ HOLD_STATE = "wk-hold-state"
 _CREATED = "created"
 _ROUTES = {"start": "POST", "event": "POST", "cancel": "POST",
            "status": "GET POST", "steps": "GET POST", "summary": "GET POST",
-           "events": "GET POST", "query": "GET POST", "child-done": "POST",
+           "events": "GET POST", "query": "GET POST", "child-done": "POST", "watch": "POST",
            "terminate": "POST", "pause": "POST", "resume": "POST", "rescue": "POST",
            "restart": "POST", "test": "POST", "export": "POST", "import": "POST"}
 _TOOLS = {"test": test_route.answer, "export": transfer_route.export,
@@ -121,8 +120,8 @@ class Protocol:
             return refuse(404, "route", f"wk-workflow/v1 has no route {route!r}")
         if method not in allowed.split():
             return refuse(405, "method", f"{route} takes {allowed.replace(' ', ' or ')}")
-        if route == "child-done" and sender != "actor":
-            return refuse(403, "forbidden", "child-done is a child workflow's, an actor's")
+        if route in ("child-done", "watch") and sender != "actor":
+            return refuse(403, "forbidden", f"{route} is a workflow's, an actor's")
         if route in _TOOLS and sender != "operator":
             return refuse(403, "forbidden", f"{route} (a tool's route) is an operator's")
         try:
@@ -149,6 +148,7 @@ class Protocol:
                 "events": lambda m, row: reply(event_routes.events(runner, m)),
                 "query": lambda m, row: routes.query(runner, m, row),
                 "child-done": lambda m, row: routes.child_done(runner, m, row),
+                "watch": lambda m, row: routes.watch(runner, m, row),
                 "terminate": self._moved(lambda m, row: self.moves.terminate(row, m)),
                 "pause": self._moved(lambda m, row: self.moves.pause(row)),
                 "resume": self._moved(lambda m, row: self.moves.resume(row)),

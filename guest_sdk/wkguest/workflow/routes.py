@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from . import cbor
-from .children import notices
+from .children import notices, watchers
 from .core.instance import FINISHED, HELD, PARKED, PAUSED, StatusRow
 from .core.kinds import shown
 from .core.requests import BadRequest
@@ -100,6 +100,20 @@ def child_done(runner: Runner, msg: dict[str, Any], row: StatusRow) -> Reply:
     except ValueError as e:
         raise BadRequest(400, "bad-request", f"child-done: {e}") from None
     return reply({"recorded": recorded})
+
+
+def watch(runner: Runner, msg: dict[str, Any], row: StatusRow) -> Reply:
+    """Workflow `cls`/`id` waits for this instance to finish (children/awaited.py): its
+    end now, if it has finished; else the watcher noted, durably, to be told at the end
+    (children/watchers.py)."""
+    cls, id = msg.get("cls"), msg.get("id")
+    if not (isinstance(cls, str) and cls and isinstance(id, str) and id):
+        raise BadRequest(400, "bad-request", "watch: 'cls' and 'id' must be non-empty text")
+    if row.state in FINISHED:
+        return reply({"finished": True, "run_id": row.run_id, "state": row.state,
+                      "output": row.output, "tagged": row.output_tagged, "error": row.error})
+    watchers.add(runner.db, cls, id)
+    return reply({"finished": False, "state": row.state})
 
 
 def query(runner: Runner, msg: dict[str, Any], row: StatusRow) -> Reply:

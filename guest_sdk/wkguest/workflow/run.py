@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, NoReturn, Protocol, Unpack
 
 from ..durations import Duration
+from .children import awaited
 from .children import calls as children
 from .children.calls import ChildHandle
 from .core import deterministic, waits
@@ -197,6 +198,13 @@ class Run:
     def join(self, handle: ChildHandle) -> Any:
         """Wait for a spawned child: its output, or ChildFailed (failed or cancelled)."""
         return children.join(self._cursor, handle)
+
+    def wait_for_workflow(self, cls: str, id: str, timeout: Duration) -> Any:
+        """Instance `id` of workflow class `cls`'s output, once it has finished: not a
+        child, any instance (children/awaited.py). Raises AwaitedFailed if it failed,
+        was cancelled, or cannot be awaited (unknown, not a workflow), AwaitTimedOut
+        once `timeout` (a duration, from when this is first reached) has passed."""
+        return awaited.wait_for_workflow(self._cursor, cls, id, timeout)
 
     # -- what it shows outside (events/calls.py) ---------------------------------------
 

@@ -42,8 +42,8 @@ FOREVER_MS = 100 * 365 * 86_400_000
 _FAR = 2**62  # any notice received, whenever
 NOT_STARTED = "not started"
 
-__all__ = ["ChildFailed", "ChildHandle", "cancel_child", "child", "child_outcome", "join",
-           "notice_event", "shown", "spawn", "start_child"]
+__all__ = ["ChildFailed", "ChildHandle", "call_route", "cancel_child", "child",
+           "child_outcome", "join", "notice_event", "shown", "spawn", "start_child"]
 
 
 class ChildFailed(StepFailed):
@@ -169,7 +169,7 @@ def start_child(db: Backend, cls: str, id: str, input: Any, detach: bool) -> Non
                            "detached": detach})
     except CborError as e:
         raise NonRetryable(f"child {cls}/{id}: its input cannot be sent: {e}") from None
-    doc = _call(db, cls, id, "start", body)
+    doc = call_route(db, cls, id, "start", body)
     if doc.get("created") is True:
         return
     parent = doc.get("parent")
@@ -183,9 +183,11 @@ def start_child(db: Backend, cls: str, id: str, input: Any, detach: bool) -> Non
                            f"not {input!r}: a child's id names one input")
 
 
-def _call(db: Backend, cls: str, id: str, route: str, body: bytes) -> dict[str, Any]:
-    """A wk-workflow/v1 call to `cls`/`id`: its answer's map. Raises NonRetryable for an
-    answer that retrying cannot change (not a workflow class, a refused request)."""
+def call_route(db: Backend, cls: str, id: str, route: str, body: bytes,
+               what: str | None = None) -> dict[str, Any]:
+    """A wk-workflow/v1 call to `cls`/`id` (`what` it is to this one, for its errors: by
+    default its child): its answer's map. Raises NonRetryable for an answer that
+    retrying cannot change (not a workflow class, a refused request)."""
     try:
         status, out = db.call(cls, id, "POST", PREFIX + route, body)
     except CallFailed as e:
@@ -199,7 +201,7 @@ def _call(db: Backend, cls: str, id: str, route: str, body: bytes) -> dict[str, 
     msg = doc.get("message") if isinstance(doc, dict) else out[:200].decode("utf-8", "replace")
     if status == 200 and isinstance(doc, dict):
         return doc
-    error = f"child {cls}/{id}: {route} answered {status}: {msg}"
+    error = f"{what or f'child {cls}/{id}'}: {route} answered {status}: {msg}"
     if status in (400, 403, 404, 405, 413):
         raise NonRetryable(error)
     raise RuntimeError(error)

@@ -29,6 +29,7 @@ from ..core import told
 from ..core.store import Store
 from ..core.values import decode, encode
 from ..status import PREFIX
+from . import watchers
 from .registry import CHILDREN, DELIVERED, GIVEN_UP, OWED, PARENT, Registry
 
 RETRY_MS = 1000
@@ -71,6 +72,8 @@ class Notices:
             due.append(self._notify(now))
         if CHILDREN in tables:
             due.extend(self._cancel_children(now))
+        if watchers.WATCHERS in tables:
+            due.extend(self._notify_watchers(now))
         times = [t for t in due if t is not None]
         return min(times) if times else None
 
@@ -81,10 +84,7 @@ class Notices:
         pcls, pid, tries, next_at, run_id, state, output, tagged, error = row
         if next_at is not None and now < next_at:
             return int(next_at)
-        me = self.db.self_ref()
-        body = cbor.dumps({"cls": me[0], "id": me[1], "run_id": run_id, "state": state,
-                           "output": output, "tagged": bool(tagged), "error": error})
-        failed = _send(self.db, pcls, pid, "child-done", body, (404, 409))
+        failed = self._send_notice(pcls, pid, run_id, state, output, tagged, error)
         if failed is None:
             self.registry.notice_done(DELIVERED, tries, None, None)
             return None
@@ -95,6 +95,31 @@ class Notices:
         at = now + backoff(tries)
         self.registry.notice_done(OWED, tries, at, failed)
         return at
+
+    def _notify_watchers(self, now: int) -> list[int | None]:
+        """Each watcher's notice (watchers.py), as the parent's is sent."""
+        out: list[int | None] = []
+        for cls, id, tries, next_at, run_id, state, output, tagged, error in \
+                watchers.owed(self.db):
+            if next_at is not None and now < next_at:
+                out.append(int(next_at))
+                continue
+            failed = self._send_notice(cls, id, run_id, state, output, tagged, error)
+            tries += 1
+            at = None if failed is None or tries >= MAX_TRIES else now + backoff(tries)
+            kind = watchers.DELIVERED if failed is None else \
+                watchers.OWED if at is not None else watchers.GIVEN_UP
+            watchers.done(self.db, cls, id, kind, tries, at, failed)
+            out.append(at)
+        return out
+
+    def _send_notice(self, cls: str, id: str, run_id: str, state: str, output: str | None,
+                     tagged: Any, error: str | None) -> str | None:
+        """This instance's end, told to `cls`/`id` (child-done): None once delivered."""
+        me = self.db.self_ref()
+        body = cbor.dumps({"cls": me[0], "id": me[1], "run_id": run_id, "state": state,
+                           "output": output, "tagged": bool(tagged), "error": error})
+        return _send(self.db, cls, id, "child-done", body, (404, 409))
 
     def _cancel_children(self, now: int) -> list[int | None]:
         out: list[int | None] = []

@@ -24,8 +24,9 @@ from typing import Any
 
 from ..backend import Backend
 from ..core.instance import FINISHED_SQL
-from ..core.kinds import NOTICE_PREFIX, WAITING
+from ..core.kinds import NOTICE_PREFIX, WAITING, WATCH_PREFIX
 from ..errors import StoreFault
+from .watchers import WATCHERS
 
 PARENT = "_wk_wf_parent"
 CHILDREN = "_wk_wf_child"
@@ -63,7 +64,7 @@ _REGISTERED = f"SELECT cls, started_at, {_HERE} FROM {CHILDREN} WHERE id = ?"
 _SET_PARENT = (f"/*wk:child-parent*/ INSERT OR REPLACE INTO {PARENT} (id, cls, pid, detached)"
                " VALUES (1, ?, ?, ?)")
 _TABLES = ("SELECT name FROM sqlite_master WHERE type = 'table'"
-           f" AND name IN ('{PARENT}', '{CHILDREN}')")
+           f" AND name IN ('{PARENT}', '{CHILDREN}', '{WATCHERS}')")
 # The notice owed, with what it says: the instance's row as its finish left it.
 _NOTICE = ("SELECT p.cls, p.pid, p.tries, p.next_try_at, w.run_id, w.state, w.output,"
            f" w.output_tagged, w.error FROM {PARENT} AS p, _wk_wf AS w WHERE p.notice = {OWED}"
@@ -94,6 +95,12 @@ def notice_event(cls: str, id: str) -> str:
     return f"{NOTICE_PREFIX}{cls}/{id}"
 
 
+def watch_event(cls: str, id: str) -> str:
+    """The name awaited workflow `cls`/`id`'s notice is stored under (not a child's:
+    children/awaited.py), and the name of the wait for it."""
+    return f"{WATCH_PREFIX}{cls}/{id}"
+
+
 class Registry:
     """The family tables' statements over a Backend."""
 
@@ -103,7 +110,7 @@ class Registry:
         self.db = db
 
     def tables(self) -> set[str]:
-        """Which of the two tables this instance has."""
+        """Which of the family's tables this instance has (and watchers.py's)."""
         return {str(r[0]) for r in _rows(self.db, _TABLES)}
 
     # -- the parent's side -----------------------------------------------------------
@@ -152,7 +159,8 @@ class Registry:
         (its payload) inserted, in one durable transaction, so a duplicate is known as
         one whatever the cut. False for a duplicate (or a class that is not the
         registered one). A child whose cancel was asked is noted but gets no event:
-        nothing waits for it."""
+        nothing waits for it. An instance this one did not start is one it awaits
+        (children/awaited.py): its event is `watch_event`'s."""
         db = self.db
         db.exec(_CHILD_TABLE)
         db.exec("/*wk:child-notice-begin*/ BEGIN IMMEDIATE")
@@ -160,8 +168,10 @@ class Registry:
             if db.exec(_DONE, (id, cls, run_id)) == 0:
                 db.exec("ROLLBACK")
                 return False
-            got = _rows(db, f"SELECT cancel FROM {CHILDREN} WHERE id = ?", (id,))
-            if not got or got[0][0] == NOT_ASKED:
+            got = _rows(db, f"SELECT cancel, started_at FROM {CHILDREN} WHERE id = ?", (id,))
+            if got and got[0][1] is None:  # not started here: an awaited workflow's
+                db.exec(_EVENT, (watch_event(cls, id), text, int(tagged), now))
+            elif not got or got[0][0] == NOT_ASKED:
                 db.exec(_EVENT, (notice_event(cls, id), text, int(tagged), now))
             db.exec_durable("/*wk:child-notice-commit*/ COMMIT")
         except BaseException:

@@ -67,6 +67,8 @@ GROUP = "group"
 # Reserved: user names hold no control character (values.check_name), so no user event,
 # step or wait can have a name that starts with U+0002.
 NOTICE_PREFIX = "\x02child "
+# The event an awaited workflow's notice is (children/awaited.py), and its wait's name.
+WATCH_PREFIX = "\x02workflow "
 
 class Kind(NamedTuple):
     call: str  # the primitive that records it: STEP, SLEEP, WAIT, NOW, ... PATCHED
@@ -153,7 +155,8 @@ def sql_list(kinds: str) -> str:
 
 
 def shown(name: str | None) -> str | None:
-    """A recorded name as the routes show it: `child orders/o-1` for a child's."""
-    if name is not None and name.startswith(NOTICE_PREFIX):
+    """A recorded name as the routes show it: `child orders/o-1` for a child's,
+    `workflow orders/o-1` for an awaited workflow's."""
+    if name is not None and name.startswith((NOTICE_PREFIX, WATCH_PREFIX)):
         return name[1:]
     return name
