@@ -331,3 +331,46 @@ def test_a_notice_survives_power_losses_and_a_resent_one_is_a_duplicate(
     any_host.run_due()
     assert c.status("p-1").output == {"got": "went", "after": "done"}
     assert parent.rows("SELECT count(*) FROM _wk_wf_event") == [(0,)]
+
+
+def test_children_go_on_across_continue_as_new_and_report_to_the_new_run(
+        any_host: FakeHost) -> None:
+    """A run spawns a child and continues as new; the new run reaches the same child
+    with wf.child (same id and input): taken over, not started again, and its end comes
+    to the new run (Temporal #2609)."""
+    def slow_kid(wf: Run, inp: Any) -> Any:
+        return {"kid": inp, "got": wf.wait_for_event("go", DAY)}
+
+    def runs(wf: Run, inp: Any) -> Any:
+        if inp == "first":
+            wf.spawn("kid", "k-1", 5)
+            wf.continue_as_new("second")
+        return wf.child("kid", "k-1", 5)
+
+    c = served(any_host, runs, slow_kid)
+    c.start("p-1", "first")
+    any_host.run_due()
+    st = c.status("p-1")
+    assert (st.state, st.runs) == ("waiting", 2), st
+    kid = any_host.client("kid")
+    kid.send_event("k-1", "go", "now")
+    any_host.run_due()
+    st = c.status("p-1")
+    assert (st.state, st.output) == ("completed", {"kid": 5, "got": "now"}), st
+    assert kid.status("k-1").runs == 1  # started once
+
+
+def test_a_child_that_ended_before_the_new_run_reached_it(any_host: FakeHost) -> None:
+    def runs(wf: Run, inp: Any) -> Any:
+        if inp == "first":
+            wf.spawn("kid", "k-2", {"n": 4})
+            wf.sleep("let it finish", 1000)
+            wf.continue_as_new("second")
+        return wf.child("kid", "k-2", {"n": 4})
+
+    c = served(any_host, runs)
+    c.start("p-2", "first")
+    any_host.run_due()
+    any_host.advance(1000)
+    st = c.status("p-2")
+    assert (st.state, st.output, st.runs) == ("completed", 8, 2), st

@@ -61,6 +61,8 @@ _HERE = ("(SELECT run_id || '/' || coalesce((SELECT max(pos) FROM _wk_wf_step), 
 _REGISTER = (f"/*wk:child-register*/ INSERT INTO {CHILDREN} (id, cls, detached, started_at)"
              f" VALUES (?, ?, ?, {_HERE}) ON CONFLICT (id) DO NOTHING")
 _REGISTERED = f"SELECT cls, started_at, {_HERE} FROM {CHILDREN} WHERE id = ?"
+_TAKE_OVER = (f"/*wk:child-take-over*/ UPDATE {CHILDREN} SET started_at = {_HERE},"
+              " detached = ? WHERE id = ?")
 _SET_PARENT = (f"/*wk:child-parent*/ INSERT OR REPLACE INTO {PARENT} (id, cls, pid, detached)"
                " VALUES (1, ?, ?, ?)")
 _TABLES = ("SELECT name FROM sqlite_master WHERE type = 'table'"
@@ -117,14 +119,19 @@ class Registry:
 
     def register(self, id: str, cls: str, detached: bool) -> tuple[str, bool]:
         """Register child `id` of class `cls` started here (see _HERE). Returns the class
-        it is registered with (another: a mismatch) and whether the id was registered by
-        this same position (False: another position or run used it)."""
+        it is registered with (another: a mismatch) and whether the id is this
+        position's (False: another position of this run used it). A child an earlier
+        run of this instance started (before a continue-as-new) is taken over by this
+        position: it goes on, and its end comes to this run."""
         self.db.exec(_CHILD_TABLE)
         self.db.exec(_REGISTER, (id, cls, int(detached)))
         got = _rows(self.db, _REGISTERED, (id,))
         if not got:
             raise StoreFault(f"child {id!r} is not registered after its insert")
         known, at, here = got[0]
+        if at is not None and at != here and str(at).split("/")[0] != str(here).split("/")[0]:
+            self.db.exec(_TAKE_OVER, (int(detached), id))
+            return str(known), True
         return str(known), at is None or at == here
 
     def owe_cancel(self, id: str, cls: str) -> bool:
