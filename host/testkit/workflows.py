@@ -77,10 +77,12 @@ class WorkflowInstance:
         self._started = False
 
     # -- driving it --------------------------------------------------------------------
-    def start(self, input: Any = None, *, labels: dict[str, str] | None = None) -> Status:
+    def start(self, input: Any = None, *, labels: dict[str, str] | None = None,
+              event: tuple[str, Any] | None = None) -> Status:
         """Start it with `input` (idempotent), deliver the events mocked ahead, then
-        run what is due now."""
-        st = self.client.start(self.id, input, labels=labels)
+        run what is due now. `event`: (name, payload), delivered by the start itself
+        (signal-with-start: created or found running)."""
+        st = self.client.start(self.id, input, labels=labels, event=event)
         self._started = True
         for name, payload in self._ahead:
             self.client.send_event(self.id, name, payload)

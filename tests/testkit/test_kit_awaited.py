@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from wkguest.workflow import WorkflowError
 from wkhost.testkit import Kit, WorkflowClass
 
 REPO = Path(__file__).resolve().parents[2]
@@ -57,3 +58,14 @@ def test_the_timeout(kit: Kit) -> None:
     invoice.start({"id": "o5", "timeout": "1 hour"})
     got = invoice.wait_for_status("completed").output["failed"]
     assert got[:2] == ["AwaitTimedOut", "timed out"]
+
+
+def test_signal_with_start(kit: Kit) -> None:
+    """A start that carries an event: the order is created with "ship" delivered, in one
+    request; a second such start finds it finished and delivers nothing."""
+    order = WorkflowClass(kit, "orders").instance("o6")
+    st = order.start(10, event=("ship", "now"))
+    assert st.created
+    assert order.wait_for_status("completed").output == {"order": 10}
+    with pytest.raises(WorkflowError, match="finished"):
+        order.start(10, event=("ship", "again"))

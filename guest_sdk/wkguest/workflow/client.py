@@ -46,14 +46,20 @@ class Client:
         self._send = transport or _actor_transport(cls)
 
     def start(self, id: str, input: Any = None, *,
-              labels: Mapping[str, str] | None = None) -> Status:
+              labels: Mapping[str, str] | None = None,
+              event: tuple[str, Any] | None = None) -> Status:
         """Start instance `id` with `input` (see core/values.py for the types) and
         `labels`, which operators list it by (at most 16; keys 1 to 64 bytes, values at
         most 256: core/labels.py). An instance that exists (running, or finished and
         still kept) is left as it is, its labels too: its status comes back with
         `created` False, and `input_differs` True if `input` is not the instance's (it
-        was ignored). Raises WorkflowError (refused, 400: labels out of bounds)."""
+        was ignored). `event`: (name, payload), delivered in the same request whether
+        the start creates the instance or finds it running (signal-with-start; with the
+        creation, atomically). Raises WorkflowError (refused, 400: labels out of bounds;
+        with an event, "finished" if the instance has finished: nothing delivered)."""
         msg = {"input": input, **({"labels": dict(labels)} if labels else {})}
+        if event is not None:
+            msg["event"] = {"name": event[0], "payload": event[1]}
         return Status.from_map(self._call(id, "start", msg))
 
     def status(self, id: str, held_by: bool = False) -> Status:

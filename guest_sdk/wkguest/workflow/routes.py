@@ -8,14 +8,20 @@ from typing import Any, NamedTuple
 
 from . import cbor
 from .children import notices, watchers
-from .core.instance import FINISHED, HELD, PARKED, PAUSED, StatusRow
+from .core.instance import FINISHED, HELD, PARKED, PAUSED, RESTING, StatusRow
 from .core.kinds import shown
-from .core.requests import BadRequest
+from .core.requests import BadRequest, int_field
 from .core.runner import Runner
 from .core.values import check_name, decode, encode
 from .errors import CborError, StoreFault, UnsupportedValue, ValueTooLarge
 from .events import routes as event_routes
 from .status import CONTENT_TYPE
+
+# The host's held answers (wkhost's host/core/holds.py, which spells them too: no module
+# crosses the WIT boundary, so tests/unit/test_hold_constants.py checks that both agree).
+# Only the front door honours them.
+HOLD_MS = "wk-hold-ms"
+HOLD_STATE = "wk-hold-state"
 
 
 class Reply(NamedTuple):
@@ -142,3 +148,19 @@ def encode_field(value: Any, limit: int, what: str) -> tuple[str, bool]:
         raise BadRequest(413, "too-large", str(e)) from None
     except UnsupportedValue as e:
         raise BadRequest(400, "bad-request", str(e)) from None
+
+
+def held(msg: dict[str, Any], row: StatusRow, answer: dict[str, Any],
+         state: str | None = None) -> Reply:
+    """`answer`, which the host holds while the instance moves on, for up to the
+    message's `wait_ms`: the host delivers the request again after each event of the
+    instance, until it rests (finished, or parked: nothing of its own moves it then)
+    or the time is up (wkhost's host/core/holds.py). `state` comes back to `handle`
+    as `hold_state` with the request delivered again."""
+    out = reply(answer)
+    wait_ms = int_field(msg, "wait_ms", 0)
+    if wait_ms and row.state not in RESTING:
+        out.headers.append((HOLD_MS, str(wait_ms)))
+        if state is not None:
+            out.headers.append((HOLD_STATE, state))
+    return out

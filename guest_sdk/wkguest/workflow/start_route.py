@@ -1,0 +1,168 @@
+"""The start route of wk-workflow/v1 (protocol.py dispatches to it): create the
+instance, or answer for the one there.
+
+A start may carry `parent: {cls, id}` and `detached` (children/calls.py): the new
+instance records its parent (children/registry.py), and the answer for an existing one
+says whose child it is (`parent`) and, if the input differs, the instance's (`input`),
+so the parent can name both. Its `labels` are the new instance's (core/labels.py). Its
+`event: {name, payload}` is delivered whether it creates the instance or finds it
+(signal-with-start: with_start.py).
+
+Runs happen in on_alarm, with one exception: an operator's start that waits (`wait_ms`)
+runs the new instance's first run in its own event (`_create_and_run`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from . import with_start
+from .children.registry import Registry
+from .core import counted, spans
+from .core.instance import StatusRow
+from .core.labels import start_field
+from .core.requests import BadRequest, int_field
+from .core.values import decode, encode
+from .errors import StoreFault, UnsupportedValue, ValueTooLarge
+from .routes import Reply, encode_field, held, status_map
+from .runner import Runner
+
+# The hold state of a start delivered again after its hold (HOLD_STATE): the first
+# delivery created the instance, or delivered its event to the one it found.
+_CREATED, _DELIVERED = "created", "delivered"
+
+
+class StartRoute:
+    """The start route over one instance's runner."""
+
+    def __init__(self, runner: Runner) -> None:
+        self.runner = runner
+        self.store = runner.store
+        self.db = runner.db
+
+    def answer(self, msg: dict[str, Any], row: StatusRow | None, sender: str,
+               hold_state: str | None) -> Reply:
+        """The start route's answer (see the module's doc)."""
+        parent, ev = _parent_field(msg), with_start.event_field(msg)
+        if row is not None:
+            # Delivered again after a hold: the first delivery's answer said created.
+            created_here = hold_state == _CREATED
+            if ev is not None and hold_state is None:  # signal-with-start (with_start.py)
+                refused = with_start.deliver_to(self.runner, ev, row)
+                if refused is not None:
+                    return refused
+                row = self.store.status() or row
+            answer = {**status_map(self.runner, row), "created": created_here}
+            if not created_here and "input" in msg:
+                # The instance stays as it is; the caller learns its input was ignored.
+                answer["input_differs"] = self._input_differs(msg["input"])
+            if parent is not None:  # a parent's start: whose child this one is
+                self._parent_answer(answer)
+            return held(msg, row, answer, _CREATED if created_here else
+                        _DELIVERED if ev is not None else None)
+        wait_ms = int_field(msg, "wait_ms", 0)  # refused before anything is recorded
+        text, tagged = encode_field(msg.get("input"), self.runner.config.max_value_bytes,
+                                    "the input")
+        labels = start_field(msg)
+        if parent is not None:  # before the create: its durable insert syncs it too
+            Registry(self.db).set_parent(*parent, msg.get("detached") is True)
+        self.store.publish.start_labels(labels)  # so are they; its publish carries them
+        now = self.db.now()
+        run_id = self.runner.new_run_id()
+        if ev is not None:  # one transaction with its event
+            created = with_start.create_with(
+                self.runner, ev, lambda: self._create(run_id, text, tagged, now))
+        elif wait_ms > 0 and sender == "operator":
+            created = self._create_and_run(run_id, text, tagged, now)
+        else:
+            created = self._create(run_id, text, tagged, now)
+        if created is None:
+            raise StoreFault("the new instance is not there after its insert")
+        return held(msg, created, {**status_map(self.runner, created), "created": True},
+                          _CREATED)
+
+    def _parent_answer(self, answer: dict[str, Any]) -> None:
+        got = Registry(self.db).parent()
+        answer["parent"] = None if got is None else {"cls": got[0], "id": got[1]}
+        if answer.get("input_differs"):
+            stored = self.store.input()
+            answer["input"] = None if stored is None else decode(*stored)
+
+    def _input_differs(self, given: Any) -> bool:
+        """Whether `given` is another value than the instance's input: compared as JSON
+        with sorted keys, so that a map's order is no difference (a value the limit or
+        the types refuse is one)."""
+        try:
+            text, tagged = encode(given, self.runner.config.max_value_bytes, "the input")
+        except (ValueTooLarge, UnsupportedValue):
+            return True
+        stored = self.store.input()
+        return stored is None or (tagged, _sorted(text)) != (stored[1], _sorted(stored[0]))
+
+    def _create(self, run_id: str, text: str, tagged: bool, now: int) -> StatusRow | None:
+        """Record the instance, durably, with its alarm to now: its runs come from there."""
+        self.db.alarm_set(now)  # first: the durable insert below syncs it too
+        if not self.store.create(run_id, text, tagged, now):
+            return self.store.status()
+        counted.started(self.db)
+        spans.run_began(self.db, self.store, run_id)
+        # What status() would read back: the row just inserted, in an actor with no
+        # steps or events yet (an id without an instance row never keeps any).
+        return StatusRow(state="running", run_id=run_id, wake_at=None, waiting_for=None,
+                         output=None, output_tagged=False, error=None, created_at=now,
+                         updated_at=now, finished_at=None, positions=0, events_pending=0)
+
+    def _create_and_run(self, run_id: str, text: str, tagged: bool, now: int
+                        ) -> StatusRow | None:
+        """Record the instance and run its first run now, in the start's event, as its
+        alarm would (Runner.create_and_run). Returns its status after that run.
+
+        Only for an operator's start that waits for the end (`wait_ms`). Its client waits
+        anyway, and it comes from outside, so no actor's call chain is held up and a step
+        may call back any actor. It saves the alarm's event and the answer's delivery
+        again, and the create's fsync: the run's own durable write (a step's outcome, the
+        finish, a sleep's wake time) syncs the creation with it. A run that synced nothing
+        (a bad run, say) syncs here, before the answer says "created". Should the event
+        fail instead (a trap, a cut), the client gets the host's error, and the watchdog
+        alarm set before the insert runs the instance again."""
+        syncs = self.store.syncs
+        if not self.runner.create_and_run(run_id, text, tagged, now):
+            return self.store.status()
+        if self.store.syncs == syncs:
+            self.store.sync()
+        return self._finished_first(run_id, now) or self.store.status()
+
+    def _finished_first(self, run_id: str, created_at: int) -> StatusRow | None:
+        """What status() would read of an instance that its first run has just finished,
+        known without the query: the finish's values; every position that run took is
+        final, in its journal; and no event can have come (its actor is busy in this
+        event). None if the run did not finish it, or its storage failed."""
+        fin, journal = self.runner.settle.finished_as, self.runner.journal
+        if fin is None or journal is None or self.runner.store_fault is not None:
+            return None
+        state, output, tagged, error, at = fin
+        return StatusRow(state=state, run_id=run_id, wake_at=None, waiting_for=None,
+                         output=output, output_tagged=tagged, error=error,
+                         created_at=created_at, updated_at=at, finished_at=at,
+                         positions=len(journal), events_pending=0)
+
+
+def _parent_field(msg: dict[str, Any]) -> tuple[str, str] | None:
+    """A start's `parent: {cls, id}` (a child workflow's start), or None."""
+    p = msg.get("parent")
+    if p is None:
+        return None
+    if not (isinstance(p, dict) and isinstance(p.get("cls"), str) and p["cls"]
+            and isinstance(p.get("id"), str) and p["id"]):
+        raise BadRequest(400, "bad-request", "'parent' must be a map of non-empty texts "
+                         "cls and id")
+    if not isinstance(msg.get("detached", False), bool):
+        raise BadRequest(400, "bad-request", "'detached' must be true or false")
+    return p["cls"], p["id"]
+
+
+def _sorted(text: str) -> str:
+    return json.dumps(json.loads(text), sort_keys=True, ensure_ascii=False)
+
+
