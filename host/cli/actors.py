@@ -101,10 +101,16 @@ def filter_params(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def add_start_labels(p: argparse.ArgumentParser) -> None:
-    """`workflow start --label K=V`: the new instance's labels."""
+    """`workflow start --label K=V`: the new instance's labels; and `--event NAME
+    [--payload JSON]`, an event the start delivers (signal-with-start)."""
     p.add_argument("--label", action="append", default=[], metavar="K=V",
                    help="a label to list the new instance by (repeat for more); an "
                         "instance that exists keeps its own")
+    p.add_argument("--event", metavar="NAME", help="an event the start delivers, whether "
+                   "it creates the instance (atomically) or finds it running; a finished "
+                   "one refuses it (signal-with-start)")
+    p.add_argument("--payload", default="null", help="with --event: its payload, as JSON "
+                   "or @FILE (default null)")
 
 
 def start_labels(items: list[str]) -> dict[str, str]:

@@ -87,15 +87,17 @@ class WorkflowAdmin:
     # -- the client routes ---------------------------------------------------------
 
     def start(self, cls: str, id: str, input: Any = None, *, wait: float = 0,
-              labels: dict[str, str] | None = None) -> Started:
+              labels: dict[str, str] | None = None,
+              event: tuple[str, Any] | None = None) -> Started:
         """Start `id` with `input` and `labels` (what operators list it by: `wkhost
         workflow list --label K=V`), or find it: an instance that exists is left as it
         is, its labels too (`created` False; `input_differs` True if `input` is not its
         input, which is then ignored). With `wait` (seconds), the answer comes once the
-        instance rests (finished, or parked: `Status.is_resting`), or when `wait` is up
-        with the status of that moment: one request, no polling. Labels beyond the
-        host's bounds are refused (WorkflowError "refused", 400)."""
-        msg = {"input": input, **_wait(wait), **({"labels": labels} if labels else {})}
+        instance rests (finished, or parked), or when `wait` is up with the status of
+        that moment. `event` (name, payload): delivered in the same request, created or
+        found (signal-with-start; a finished instance: WorkflowError "finished")."""
+        msg = {"input": input, **_wait(wait), **({"labels": labels} if labels else {}),
+               **({} if event is None else {"event": {"name": event[0], "payload": event[1]}})}
         return Started.from_start(self._call(cls, id, "start", msg, wait))
 
     def status(self, cls: str, id: str, *, wait: float = 0, held_by: bool = False) -> Status:

@@ -181,7 +181,8 @@ def _start_or_status(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
     first: Status
     if args.command == "start":
         first = admin.start(cls, actor_id, _json_arg(args.input), wait=wait,
-                            labels=actors.start_labels(args.label))
+                            labels=actors.start_labels(args.label), event=None if args.event
+                            is None else (args.event, _json_arg(args.payload)))
     else:
         first = admin.status(cls, actor_id, wait=wait, held_by=args.held_by)
     status = first if deadline is None else _follow(admin, cls, actor_id, first, deadline,

@@ -159,3 +159,18 @@ def test_wait_answers_when_the_instance_finishes(shop_factory: ShopFactory) -> N
     assert "orders/w2: timed out: not finished after --timeout 0.5 s" in out.stderr, out
     out = wk(shop, "status", "orders", "w2", "--wait", "--timeout", "0")
     assert out.returncode == 2 and "--timeout" in out.stderr, out
+
+
+def test_a_start_that_carries_an_event(shop_factory: ShopFactory) -> None:
+    """`workflow start --event NAME --payload JSON` (signal-with-start): the order is
+    created with "approved" already there, so its wait takes it at once; a finished
+    instance refuses the event (exit 1), and nothing is delivered."""
+    shop = shop_factory()
+    order = json.dumps({**ORDER, "cool_off_ms": 0})
+    ok(shop, "start", "orders", "e1", "--input", order, "--event", "approved",
+       "--payload", '{"by": "cli"}')
+    shop.drive("e1", finished)
+    assert shop.status("e1")["output"] == expected_output("e1", by="cli")
+    out = wk(shop, "start", "orders", "e1", "--input", order, "--event", "approved")
+    assert out.returncode == 1 and "finished" in out.stderr, out
+    assert shop.status("e1")["events_pending"] == 0
