@@ -70,8 +70,11 @@ def gather(*aws: Awaitable[Any]) -> Awaitable[list[Any]]:
 
 def run(*coros: Coroutine[Any, Any, Any]) -> list[Any]:
     """Run `coros` together to their ends: their values in order, or the first one's
-    exception, in that order, once all have ended."""
-    tasks = [Task(c) for c in coros]
+    exception, in that order, once all have ended. Inside a step, their fetches are keyed
+    as a gather's are (wkguest/idempotency.py)."""
+    keys = idempotency.current  # inside a step: each coroutine counts apart, as gather's
+    forks = keys.fork(len(coros)) if keys is not None else [None] * len(coros)
+    tasks = [Task(c, keys=k) for c, k in zip(coros, forks, strict=True)]
     Loop(tasks).run()
     for t in tasks:
         if t.error is not None:

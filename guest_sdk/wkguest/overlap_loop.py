@@ -72,6 +72,15 @@ def _answer(ended: Any) -> Any:
     raise CallError(str(v.message), cast(CallErrorKind, kind))
 
 
+# Requests that ended while a loop other than theirs waited (a loop run inside a
+# coroutine of another: `overlap.run` called from a step's code): by handle, until their
+# own loop looks. WIT `overlap.wait-any` waits on every request of the event.
+_ENDED: dict[int, Any] = {}
+# An event has at most 64 requests in flight (the host's cap), so only an abandoned
+# request's end (its loop closed: a group that settled) is ever dropped past this.
+_KEPT = 256
+
+
 class Task:
     """One coroutine the loop drives: its value or error once it ended (`done`).
 
@@ -124,14 +133,21 @@ class Loop:
             task, value, error = self._ready.popleft()
             self._resume(task, value, error)
             return
-        handles = list(self._waiting)
-        got = _wit().overlap.wait_any(handles, None)
-        if got is None:  # the event's deadline passed: every wait ends with it
-            for h in handles:
-                task, fetched = self._waiting.pop(h)
-                self._ready.append((task, None, _deadline_passed(fetched)))
-            return
-        handle, ended = got
+        handle, ended = next(((h, _ENDED.pop(h)) for h in self._waiting if h in _ENDED),
+                             (None, None))
+        while handle is None:
+            got = _wit().overlap.wait_any(None)
+            if got is None:  # the event's deadline passed: every wait ends with it
+                for task, fetched in self._waiting.values():
+                    self._ready.append((task, None, _deadline_passed(fetched)))
+                self._waiting.clear()
+                return
+            if got[0] in self._waiting:
+                handle, ended = got
+            else:  # another loop's (one driving this loop's caller): kept for it
+                _ENDED[got[0]] = got[1]
+                if len(_ENDED) > _KEPT:  # the oldest: requests whose loop is gone
+                    del _ENDED[next(iter(_ENDED))]
         task, _ = self._waiting.pop(handle)
         try:
             self._ready.append((task, _answer(ended), None))

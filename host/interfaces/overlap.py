@@ -11,6 +11,7 @@ call), on a thread of `_pool()`; the event's thread waits in `wait-any` only, in
 from __future__ import annotations
 
 import concurrent.futures
+import itertools
 import threading
 import time
 from collections.abc import Callable
@@ -53,19 +54,24 @@ def _pool() -> concurrent.futures.ThreadPoolExecutor:
         return _the_pool
 
 
+# Handles are never reused within the process (but past 2^32): a guest that keeps an
+# abandoned request's end for its loop (wkguest/overlap_loop.py) can never take it for
+# another event's request.
+_handles = itertools.count(1)
+
+
 class InFlight:
     """One event's started requests, by handle, until `wait-any` gives their end."""
 
-    __slots__ = ("_next", "futures")
+    __slots__ = ("futures",)
 
     def __init__(self) -> None:
-        self._next = 0
         self.futures: dict[int, Future[Variant]] = {}
 
     def add(self, future: Future[Variant]) -> int:
-        self._next += 1
-        self.futures[self._next] = future
-        return self._next
+        handle = next(_handles) & 0xFFFF_FFFF
+        self.futures[handle] = future
+        return handle
 
 
 def _in_flight(ev: Any) -> InFlight | str:
@@ -190,24 +196,21 @@ def _start_call(host: HostPort[E]) -> Callable[..., Any]:
 def _wait_any(host: HostPort[E]) -> Callable[..., Any]:
     current, long_wait = host.current_event, host.long_wait
 
-    def wait_any(_store: Any, handles: list[int], timeout_ms: int | None) -> Any:
+    def wait_any(_store: Any, timeout_ms: int | None) -> Any:
         ev = current()
         flight: InFlight | None = ev.in_flight
-        futures = flight.futures if flight is not None else {}
-        unknown = [h for h in handles if h not in futures]
-        if unknown:
-            return f"invalid: handle {unknown[0]} is not a request of this event in flight"
-        if not handles:
-            return "invalid: wait-any was given no handle"
+        if flight is None or not flight.futures:
+            return "invalid: the event has no request in flight"
+        futures = flight.futures
         end = ev.bound
         if timeout_ms is not None:
             end = min(end, time.monotonic() + timeout_ms / 1000)
-        waited = [futures[h] for h in handles]
-        if not any(f.done() for f in waited):
+        if not any(f.done() for f in futures.values()):
             with long_wait():
-                concurrent.futures.wait(waited, timeout=max(0.0, end - time.monotonic()),
+                concurrent.futures.wait(list(futures.values()),
+                                        timeout=max(0.0, end - time.monotonic()),
                                         return_when=concurrent.futures.FIRST_COMPLETED)
-        for h, f in zip(handles, waited, strict=True):
+        for h, f in futures.items():  # in the order they started
             if f.done():
                 del futures[h]
                 return (h, f.result())

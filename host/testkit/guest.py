@@ -11,6 +11,7 @@ until the event ends. What crosses to other actors and to the network is the `Wo
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -227,7 +228,7 @@ class Guest:
             kind, message = failed
             ended = getattr(o, f"Ended_{failed_case}")(
                 error_record(kind=failed_kinds[kind], message=message))
-        handle = max(self.started, default=0) + 1
+        handle = next(_HANDLES)  # never reused, as the host's (interfaces/overlap.py)
         self.started[handle] = ended
         return handle
 
@@ -241,14 +242,14 @@ class Guest:
         return self._start(lambda: self._call(target, req), "Called", "CallFailed",
                            actors.CallErrorKind, actors.CallError)
 
-    def _wait_any(self, handles: list[int], timeout_ms: int | None) -> Any:
-        for h in handles:
-            if h not in self.started:
-                raise self.err(f"invalid: handle {h} is not a request of this event in "
-                               "flight")
-        if not handles:
-            raise self.err("invalid: wait-any was given no handle")
-        return handles[0], self.started.pop(handles[0])
+    def _wait_any(self, timeout_ms: int | None) -> Any:
+        if not self.started:
+            raise self.err("invalid: the event has no request in flight")
+        first = min(self.started)  # in the order they started: each ended as it started
+        return first, self.started.pop(first)
+
+
+_HANDLES = itertools.count(1)
 
 
 def _error(record: type, kinds: Any, failed: tuple[str, str] | None) -> Any:

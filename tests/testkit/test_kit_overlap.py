@@ -85,3 +85,14 @@ def test_a_run_continued_as_new_keys_its_requests_anew(kit: Kit, seen: Seen) -> 
     assert second != first and st.previous_run_id == first
     assert seen.keys("default") == [("POST", f"{first}-0"), ("PUT", f"{first}-0-2"),
                                     ("POST", f"{second}-0"), ("PUT", f"{second}-0-2")]
+
+
+def test_plain_code_in_a_branch_overlaps_requests_of_its_own(kit: Kit, seen: Seen) -> None:
+    """overlap.run inside a branch's coroutine, while the other branch's request is in
+    flight: each loop gets its own requests' ends, and the nested ones are keyed."""
+    seen.fetches.clear()
+    wf = WorkflowClass(kit, "keys").instance("k3")
+    run = wf.start({"nested": True}).run_id
+    assert wf.wait_for_status("completed").output == [[200, 200, 200]] * 2
+    assert sorted(k for _, k in seen.keys("nested")) == [
+        f"{run}-0.{i}-2.{j}" for i in range(2) for j in range(2)]
