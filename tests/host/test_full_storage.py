@@ -84,6 +84,9 @@ def test_a_host_write_that_fails_in_an_alarm_event_is_retried(
                      lambda sql, *_: "SET at_ms = NULL" in sql and len(failed) < 1)
     probe.json("ringer", "POST", "/alarm/set", query=f"at={now}")
     assert wait_until(lambda: bool(failed)), "the alarm never fired"
+    # The retry is timed from the failed event's end, after the failed write: jumping
+    # the clock before that end (a busy machine) would put the retry past the jump.
+    assert probe.host.alarms.scheduler.wait_settled(10)
     probe.clock.jump(2000)  # past the retry (alarm_retry_base_ms)
     assert wait_until(lambda: probe.json("ringer", "GET", "/alarm")["at"] is None)
     kinds = [r[0] for r in probe.json("ringer", "GET", "/log")["rows"]]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from wkguest.workflow import cbor
 from wkguest.workflow import protocol as guest
+from wkguest.workflow import start_route
 from wkguest.workflow.core.config import Config
 from wkguest.workflow.runner import Runner
 from wkguest.workflow.status import PREFIX
@@ -32,9 +33,9 @@ def _handle(route: str, msg: dict[str, object]) -> guest.Reply:
 
 def test_the_host_takes_a_held_start_with_the_guests_state() -> None:
     reply = _handle("start", {"input": 1, "wait_ms": 5000})
-    assert host.parse_hold(reply.headers) == (5000, guest._CREATED)
+    assert host.parse_hold(reply.headers) == (5000, start_route._CREATED)
 
 
 def test_a_guest_hold_longer_than_the_hosts_limit_is_cut_to_it() -> None:
     reply = _handle("start", {"input": 1, "wait_ms": 2**63 - 1})  # the most the guest takes
-    assert host.parse_hold(reply.headers) == (host.MAX_HOLD_MS, guest._CREATED)
+    assert host.parse_hold(reply.headers) == (host.MAX_HOLD_MS, start_route._CREATED)
