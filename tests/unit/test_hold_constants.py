@@ -5,9 +5,8 @@ Each side spells them itself, so this checks that the two spellings and limits a
 
 from __future__ import annotations
 
-from wkguest.workflow import cbor
+from wkguest.workflow import cbor, start_route
 from wkguest.workflow import protocol as guest
-from wkguest.workflow import start_route
 from wkguest.workflow.core.config import Config
 from wkguest.workflow.runner import Runner
 from wkguest.workflow.status import PREFIX
