@@ -62,17 +62,7 @@ class WorkflowStep:
         an argument. Raises StepFailed when its retries run out (or it raised
         NonRetryableError); uncaught, that fails the instance."""
         what = f"step.do({name!r})"
-        config, fn = _config_and_fn(args, what)
-        count = self._counts[name] = self._counts.get(name, 0) + 1
-        resolved = resolve(config, f"{what}: the config")
-        info = StepInfo(name, count)
-        opts = step_options(resolved, lambda sc: StepContext(info, resolved,
-                                                             lambda: sc.attempt))
-        if takes_context(fn, what):
-            ctx = StepContext(info, resolved, self._attempt)
-            f: Callable[[], Any] = lambda: fn(ctx)  # noqa: E731
-        else:
-            f = fn
+        f, opts, info, resolved = self._prepared(name, args, what)
         done: list[Any] = []  # the step's result and position, once it has one
         if rollback is not None:
             opts["compensate"] = self._compensation(info, resolved, rollback,
@@ -87,17 +77,8 @@ class WorkflowStep:
     def branch(self, name: str, *args: Any) -> Step:
         """A step of `all`, not run yet: `branch(name, fn)` or `branch(name, config, fn)`,
         as `do` takes them (no rollback: a branch has no compensation here)."""
-        what = f"step.branch({name!r})"
-        config, fn = _config_and_fn(args, what)
-        count = self._counts[name] = self._counts.get(name, 0) + 1
-        resolved = resolve(config, f"{what}: the config")
-        info = StepInfo(name, count)
-        opts = step_options(resolved, lambda sc: StepContext(info, resolved,
-                                                             lambda: sc.attempt))
-        if takes_context(fn, what):
-            ctx = StepContext(info, resolved, self._attempt)
-            return Step(name, lambda: fn(ctx), **opts)
-        return Step(name, fn, **opts)
+        f, opts, _, _ = self._prepared(name, args, f"step.branch({name!r})")
+        return Step(name, f, **opts)
 
     def all(self, branches: list[Step]) -> list[Any]:
         """What `Promise.all([step.do(...), ...])` is in TypeScript: the branches
@@ -145,6 +126,21 @@ class WorkflowStep:
         return ReceivedEvent(payload, type)
 
     # -- machinery -----------------------------------------------------------------
+
+    def _prepared(self, name: str, args: tuple[Any, ...], what: str
+                  ) -> tuple[Callable[[], Any], dict[str, Any], StepInfo, dict[str, Any]]:
+        """`do`'s and `branch`'s (name, [config,] fn): the function to run (given the
+        step context if it takes one), its wf.step options, its info and config."""
+        config, fn = _config_and_fn(args, what)
+        count = self._counts[name] = self._counts.get(name, 0) + 1
+        resolved = resolve(config, f"{what}: the config")
+        info = StepInfo(name, count)
+        opts = step_options(resolved, lambda sc: StepContext(info, resolved,
+                                                             lambda: sc.attempt))
+        if takes_context(fn, what):
+            ctx = StepContext(info, resolved, self._attempt)
+            return (lambda: fn(ctx)), opts, info, resolved
+        return fn, opts, info, resolved
 
     def _attempt(self) -> int:
         return self._wf.step_context.attempt
