@@ -11,6 +11,7 @@
     admin.list("orders", state="waiting")                  # [(id, summary), ...]
     admin.events("orders", "order-42", after=0)            # what it emitted: [Event, ...]
     admin.query("orders", "order-42", "progress")          # a query handler's answer
+    admin.update("orders", "order-42", "add", {"sku": "b"}, wait=30)  # an Update, ended
     admin.pause("orders", "order-42"); admin.resume(...)   # terminate, rescue, restart too
 
 It speaks wk-workflow/v1 (docs/workflow-protocol.md) to
@@ -34,7 +35,6 @@ answer came at all); "refused" for any other answer, with its status.
 
 from __future__ import annotations
 
-import io
 import json
 from dataclasses import dataclass, fields
 from typing import Any
@@ -49,15 +49,16 @@ from wkguest.workflow.status import (
     PROTOCOL,
     Event,
     Status,
+    Update,
     check_answer,
     events_of,
 )
 
-from ..events.holds import MAX_HOLD_MS
 from .admin import NoAnswer, request
+from .answers import content_type, decode_answer, text_of, wait_ms
 from .instances import Instance, listing_url, workflow_instances
 
-__all__ = ["Event", "Started", "Status", "WorkflowAdmin", "WorkflowError"]
+__all__ = ["Event", "Started", "Status", "Update", "WorkflowAdmin", "WorkflowError"]
 
 _LIST_PAGE = 1000
 
@@ -96,7 +97,7 @@ class WorkflowAdmin:
         instance rests (finished, or parked), or when `wait` is up with the status of
         that moment. `event` (name, payload): delivered in the same request, created or
         found (signal-with-start; a finished instance: WorkflowError "finished")."""
-        msg = {"input": input, **_wait(wait), **({"labels": labels} if labels else {}),
+        msg = {"input": input, **wait_ms(wait), **({"labels": labels} if labels else {}),
                **({} if event is None else {"event": {"name": event[0], "payload": event[1]}})}
         return Started.from_start(self._call(cls, id, "start", msg, wait))
 
@@ -105,7 +106,7 @@ class WorkflowAdmin:
         at `wait`. A parked instance's status says why (`error`) and since when
         (`parked_at`). `held_by`: also who runs it now (`Status.held_by`: "process 2 of
         4 (pid 1234)")."""
-        msg = {**_wait(wait), **({"held_by": True} if held_by else {})}
+        msg = {**wait_ms(wait), **({"held_by": True} if held_by else {})}
         return Status.from_map(self._call(cls, id, "status", msg, wait))
 
     def send_event(self, cls: str, id: str, name: str, payload: Any = None) -> None:
@@ -187,6 +188,22 @@ class WorkflowAdmin:
         "no-query" for a name the workflow does not register."""
         return self._call(cls, id, "query", {"name": name, "arg": arg}).get("result")
 
+    def update(self, cls: str, id: str, name: str, arg: Any = None, *,
+               update_id: str | None = None, wait: float = 60) -> Update:
+        """Send update `name` with `arg` (`wf.on_update`); with `wait` (seconds, at most
+        120 a request), the answer comes once its handler has ended, else how it stands
+        then ("accepted", "taken": `update_status` with its id asks again). Refused,
+        nothing recorded: WorkflowError "no-update", "update-rejected" (its validator).
+        `update_id` makes it idempotent: the same id answers the same update."""
+        msg = {"name": name, "arg": arg, **wait_ms(wait),
+               **({"id": update_id} if update_id else {})}
+        return Update.from_answer(self._call(cls, id, "update", msg, wait))
+
+    def update_status(self, cls: str, id: str, update_id: str, *, wait: float = 0) -> Update:
+        """How update `update_id` stands, once it has ended if `wait` (seconds)."""
+        msg = {"id": update_id, **wait_ms(wait)}
+        return Update.from_answer(self._call(cls, id, "update", msg, wait))
+
     def export(self, cls: str, id: str, *, leave_out: tuple[str, ...] = ()) -> dict[str, Any]:
         """The instance's whole state as a `wk-workflow-export/1` document (JSON-able;
         the `export` route's, docs/workflow-protocol.md), with `build`: the sha256 of the
@@ -205,7 +222,7 @@ class WorkflowAdmin:
         if self._builds is None:
             status, body, _, _ = self._send("GET", f"{self.base_url}/_wk/classes")
             if status != 200:
-                raise WorkflowError("refused", _text(body) or f"status {status}", status)
+                raise WorkflowError("refused", text_of(body) or f"status {status}", status)
             self._builds = {n: c["build"] for n, c in json.loads(body)["classes"].items()}
         return self._builds
 
@@ -235,7 +252,7 @@ class WorkflowAdmin:
     def _listing_page(self, cls: str, params: dict[str, Any]) -> dict[str, Any]:
         status, body, _, _ = self._send("GET", listing_url(self.base_url, cls, params))
         if status != 200:
-            raise WorkflowError("refused", _text(body) or f"status {status}", status)
+            raise WorkflowError("refused", text_of(body) or f"status {status}", status)
         page: dict[str, Any] = json.loads(body)
         return page
 
@@ -255,11 +272,11 @@ class WorkflowAdmin:
         # kind (an unknown class is a 404 too): the kind tells this one.
         if kind == "NotThatProtocol":
             raise WorkflowError("not-a-workflow", f"class {cls!r} is not a workflow class; "
-                                f"nothing of it was run ({_text(body)})", status)
-        doc = _decode(body) if ctype in ("", CONTENT_TYPE) else None
+                                f"nothing of it was run ({text_of(body)})", status)
+        doc = decode_answer(body) if ctype in ("", CONTENT_TYPE) else None
         if doc is None and status >= 500:  # the host's own failure, before any answer
-            raise WorkflowError("call", _text(body) or f"status {status}", status)
-        return check_answer(status, doc, _text(body))
+            raise WorkflowError("call", text_of(body) or f"status {status}", status)
+        return check_answer(status, doc, text_of(body))
 
     def _send(self, method: str, url: str, body: bytes | None = None,
               headers: dict[str, str] | None = None, timeout: float | None = None
@@ -271,30 +288,4 @@ class WorkflowAdmin:
                              timeout=timeout or self.timeout)
         except NoAnswer as e:
             raise WorkflowError("call", f"{url}: {e.error}") from None
-        return answer.status, answer.body, _ctype(answer.content_type), answer.error_kind
-
-
-def _wait(seconds: float) -> dict[str, int]:
-    """The protocol's wait_ms, within what the host holds an answer for."""
-    if seconds < 0:
-        raise ValueError("wait must be 0 or more seconds")
-    return {"wait_ms": min(MAX_HOLD_MS, round(seconds * 1000))} if seconds else {}
-
-
-def _decode(body: bytes) -> Any:
-    """A runner's answer: one CBOR map and nothing after it, else None. (cbor2.loads
-    would take the first item of any text, say a host's plain-text error, and stop.)"""
-    fp = io.BytesIO(body)
-    try:
-        doc = cbor2.CBORDecoder(fp).decode()
-    except (cbor2.CBORDecodeError, ValueError, EOFError):
-        return None
-    return doc if isinstance(doc, dict) and fp.tell() == len(body) else None
-
-
-def _ctype(content_type: str) -> str:
-    return content_type.split(";")[0].strip()
-
-
-def _text(body: bytes) -> str:
-    return body[:500].decode("utf-8", "replace").strip()
+        return answer.status, answer.body, content_type(answer.content_type), answer.error_kind

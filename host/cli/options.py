@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import json
 import os
 import re
 import textwrap
@@ -16,6 +17,7 @@ import urllib.error
 from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
+from typing import Any
 
 from ..errors import BadRequest
 from ..storage.paths import check_class, check_id
@@ -50,7 +52,7 @@ STATE_EXITS = {"failed": Exit.WORKFLOW_FAILED, "cancelled": Exit.WORKFLOW_CANCEL
 WORKFLOW = frozenset(f"workflow {c}" for c in
                      ("start", "status", "send-event", "cancel", "steps", "list", "events",
                       "query", "terminate", "pause", "resume", "rescue", "restart", "bulk",
-                      "export", "import", "compat"))
+                      "export", "import", "compat", "update"))
 STATEFUL = frozenset({"workflow start", "workflow status"})
 SCHEDULE = frozenset(f"schedule {c}" for c in
                      ("create", "list", "describe", "pause", "resume", "delete"))
@@ -83,7 +85,9 @@ CONTRACT = (
              "after compensations), a bulk move that failed for any instance, a class "
              "that is not a "
              "workflow's, a query the workflow does not register (or whose handler failed, "
-             "or whose journal does not replay), an import to an id that has an instance "
+             "or whose journal does not replay), an update it refuses (no handler of that "
+             "name, its validator) or whose handler failed, an import to an id that has "
+             "an instance "
              "or of a document that does not fit, a compat report with an instance the new "
              "build would not replay, or the host's own error (a trapped instance)",
         WORKFLOW),
@@ -110,6 +114,8 @@ CONTRACT = (
     Row("3", "the server could not be reached, or did not answer in time", TO_SERVER),
     Row("4", "--wait: the --timeout was up before the instance finished (its status "
              "then is printed)", STATEFUL),
+    Row("4", "the --timeout was up before the update's handler ended: its id is printed, "
+             "to ask again with --update-id", frozenset({"workflow update"})),
     Row("10", "the instance failed", STATEFUL),
     Row("11", "the instance was cancelled", STATEFUL),
     Row("12", "the instance is parked: a failure that is not the workflow's own (a "
@@ -175,6 +181,15 @@ def read_input_file(path: str) -> bytes:
         return Path(path).read_bytes()
     except OSError as e:
         raise CliError(f"cannot read {path}: {e.strerror}") from None
+
+
+def json_arg(spec: str, what: str = "the value") -> Any:
+    """A JSON argument, or `@FILE` to read it from a file. Raises CliError (bad usage)."""
+    text = read_input_file(spec[1:]).decode(errors="replace") if spec.startswith("@") else spec
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        raise CliError(f"{what} is not JSON ({e}): {text[:80]!r}") from None
 
 
 # -- talking to a running server -------------------------------------------------------------

@@ -25,9 +25,9 @@ from .options import (
     Exit,
     add_server_args,
     checked_target,
+    json_arg,
     operator_request,
     operator_token,
-    read_input_file,
     with_exit_codes,
 )
 from .text import seconds_arg, when
@@ -153,7 +153,8 @@ def _hint(status: int, cls: str) -> str:
 def _create(args: argparse.Namespace, token: str) -> int:
     if not args.grace >= 0:
         raise CliError("--grace must be 0 or more seconds")
-    msg = {"target": args.target, "cron": args.cron, "tz": args.tz, "input": _json_arg(args.input),
+    msg = {"target": args.target, "cron": args.cron, "tz": args.tz,
+           "input": json_arg(args.input, "--input"),
            "overlap": args.overlap, "catchup": args.catchup, "catchup_max": args.catchup_max,
            "grace_ms": round(args.grace * 1000)}
     try:
@@ -247,14 +248,6 @@ def _list(args: argparse.Namespace, token: str) -> int:
                          f"next {when(nxt[0])}" if nxt else "next none",
                          f"last {d['last_instance'] or 'none'}"]))
     return Exit.OK
-
-
-def _json_arg(spec: str) -> Any:
-    text = read_input_file(spec[1:]).decode(errors="replace") if spec.startswith("@") else spec
-    try:
-        return json.loads(text)
-    except ValueError as e:
-        raise CliError(f"--input is not JSON ({e}): {text[:80]!r}") from None
 
 
 _RUN = {"create": _create, "describe": _describe, "pause": _change, "resume": _change,

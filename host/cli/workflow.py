@@ -14,7 +14,7 @@ import textwrap
 import time
 from typing import Any
 
-from . import actors, compat, listing, operate, steps, transfer
+from . import actors, compat, listing, operate, steps, transfer, update_cmd
 from .client import Started, Status, WorkflowAdmin, WorkflowError
 from .options import (
     STATE_EXITS,
@@ -23,8 +23,8 @@ from .options import (
     add_server_args,
     checked_target,
     exit_status_epilog,
+    json_arg,
     operator_token,
-    read_input_file,
 )
 from .text import seconds_arg, when
 
@@ -84,6 +84,7 @@ def add_workflow_command(sub: Any) -> None:
         p.set_defaults(run=_run, command=name)
     transfer.add_commands(ws)
     compat.add_command(ws)
+    update_cmd.add_command(ws).set_defaults(run=_run, command="update")
     w.set_defaults(run=lambda args: (w.print_help(), Exit.USAGE)[1])
 
 
@@ -129,14 +130,6 @@ def _add_specific(name: str, p: argparse.ArgumentParser) -> None:
         operate.add_args(name, p)
 
 
-def _json_arg(spec: str) -> Any:
-    text = read_input_file(spec[1:]).decode(errors="replace") if spec.startswith("@") else spec
-    try:
-        return json.loads(text)
-    except ValueError as e:
-        raise CliError(f"not JSON ({e}): {text[:80]!r}") from None
-
-
 def _run(args: argparse.Namespace) -> int:
     if getattr(args, "wait", False) and not args.timeout > 0:
         raise CliError("--timeout must be a number of seconds above 0")
@@ -157,7 +150,7 @@ def _dispatch(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
 
 
 def _send_event(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
-    admin.send_event(args.cls, args.id, args.name, _json_arg(args.payload))
+    admin.send_event(args.cls, args.id, args.name, json_arg(args.payload))
     print(f"{args.cls}/{args.id}: event {args.name!r} recorded")
     return Exit.OK
 
@@ -180,9 +173,9 @@ def _start_or_status(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
     wait = args.timeout if args.wait else 0
     first: Status
     if args.command == "start":
-        first = admin.start(cls, actor_id, _json_arg(args.input), wait=wait,
+        first = admin.start(cls, actor_id, json_arg(args.input), wait=wait,
                             labels=actors.start_labels(args.label), event=None if args.event
-                            is None else (args.event, _json_arg(args.payload)))
+                            is None else (args.event, json_arg(args.payload)))
     else:
         first = admin.status(cls, actor_id, wait=wait, held_by=args.held_by)
     status = first if deadline is None else _follow(admin, cls, actor_id, first, deadline,
@@ -210,13 +203,13 @@ def _events(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
 
 
 def _query(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
-    result = admin.query(args.cls, args.id, args.name, _json_arg(args.arg))
+    result = admin.query(args.cls, args.id, args.name, json_arg(args.arg))
     print(json.dumps(result, default=repr))
     return Exit.OK
 
 
 def _move(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
-    status = operate.move(admin, args, _json_arg)
+    status = operate.move(admin, args, json_arg)
     _print_status(args.cls, args.id, status, args.json)
     why = operate.refused(args.command, status)
     if why is not None:
@@ -229,7 +222,7 @@ _MOVES = ("terminate", "pause", "resume", "rescue", "restart")
 _RUN = {**dict.fromkeys(_MOVES, _move), "bulk": operate.bulk, "list": listing.run,
         "steps": steps.run, "send-event": _send_event, "cancel": _cancel,
         "start": _start_or_status, "status": _start_or_status, "events": _events,
-        "query": _query}
+        "query": _query, "update": update_cmd.run}
 
 
 def _ended(s: Status) -> bool:

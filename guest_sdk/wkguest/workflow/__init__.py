@@ -79,7 +79,7 @@ from .run import Run
 from .runner import Workflow
 from .saga.compensations import Compensation
 from .serve import serve
-from .status import FINISHED_STATES, STATES, Event, Status
+from .status import FINISHED_STATES, STATES, Event, Status, Update
 
 __all__ = [
     "FINISHED_STATES",
@@ -113,6 +113,7 @@ __all__ = [
     "TxDb",
     "TxRefused",
     "UnsupportedValue",
+    "Update",
     "ValueTooLarge",
     "Wait",
     "Won",

@@ -8,6 +8,8 @@
     orders.cancel("order-42")                    # or compensate=True: undo its steps first
     events = orders.events("order-42", after=0)  # what it emitted (wf.emit), from offset 0
     progress = orders.query("order-42", "progress")  # a query handler's answer (wf.query)
+    u = orders.update("order-42", "add_item", {"sku": "b-7"})  # wf.on_update's handler
+    u = orders.update_status("order-42", u.id)   # later: u.value() once it has ended
     orders.pause("order-42"); orders.resume("order-42")  # and terminate, rescue, restart
 
 Every call is one `actors.call` to the instance that only records or reads, so it
@@ -27,7 +29,16 @@ from typing import Any
 
 from . import cbor
 from .errors import CborError, WorkflowError
-from .status import CONTENT_TYPE, PREFIX, PROTOCOL, Event, Status, check_answer, events_of
+from .status import (
+    CONTENT_TYPE,
+    PREFIX,
+    PROTOCOL,
+    Event,
+    Status,
+    Update,
+    check_answer,
+    events_of,
+)
 
 KEEP: Any = object()  # restart's input left out: the instance's own
 
@@ -135,6 +146,23 @@ class Client:
         the workflow registers no such query; "refused" with status 409: its journal does
         not replay with this code, 422: the handler raised)."""
         return self._call(id, "query", {"name": name, "arg": arg}).get("result")
+
+    def update(self, id: str, name: str, arg: Any = None, *,
+               update_id: str | None = None) -> Update:
+        """Send update `name` with `arg` to the workflow's handler (`wf.on_update`):
+        accepted at once, or refused (WorkflowError "no-update", "update-rejected":
+        nothing recorded). An actor's call is answered as the update stands when it is
+        accepted ("accepted"): its handler runs in the instance's next event, so ask
+        again with `update_status(id, u.id)`. `update_id` makes the call idempotent (one
+        is made if left out). Raises WorkflowError (unknown, finished, refused: 429 when
+        the instance keeps too many waiting updates)."""
+        msg = {"name": name, "arg": arg, **({"id": update_id} if update_id else {})}
+        return Update.from_answer(self._call(id, "update", msg))
+
+    def update_status(self, id: str, update_id: str) -> Update:
+        """How update `update_id` stands (`Update.value()` gives its result once ended).
+        Raises WorkflowError (refused, 404: the instance keeps no such update)."""
+        return Update.from_answer(self._call(id, "update", {"id": update_id}))
 
     def _call(self, id: str, route: str, msg: dict[str, Any]) -> Any:
         status, body = self._send(id, "POST", PREFIX + route, cbor.dumps(msg))

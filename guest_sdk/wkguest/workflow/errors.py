@@ -38,7 +38,8 @@ from __future__ import annotations
 from typing import Literal
 
 ErrorKind = Literal["unknown", "finished", "call", "refused", "not-a-workflow", "no-query",
-                    "exists"]
+                    "exists", "no-update", "update-rejected", "update-failed",
+                    "update-pending"]
 
 # What the host says when a class does not declare the workflow protocol (wkhost's
 # NotThatProtocol). Inside an actor a call's kind tells it ("not-declared": CallError,
@@ -117,6 +118,10 @@ class WorkflowError(Exception):
     workflow class: the host ran none of its code), "no-query" (a query of a name the
     workflow does not register), "refused" (any other answer; see `status`), "exists"
     (the Cloudflare-shaped binding's create of an id that is taken: wkguest.cloudflare).
+    Updates (`Client.update`, `Update.value`): "no-update" (the workflow registers no
+    handler of that name where it is), "update-rejected" (its validator refused it:
+    nothing was recorded), "update-failed" (its handler raised, or the instance finished
+    first), "update-pending" (not ended yet: ask again with its id, `update_id`).
     """
 
     def __init__(self, kind: ErrorKind, message: str, status: int | None = None) -> None:
@@ -124,6 +129,7 @@ class WorkflowError(Exception):
         self.kind: ErrorKind = kind
         self.message = message
         self.status = status
+        self.update_id: str | None = None  # "update-pending": the id to ask again with
 
 
 class UnsupportedValue(ValueError):

@@ -16,6 +16,8 @@ Routes (`/wk-workflow/v1/<route>`, CBOR map bodies; docs/workflow-protocol.md):
     events   GET|POST  the emitted-event stream from an offset (events/routes.py)
     query    GET|POST  a query handler's answer over a dry replay (events/routes.py,
                        events/dry_replay.py)
+    update   POST      accept an update, its answer held until its handler ends, or ask
+                       how one stands (update_route.py)
     child-done  POST   a child's (or awaited instance's) notice that it finished, and
     watch       POST   a workflow's wait for this one to finish (actors only: children/)
     terminate, pause, resume, rescue, restart
@@ -45,7 +47,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import routes, test_route, transfer_route
+from . import routes, test_route, transfer_route, update_route
 from .core.instance import RESTING, StatusRow
 from .core.listing import steps
 from .core.requests import BadRequest
@@ -61,7 +63,8 @@ from .start_route import StartRoute
 
 _ROUTES = {"start": "POST", "event": "POST", "cancel": "POST",
            "status": "GET POST", "steps": "GET POST", "summary": "GET POST",
-           "events": "GET POST", "query": "GET POST", "child-done": "POST", "watch": "POST",
+           "events": "GET POST", "query": "GET POST", "update": "POST",
+           "child-done": "POST", "watch": "POST",
            "terminate": "POST", "pause": "POST", "resume": "POST", "rescue": "POST",
            "restart": "POST", "test": "POST", "export": "POST", "import": "POST"}
 _TOOLS = {"test": test_route.answer, "export": transfer_route.export,
@@ -126,6 +129,8 @@ class Protocol:
             if row is None:
                 return refuse(404, "unknown", "no such workflow instance (never started, "
                               "or past its retention)")
+            if route == "update":
+                return update_route.answer(self.runner, msg, row, hold_state)
             return self._routes()[route](msg, row)
         except BadRequest as e:
             return refuse(e.status, e.kind, str(e))

@@ -50,6 +50,7 @@ def status_map(runner: Runner, row: StatusRow, output: bool = True, held_by: boo
         "positions": row.positions, "created_at": row.created_at,
         "updated_at": row.updated_at, "finished_at": row.finished_at,
         "events_pending": row.events_pending, "runs": row.runs,
+        "updates_pending": row.updates_pending,
     }
     if m["waiting_for"] and row.waiting_for != m["waiting_for"][0]:
         m["wake_at"] = None  # a child's wait: no time of its own (children/calls.py)

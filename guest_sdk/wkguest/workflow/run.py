@@ -28,6 +28,9 @@ from .events import calls as events
 from .events.calls import Handler
 from .groups import calls as groups
 from .groups.branches import CANCEL, Won
+from .updates import taking
+from .updates.taking import Handler as UpdateHandler
+from .updates.taking import Validator
 
 
 class StepCall(Protocol):
@@ -229,6 +232,17 @@ class Run:
         workflow's state: it may not call primitives. Raises CodeError for a bad name or
         a handler that is not callable."""
         events.query(self._cursor, name, handler)
+
+    def on_update(self, name: str, handler: UpdateHandler,
+                  validator: Validator | None = None) -> None:
+        """Register `handler(arg)` for updates `name`: it runs in the workflow once the
+        instance takes the update (at its next position past the journal: before a step,
+        or while it sleeps or waits), may run steps, and its answer, or the exception it
+        raises, is the update's outcome. `validator(arg)`, if given, runs as the update
+        arrives, read-only as a query: raising refuses the update, recording nothing.
+        Takes no position (updates/taking.py). Raises CodeError for a bad name or a
+        handler that is not callable."""
+        taking.on_update(self._cursor, name, handler, validator)
 
 
 def cursor_of(wf: Run) -> Cursor:

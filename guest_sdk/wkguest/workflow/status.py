@@ -46,7 +46,8 @@ class Status:
     the instance has begun (1, until it continues as new); previous_run_id: the run before
     this one (None for the first). paused_at: when it was paused (None unless paused).
     held_by: who holds the instance now, as the host names it ("process 2 of 4 (pid
-    1234)"), when the host says.
+    1234)"), when the host says. updates_pending: updates accepted and not yet taken
+    (`wf.on_update`).
     """
 
     state: str
@@ -65,6 +66,7 @@ class Status:
     previous_run_id: str | None = None
     paused_at: int | None = None
     held_by: str | None = None
+    updates_pending: int = 0  # accepted updates the workflow has not taken yet
 
     @property
     def is_finished(self) -> bool:
@@ -107,7 +109,57 @@ class Status:
             previous_run_id=_opt_str(m.get("previous_run_id")),
             paused_at=_opt_int(m.get("paused_at")),
             held_by=_opt_str(m.get("held_by")),
+            updates_pending=_opt_int(m.get("updates_pending")) or 0,
         )
+
+
+@dataclass(frozen=True)
+class Update:
+    """An update as the instance answers for it (the update route).
+
+    state: "accepted" (waiting for the workflow to take it), "taken" (its handler runs),
+    "completed" (`result` is its handler's answer) or "failed" (`error` says why: its
+    handler raised, or the instance finished first). position: where the workflow took
+    it. An update the validator refused has no state: the call raised update-rejected."""
+
+    id: str
+    name: str
+    state: str
+    result: Any = None
+    error: str | None = None
+    position: int | None = None
+    run_id: str | None = None
+    accepted_at: int | None = None
+    done_at: int | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.state in ("completed", "failed")
+
+    def value(self) -> Any:
+        """The handler's answer. Raises WorkflowError: "update-failed", or
+        "update-pending" (not ended yet: its `update_id` asks again)."""
+        if self.state == "completed":
+            return self.result
+        if self.state == "failed":
+            raise WorkflowError("update-failed", f"update {self.name!r} failed: "
+                                f"{self.error}")
+        e = WorkflowError("update-pending", f"update {self.name!r} ({self.id}) is "
+                          f"{self.state}, not ended yet: ask again with its id")
+        e.update_id = self.id
+        raise e
+
+    @classmethod
+    def from_answer(cls, doc: Any) -> Update:
+        """The update route's answer → Update. Raises WorkflowError("refused")."""
+        m = doc.get("update") if isinstance(doc, dict) else None
+        if not (isinstance(m, dict) and isinstance(m.get("id"), str)
+                and isinstance(m.get("name"), str) and isinstance(m.get("state"), str)):
+            raise WorkflowError("refused", f"malformed update answer: {doc!r}"[:300], 200)
+        return cls(id=m["id"], name=m["name"], state=m["state"], result=m.get("result"),
+                   error=_opt_str(m.get("error")), position=_opt_int(m.get("position")),
+                   run_id=_opt_str(m.get("run_id")), accepted_at=_opt_int(m.get("accepted_at")),
+                   done_at=_opt_int(m.get("done_at")))
 
 
 @dataclass(frozen=True)
@@ -173,6 +225,8 @@ def check_answer(status: int, doc: Any, body_text: str = "") -> Any:
         raise WorkflowError("unknown", message, status)
     if status == 409 and kind == "finished":
         raise WorkflowError("finished", message, status)
-    if status == 404 and kind == "no-query":
-        raise WorkflowError("no-query", message, status)
+    if status == 404 and kind in ("no-query", "no-update"):
+        raise WorkflowError(kind, message, status)
+    if status == 422 and kind == "update-rejected":
+        raise WorkflowError("update-rejected", message, status)
     raise WorkflowError("refused", message, status)

@@ -12,10 +12,10 @@ def test_the_stored_letters_are_the_formats() -> None:
         "STEP_RETURNED", "STEP_RETURNED_TAGGED", "STEP_FAILED", "SLEEP_PASSED",
         "WAIT_TOOK_EVENT", "WAIT_TOOK_EVENT_TAGGED", "WAIT_TIMED_OUT", "NOW_TAKEN",
         "RANDOM_TAKEN", "UUID_TAKEN", "PATCH_MARKER", "EMITTED", "STEP_RETRYING", "SLEEPING",
-        "WAITING", "GROUP_SETTLED", "GROUP_OPEN")}
-    assert "".join(letters.values()) == "STXZEFONRUVMpwqGg"
+        "WAITING", "GROUP_SETTLED", "GROUP_OPEN", "UPDATE_APPLIED", "UPDATE_DONE")}
+    assert "".join(letters.values()) == "STXZEFONRUVMpwqGgAD"
     assert set(kinds.KINDS) == set(letters.values())
-    assert (kinds.FINAL_KINDS, kinds.PENDING_KINDS) == ("STXZEFONRUVMG", "pwqg")
+    assert (kinds.FINAL_KINDS, kinds.PENDING_KINDS) == ("STXZEFONRUVMGAD", "pwqg")
 
 
 def test_every_final_kind_replays_and_no_pending_one_does() -> None:

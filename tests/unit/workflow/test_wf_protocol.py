@@ -14,7 +14,7 @@ from wkguest.workflow.testing import FakeHost, Trap
 from wkguest.workflow.testing.fakes import FakeBackend
 
 STATUS_KEYS = {"state", "run_id", "wake_at", "waiting_for", "error", "positions", "created_at",
-               "updated_at", "finished_at", "events_pending", "runs"}
+               "updated_at", "finished_at", "events_pending", "runs", "updates_pending"}
 
 
 def order(run: Run, inp: Any) -> Any:

@@ -18,7 +18,7 @@ HOUR = 3_600_000
 CALLS = {"step", "step_keyed", "try_step", "sleep", "sleep_until", "wait_for_event",
          "continue_as_new", "fail", "step_context", "now", "random", "uuid", "patched",
          "deprecate_patch", "all", "all_settled", "any", "child", "spawn", "join", "emit",
-         "query", "set_labels", "position", "run_id", "key", "wait_for_workflow"}
+         "query", "set_labels", "position", "run_id", "key", "wait_for_workflow", "on_update"}
 MACHINERY = {"Backend", "CborError", "Runner", "Protocol", "RealBackend", "Suspend",
              "StoreFault", "Reply", "Cursor", "Frontier"}
 

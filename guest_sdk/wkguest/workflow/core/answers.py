@@ -22,6 +22,9 @@ from .kinds import (
     STEP_FAILED,
     STEP_RETURNED,
     STEP_RETURNED_TAGGED,
+    UPDATE,
+    UPDATE_APPLIED,
+    UPDATE_DONE,
     UUID_TAKEN,
     WAIT,
     WAIT_TIMED_OUT,
@@ -71,4 +74,6 @@ REPLAY: dict[str, tuple[str | None, Answer]] = {
     PATCH_MARKER: (None, _value),
     EMITTED: (None, _value),
     GROUP_SETTLED: (None, _value),  # a group's record: groups/calls.py reads it
+    UPDATE_APPLIED: (UPDATE, _value),  # an update's: updates/taking.py reads them
+    UPDATE_DONE: (UPDATE, _value),
 }

@@ -38,6 +38,17 @@ from .step_slot import Outcome
 from .tx import tables_of
 from .values import check_name
 
+_NESTED = "workflow primitives cannot be called inside a step's function"
+
+
+class Updates(Protocol):
+    """The updates' hook (updates/taking.py), once the function registered a handler:
+    told of each position a primitive is about to take."""
+
+    def before(self, run: Cursor, pos: int) -> int:
+        """Apply the updates recorded at `pos` (a replay), or waiting there (new work);
+        the position the primitive then takes."""
+
 
 class Completions(Protocol):
     """Told of each completed step that was given options (the saga keeps its
@@ -79,7 +90,7 @@ class Cursor:
     """The run's position over the journal (see the module's doc). `Run` holds one."""
 
     __slots__ = ("_pos", "_kinds", "_keys", "_journal", "_results", "_front", "_retry",
-                 "_busy", "completions", "patches", "run_id", "stopped")
+                 "_busy", "completions", "patches", "run_id", "stopped", "updates")
 
     def __init__(self, journal: Journal, front: Frontier, retry: Retry, run_id: str) -> None:
         self._pos = 0
@@ -94,6 +105,7 @@ class Cursor:
         self.patches: dict[str, bool] | None = None  # patched()'s answers in this run
         self.run_id = run_id
         self.stopped: WorkflowSignal | None = None
+        self.updates: Updates | None = None  # set once the function registers a handler
 
     @property
     def position(self) -> int:
@@ -163,13 +175,27 @@ class Cursor:
         return self._retry
 
     def enter(self) -> int:
-        """The position a primitive takes. Raises the signal that stopped the run again
-        (the function swallowed it and went on), and NonRetryable for a primitive called
-        inside a step's function."""
+        """The position a primitive takes, after the updates applied before it (the
+        `updates` hook). Raises the signal that stopped the run again (the function
+        swallowed it and went on), and NonRetryable for a primitive called inside a
+        step's function."""
         if self.stopped is not None:
             raise self.stopped  # the function swallowed a signal and went on: stop again
         if self._busy:
-            raise NonRetryable("workflow primitives cannot be called inside a step's function")
+            raise NonRetryable(_NESTED)
+        if self.updates is not None:
+            return self.updates.before(self, self._pos)
+        return self._pos
+
+    def at(self) -> int:
+        """As `enter`, for a call that may take no position (a registration, `patched`):
+        its checks, and no update taken before it. An update is taken only where a
+        primitive takes the position, so that a replay takes it at the same place in the
+        code as the run did (a registration reaches the same position earlier)."""
+        if self.stopped is not None:
+            raise self.stopped
+        if self._busy:
+            raise NonRetryable(_NESTED)
         return self._pos
 
     def recorded(self, pos: int) -> bool:
@@ -184,6 +210,10 @@ class Cursor:
         """The state of recorded position `pos` as the steps route names it: "done",
         "failed", "timed-out" (a wait's timeout: kinds.py)."""
         return state_of(self._kinds[pos])
+
+    def kind_at(self, pos: int) -> str:
+        """The kind recorded at `pos`, a recorded position."""
+        return self._kinds[pos]
 
     def skip(self, pos: int) -> None:
         """Pass over recorded position `pos`, answering nothing (a patch marker)."""

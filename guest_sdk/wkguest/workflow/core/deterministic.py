@@ -66,7 +66,7 @@ def patched(run: Cursor, change_id: str) -> bool:
     for the rest of the run.
 
     Raises CodeError (the instance stops) for an id that is not a valid name."""
-    pos = run.enter()
+    pos = run.at()
     _check_id(run, change_id, "patched")
     seen = run.patches
     if seen is None:
@@ -83,7 +83,7 @@ def deprecate_patch(run: Cursor, change_id: str) -> None:
     whose history holds the change's marker here passes over it.
 
     Raises CodeError (the instance stops) for an id that is not a valid name."""
-    pos = run.enter()
+    pos = run.at()
     _check_id(run, change_id, "deprecate_patch")
     if _is_marker(run, pos, change_id):
         run.skip(pos)

@@ -71,6 +71,9 @@ class Frontier:
         # what stops it at the first new position.
         self.refusal: Callable[[int], WorkflowSignal] | None = None
         self.mocks: Mocks | None = None  # a test's (mocks.py): None but in tests
+        # The updates accepted and not yet taken, as the run's load counted them: a dry
+        # replay's none, so it takes none (updates/taking.py).
+        self.updates_waiting = 0
 
     def pending_at(self, pos: int, kind: str, call: str, name: str) -> Pending | None:
         """The pending entry at `pos` if it is there: of `kind` and `name`, or Reordered

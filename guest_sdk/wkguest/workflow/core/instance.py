@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .kinds import PENDING_KINDS, STEP_RETURNED, Pending, sql_list
+from .kinds import PENDING_KINDS, STEP_RETURNED, UPDATE_EVENT, Pending, sql_list
 from .mocks import THERE as TEST_TABLE
 
 FINISHED = frozenset({"completed", "failed", "cancelled", "terminated"})
@@ -31,13 +31,18 @@ RESTING = FINISHED | HELD
 # aggregate, so rows reach group_concat in pos order (tests check it on both SQLites).
 # The pending entry, if any, is always the last position; it comes apart as JSON. The
 # last two elements are probes of the schema: whether the step table has `cut`
-# (migration.py), and whether a test set mocks (mocks.py: 1, else null).
+# (migration.py), and whether a test set mocks (mocks.py: 1, else null). The last counts
+# the updates waiting in the inbox (updates/inbox.py), by the events' index.
 #
 # Three columns, read typed (`query_row`), not through query-packed: the keys and the
 # results are big texts full of characters JSON escapes (a U+001E per key, the quotes of
 # every result), and unescaping them again in the guest was a large part of a fresh long
 # journal's load. The small rest travels as one JSON array, because each typed column
 # adds to the crossing's cost (docs/performance.md).
+# An accepted update's inbox row is an event of a reserved name (kinds.UPDATE_EVENT).
+_UPDATE_EVENT = f"char({ord(UPDATE_EVENT[0])}) || '{UPDATE_EVENT[1:]}'"
+_UPDATES_WAITING = f"(SELECT count(*) FROM _wk_wf_event WHERE name = {_UPDATE_EVENT})"
+
 LOAD = f"""
 SELECT json_array(w.state, w.run_id, w.bad_runs, w.retry_at, w.wake_at, w.waiting_for,
                   w.finished_at, w.error, CASE WHEN w.run_id = ?2 THEN NULL ELSE w.input END,
@@ -48,7 +53,7 @@ SELECT json_array(w.state, w.run_id, w.bad_runs, w.retry_at, w.wake_at, w.waitin
                            AND kind IN ({sql_list(PENDING_KINDS)}))),
                   (SELECT instr(sql, ' cut TEXT') > 0 FROM sqlite_master
                     WHERE type = 'table' AND name = '_wk_wf_step'),
-                  {TEST_TABLE}),
+                  {TEST_TABLE}, {_UPDATES_WAITING}),
        j.n, j.r
 FROM _wk_wf AS w,
      (SELECT count(*) AS c, group_concat(kind, '') AS k,
@@ -66,11 +71,12 @@ FROM _wk_wf AS w,
 CREATED = "SELECT created_at FROM _wk_wf"
 ATTEMPTS_AT = "SELECT attempts FROM _wk_wf_step WHERE pos = ?"
 
-STATUS = """
+STATUS = f"""
 SELECT state, run_id, wake_at, waiting_for, output, output_tagged, error, created_at,
        updated_at, finished_at,
        (SELECT coalesce(max(pos) + 1, 0) FROM _wk_wf_step),
-       (SELECT count(*) FROM _wk_wf_event)"""
+       (SELECT count(*) FROM _wk_wf_event WHERE name <> {_UPDATE_EVENT}),
+       {_UPDATES_WAITING}"""
 STATUS_FROM = " FROM _wk_wf"
 
 
@@ -95,6 +101,7 @@ class Loaded:
     results: str
     pending: Pending | None
     tested: bool = False  # a test set mocks (mocks.py's table is there)
+    updates_waiting: int = 0  # accepted updates no run has taken yet (updates/inbox.py)
 
 
 @dataclass
@@ -114,5 +121,6 @@ class StatusRow:
     finished_at: int | None
     positions: int
     events_pending: int
+    updates_pending: int = 0  # accepted updates no run has taken yet (updates/inbox.py)
     runs: int = 1  # runs begun under this id (continue-as-new): 1 for the first
     previous_run_id: str | None = None

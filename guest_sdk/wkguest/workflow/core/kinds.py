@@ -19,6 +19,9 @@ is only ever at the last position, until a final one replaces it.
     EMITTED                M  wf.emit(name, payload)          null (the stream holds it)
     GROUP_SETTLED          G  a group (wf.all, all_settled,   [winner or null, each branch's
                               any) settled                    [kind, result] or null]
+    UPDATE_APPLIED         A  an update was taken: its        [id, arg, tagged, displaced]
+                              handler begins here
+    UPDATE_DONE            D  the update's handler ended      [id, ok, value or error, tagged]
 
     pending
     STEP_RETRYING          p  a step, with its attempts so far (and maybe a backoff)
@@ -47,6 +50,8 @@ UUID_TAKEN = "U"
 PATCH_MARKER = "V"
 EMITTED = "M"  # wf.emit(name, payload): the payload is in the stream (stream.py)
 GROUP_SETTLED = "G"  # a group of branches settled (groups/calls.py)
+UPDATE_APPLIED = "A"  # an update taken, its handler's positions follow (updates/taking.py)
+UPDATE_DONE = "D"  # the update's handler ended: its outcome
 STEP_RETRYING = "p"
 SLEEPING = "w"
 WAITING = "q"
@@ -61,6 +66,7 @@ RANDOM = "random"
 UUID = "uuid"
 PATCHED = "patched"
 GROUP = "group"
+UPDATE = "update"
 
 
 # A child's two positions are named NOTICE_PREFIX + "CLS/ID" (children/calls.py).
@@ -69,6 +75,9 @@ GROUP = "group"
 NOTICE_PREFIX = "\x02child "
 # The event an awaited workflow's notice is (children/awaited.py), and its wait's name.
 WATCH_PREFIX = "\x02workflow "
+# The name of an accepted update's row in _wk_wf_event (updates/inbox.py): its inbox, so
+# that the load counts the waiting ones in a table every instance has.
+UPDATE_EVENT = "\x02update"
 
 class Kind(NamedTuple):
     call: str  # the primitive that records it: STEP, SLEEP, WAIT, NOW, ... PATCHED
@@ -92,6 +101,8 @@ KINDS: dict[str, Kind] = {
     PATCH_MARKER: Kind(PATCHED, True, "done"),
     EMITTED: Kind("emit", True, "done"),
     GROUP_SETTLED: Kind(GROUP, True, "done", "group"),
+    UPDATE_APPLIED: Kind(UPDATE, True, "done", "update-taken"),
+    UPDATE_DONE: Kind(UPDATE, True, "done", "update-done"),
     STEP_RETRYING: Kind(STEP, False, "retrying", "attempt"),
     SLEEPING: Kind(SLEEP, False, "sleeping", "sleep"),
     WAITING: Kind(WAIT, False, "waiting", "wait"),
@@ -103,7 +114,7 @@ KINDS: dict[str, Kind] = {
 # SQLite ignores it.
 TAGS = {k: f"/*wk:{v.tag}*/" for k, v in KINDS.items() if v.tag}
 
-FINAL_KINDS = "".join(k for k, v in KINDS.items() if v.final)  # "STXZEFONRUVMG"
+FINAL_KINDS = "".join(k for k, v in KINDS.items() if v.final)  # "STXZEFONRUVMGAD"
 PENDING_KINDS = "".join(k for k, v in KINDS.items() if not v.final)  # "pwqg"
 
 

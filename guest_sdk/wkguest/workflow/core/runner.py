@@ -254,6 +254,7 @@ class Runner:
         front.alarm_at = watchdog
         if not read_only:
             front.mocks = self._mocks(loaded.tested)
+            front.updates_waiting = loaded.updates_waiting
         return front
 
     def _mocks(self, there: bool) -> Mocks | None:

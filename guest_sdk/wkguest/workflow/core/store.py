@@ -98,7 +98,7 @@ class Store:
         start = since if r[1] == run_id else 0
         return Loaded(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], bool(r[9]),
                       start, r[10], r[11] or "", keys or "", results or "[]",
-                      None if r[12] is None else Pending(*r[12]), bool(r[14]))
+                      None if r[12] is None else Pending(*r[12]), bool(r[14]), r[15])
 
     @staticmethod
     def just_created(run_id: str, text: str, tagged: bool) -> Loaded:
@@ -114,7 +114,7 @@ class Store:
             return None
         r = got[0]
         return StatusRow(r[0], r[1], r[2], r[3], r[4], bool(r[5]), r[6], r[7], r[8], r[9],
-                         r[10], r[11], r[12] or 1, r[13])
+                         r[10], r[11], r[12], r[13] or 1, r[14])
 
     def continue_as_new(self, run_id: str, text: str, tagged: bool, now: int) -> None:
         """Begin run `run_id` with input `text`, in one durable transaction (continuation.py)."""

@@ -64,7 +64,7 @@ def query(run: Cursor, name: str, handler: Handler) -> None:
     It must only read the workflow's state: it may not call primitives.
 
     Raises CodeError for a bad name or a handler that is not callable."""
-    run.enter()
+    run.at()
     try:
         check_name(name, "query")
         if not callable(handler):
@@ -80,7 +80,7 @@ def set_labels(run: Cursor, given: Any) -> None:
     """`wf.set_labels(given)`: the run's labels, with `given` applied (core/labels.py).
     Raises CodeError (the instance parks, naming the call) for labels out of the host's
     bounds."""
-    run.enter()  # a primitive's rule: not inside a step's function
+    run.at()  # a primitive's rule: not inside a step's function
     what = "wf.set_labels"
     try:
         run.frontier.store.publish.set_labels(changes(given, what), what)
