@@ -13,7 +13,12 @@ within each round (two warm-up rounds first):
   gathers N async steps (asyncio.gather), run on one event loop kept for the whole run;
 - "N sequential steps": a workflow of N steps;
 - with `--slow URL`, only "fan-out: N slow calls" (bench_overlap): an async workflow that
-  gathers N async steps, each an async POST (httpx) to URL, which holds it.
+  gathers N async steps, each an async POST (httpx) to URL, which holds it;
+- with `--updates`, only bench_updates' two (DBOS has no updates: a message the running
+  workflow applies and answers is DBOS's send, recv and events): "start: one step", a
+  workflow of one step; "update: one step", a message to a running workflow (DBOS.send)
+  that it takes (DBOS.recv), prices with a step and answers (DBOS.set_event), timed from
+  the send to the answer read (DBOS.get_event).
 Prints a JSON document on its last stdout line.
 """
 
@@ -43,12 +48,27 @@ def _value(i: int) -> dict[str, Any]:
     return {"order": f"ord-{i:06d}", "status": "charged", "n": i}
 
 
+def _messages(cart: Callable[[int], int]) -> Callable[[], Any]:
+    """One message round trip a call, to one cart workflow started at the first."""
+    state: dict[str, Any] = {"n": 0}
+
+    def one() -> Any:
+        if "id" not in state:
+            state["id"] = DBOS.start_workflow(cart, 100_000).workflow_id
+        i, state["n"] = state["n"], state["n"] + 1
+        DBOS.send(state["id"], "book", "add")
+        return DBOS.get_event(state["id"], f"r{i}", timeout_seconds=60)
+
+    return one
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--runs", type=int, default=25)
     p.add_argument("--branches", type=int, default=100)
     p.add_argument("--slow", help="only bench_overlap's fan-out: each branch a POST to "
                    "this URL (a local site that holds it)")
+    p.add_argument("--updates", action="store_true", help="only bench_updates' workloads")
     args = p.parse_args()
     data = tempfile.mkdtemp(prefix="dbos-groups-")
     logging.getLogger("dbos").setLevel(logging.WARNING)
@@ -94,6 +114,16 @@ def main() -> None:
     async def slow_fan(url: str, n: int) -> list[str]:
         return list(await asyncio.gather(*(slow_branch(url, i) for i in range(n))))
 
+    @DBOS.step()
+    def price(sku: str) -> dict[str, Any]:
+        return {"sku": sku, "cents": 100 * len(sku)}
+
+    @DBOS.workflow()
+    def cart(n: int) -> int:
+        for i in range(n):
+            DBOS.set_event(f"r{i}", price(DBOS.recv("add", timeout_seconds=120)))
+        return n
+
     DBOS.launch()
     loop = asyncio.new_event_loop()
     n = args.branches
@@ -107,6 +137,9 @@ def main() -> None:
     if args.slow is not None:  # bench_overlap's one workload
         kinds = {f"fan-out: {n} slow calls": (
             lambda: loop.run_until_complete(slow_fan(args.slow, n)), ["ok"] * n)}
+    if args.updates:  # bench_updates' two
+        kinds = {"start: one step": (lambda: steps(1), {"steps": 1}),
+                 "update: one step": (_messages(cart), {"sku": "book", "cents": 400})}
     samples: dict[str, list[float]] = {name: [] for name in kinds}
     try:
         for r in range(args.runs + 2):

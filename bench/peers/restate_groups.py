@@ -17,7 +17,11 @@ within each round (two warm-up rounds first):
 - "fan-out: N step branches": N `ctx.run` futures made at once, then `restate.gather`;
 - "N sequential steps": N `ctx.run` steps, one after another;
 - with `--slow URL`, only "fan-out: N slow calls" (bench_overlap): N `ctx.run` futures,
-  each an async POST (httpx) to URL, which holds it, gathered.
+  each an async POST (httpx) to URL, which holds it, gathered;
+- with `--updates`, only bench_updates' two: "start: one step", a handler of one
+  `ctx.run` step; "update: one step", a call of a virtual object's exclusive handler
+  (Restate's keyed state, one call at a time: what an update to one instance is) that
+  prices with a `ctx.run` step, keeps a count in its state and answers.
 Everything it starts is stopped at the end. Prints a JSON document on its last line.
 """
 
@@ -42,6 +46,7 @@ from restate_peer import free_port, wait_http  # type: ignore[import-not-found]
 
 groups = restate.Service("Groups")
 child = restate.Service("GroupChild")
+cart = restate.VirtualObject("Cart")
 
 
 async def _value(i: int) -> dict[str, Any]:
@@ -75,6 +80,17 @@ async def fan(ctx: restate.Context, n: int) -> dict[str, Any]:
     return {"branches": len(got), "last": got[-1]["n"] if got else None}
 
 
+async def _price(sku: str) -> dict[str, Any]:
+    return {"sku": sku, "cents": 100 * len(sku)}
+
+
+@cart.handler()
+async def add(ctx: restate.ObjectContext, sku: str) -> dict[str, Any]:
+    got = await ctx.run_typed("price", _price, sku=sku)
+    ctx.set("items", (await ctx.get("items") or 0) + 1)
+    return got
+
+
 _clients: list[httpx.AsyncClient] = []  # one, made in the SDK's loop at its first use
 
 
@@ -106,7 +122,7 @@ def serve_sdk(port: int) -> tuple[threading.Thread, dict[str, Any]]:
     cfg.bind = [f"127.0.0.1:{port}"]
     cfg.h2_max_concurrent_streams = 1000
     cfg.loglevel = "ERROR"
-    app = restate.app(services=[groups, child])
+    app = restate.app(services=[groups, child, cart])
     state: dict[str, Any] = {}
 
     def run() -> None:
@@ -139,7 +155,8 @@ pgsql-bind-address = "127.0.0.1:{free_port()}"
     return path
 
 
-def measure(ingress: str, runs: int, n: int, slow: str | None) -> dict[str, Any]:
+def measure(ingress: str, runs: int, n: int, slow: str | None, updates: bool
+            ) -> dict[str, Any]:
     kinds: dict[str, tuple[str, Any, Any]] = {
         "three-step workflow": ("Groups/steps", 3, {"steps": 3}),
         "child round trip (child: 3 steps)": ("Groups/parent", 3, {"child": {"steps": 3}}),
@@ -149,6 +166,9 @@ def measure(ingress: str, runs: int, n: int, slow: str | None) -> dict[str, Any]
     if slow is not None:  # bench_overlap's one workload
         kinds = {f"fan-out: {n} slow calls": ("Groups/slow_fan", {"url": slow, "n": n},
                                               ["ok"] * n)}
+    if updates:  # bench_updates' two
+        kinds = {"start: one step": ("Groups/steps", 1, {"steps": 1}),
+                 "update: one step": ("Cart/c1/add", "book", {"sku": "book", "cents": 400})}
     client = httpx.Client(timeout=120)
     deadline = time.monotonic() + 30
     while True:  # the ingress learns the deployment shortly after the admin takes it
@@ -179,6 +199,7 @@ def main() -> None:
     p.add_argument("--branches", type=int, default=100)
     p.add_argument("--slow", help="only bench_overlap's fan-out: each branch a POST to "
                    "this URL (a local site that holds it)")
+    p.add_argument("--updates", action="store_true", help="only bench_updates' workloads")
     args = p.parse_args()
     base = tempfile.mkdtemp(prefix="restate-groups-")
     ingress_port, admin_port, sdk_port = (free_port() for _ in range(3))
@@ -199,7 +220,7 @@ def main() -> None:
         if r.status_code >= 300:
             raise RuntimeError(f"registering the services: {r.status_code} {r.text[:300]}")
         figures = measure(f"http://127.0.0.1:{ingress_port}", args.runs, args.branches,
-                          args.slow)
+                          args.slow, args.updates)
         version = subprocess.run([args.server, "--version"], capture_output=True, text=True)
         from importlib.metadata import version as pkg_version
         figures["version"] = (f"{version.stdout.strip()}, restate-sdk "

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
 from textwrap import fill
@@ -102,7 +103,8 @@ def filter_params(args: argparse.Namespace) -> dict[str, Any]:
 
 def add_start_labels(p: argparse.ArgumentParser) -> None:
     """`workflow start --label K=V`: the new instance's labels; and `--event NAME
-    [--payload JSON]`, an event the start delivers (signal-with-start)."""
+    [--payload JSON]`, an event the start delivers (signal-with-start), or `--update
+    NAME [--arg JSON]`, an update (update-with-start)."""
     p.add_argument("--label", action="append", default=[], metavar="K=V",
                    help="a label to list the new instance by (repeat for more); an "
                         "instance that exists keeps its own")
@@ -111,6 +113,22 @@ def add_start_labels(p: argparse.ArgumentParser) -> None:
                    "one refuses it (signal-with-start)")
     p.add_argument("--payload", default="null", help="with --event: its payload, as JSON "
                    "or @FILE (default null)")
+    p.add_argument("--update", metavar="NAME", help="an update the start sends, whether it "
+                   "creates the instance (atomically) or finds it running; with --wait, "
+                   "the answer comes once its handler ends (update-with-start)")
+    p.add_argument("--arg", default="null", help="with --update: its argument, as JSON or "
+                   "@FILE (default null)")
+
+
+def with_start(args: argparse.Namespace, payload: Any, arg: Any) -> dict[str, Any]:
+    """The start's `event=` or `update=` from --event or --update (not both: bad usage)."""
+    if args.event is not None and args.update is not None:
+        raise CliError("give --event or --update, not both")
+    if args.event is not None:
+        return {"event": (args.event, payload)}
+    # An id of its own, so that --wait can ask again how it stands.
+    return {} if args.update is None else {"update": (args.update, arg),
+                                          "update_id": os.urandom(8).hex()}
 
 
 def start_labels(items: list[str]) -> dict[str, str]:

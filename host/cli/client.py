@@ -41,7 +41,7 @@ from typing import Any
 from urllib.parse import quote
 
 import cbor2
-from wkguest.workflow.client import KEEP
+from wkguest.workflow.client import KEEP, with_start_fields
 from wkguest.workflow.errors import WorkflowError
 from wkguest.workflow.status import (
     CONTENT_TYPE,
@@ -89,16 +89,21 @@ class WorkflowAdmin:
 
     def start(self, cls: str, id: str, input: Any = None, *, wait: float = 0,
               labels: dict[str, str] | None = None,
-              event: tuple[str, Any] | None = None) -> Started:
+              event: tuple[str, Any] | None = None,
+              update: tuple[str, Any] | None = None,
+              update_id: str | None = None) -> Started:
         """Start `id` with `input` and `labels` (what operators list it by: `wkhost
         workflow list --label K=V`), or find it: an instance that exists is left as it
         is, its labels too (`created` False; `input_differs` True if `input` is not its
         input, which is then ignored). With `wait` (seconds), the answer comes once the
         instance rests (finished, or parked), or when `wait` is up with the status of
         that moment. `event` (name, payload): delivered in the same request, created or
-        found (signal-with-start; a finished instance: WorkflowError "finished")."""
+        found (signal-with-start; a finished instance: WorkflowError "finished").
+        `update` (name, arg), with `update_id`: sent in the same request, created or
+        found (update-with-start); `Started.update` says how it stands, and with `wait`
+        the answer comes once its handler has ended."""
         msg = {"input": input, **wait_ms(wait), **({"labels": labels} if labels else {}),
-               **({} if event is None else {"event": {"name": event[0], "payload": event[1]}})}
+               **with_start_fields(event, update, update_id)}
         return Started.from_start(self._call(cls, id, "start", msg, wait))
 
     def status(self, cls: str, id: str, *, wait: float = 0, held_by: bool = False) -> Status:

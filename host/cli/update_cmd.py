@@ -11,14 +11,16 @@ lost answer, never applies it twice."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
 import time
 from typing import Any
 
-from .client import Update, WorkflowAdmin
+from .client import Started, Update, WorkflowAdmin
 from .options import CliError, Exit, add_server_args, exit_status_epilog, json_arg
+from .status_text import print_status
 from .text import seconds_arg
 
 _HOLD = 120.0  # seconds: what the host holds one request for (MAX_HOLD_MS)
@@ -67,14 +69,32 @@ def run(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
     return _report(args, u)
 
 
+def after_start(admin: WorkflowAdmin, args: argparse.Namespace, first: Started,
+                deadline: float | None) -> int:
+    """`workflow start --update NAME`: the start's status with its update, once the
+    update has ended if --wait (up to --timeout); the exit code is the update's, as
+    this command's."""
+    u = first.update
+    assert u is not None
+    while deadline is not None and not u.done and (left := deadline - time.monotonic()) > 0.5:
+        u = admin.update_status(args.cls, args.id, u.id, wait=min(left, _HOLD))
+    print_status(args.cls, args.id, dataclasses.replace(first, update=u), args.json, first)
+    return _outcome(args, u) if deadline is not None or u.state == "failed" else Exit.OK
+
+
 def _report(args: argparse.Namespace, u: Update) -> int:
     if args.json:
         print(json.dumps({k: getattr(u, k) for k in u.__dataclass_fields__}, default=repr))
-    if u.state == "completed":
-        if not args.json:
-            print(json.dumps(u.result, default=repr))
-        return Exit.OK
+    elif u.state == "completed":
+        print(json.dumps(u.result, default=repr))
+    return _outcome(args, u)
+
+
+def _outcome(args: argparse.Namespace, u: Update) -> int:
+    """The exit code of update `u` as it stands, saying on stderr why it is not 0."""
     target = f"{args.cls}/{args.id}"
+    if u.state == "completed":
+        return Exit.OK
     if u.state == "failed":
         print(f"wkhost: {target}: update {u.name!r} failed: {u.error}", file=sys.stderr)
         return Exit.FAILED

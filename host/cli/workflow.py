@@ -26,6 +26,7 @@ from .options import (
     json_arg,
     operator_token,
 )
+from .status_text import print_status, say_if_input_ignored
 from .text import seconds_arg, when
 
 _COMMANDS = [
@@ -157,7 +158,7 @@ def _send_event(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
 
 def _cancel(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
     status = admin.cancel(args.cls, args.id, compensate=args.compensate)
-    _print_status(args.cls, args.id, status, args.json)
+    print_status(args.cls, args.id, status, args.json)
     # compensating: the cancel is under way (or its own failure's compensations are).
     if status.state == "cancelled" or (args.compensate and status.state == "compensating"):
         return Exit.OK
@@ -174,16 +175,19 @@ def _start_or_status(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
     first: Status
     if args.command == "start":
         first = admin.start(cls, actor_id, json_arg(args.input), wait=wait,
-                            labels=actors.start_labels(args.label), event=None if args.event
-                            is None else (args.event, json_arg(args.payload)))
+                            labels=actors.start_labels(args.label), **actors.with_start(
+                                args, json_arg(args.payload), json_arg(args.arg)))
     else:
         first = admin.status(cls, actor_id, wait=wait, held_by=args.held_by)
+    if isinstance(first, Started) and first.update is not None:  # update-with-start:
+        # --wait waits for the update's end
+        return update_cmd.after_start(admin, args, first, deadline)
     status = first if deadline is None else _follow(admin, cls, actor_id, first, deadline,
                                                     getattr(args, "held_by", False))
     started = first if isinstance(first, Started) else None
-    _print_status(cls, actor_id, status, args.json, started)
+    print_status(cls, actor_id, status, args.json, started)
     if started is not None:
-        _say_if_input_ignored(cls, actor_id, started)
+        say_if_input_ignored(cls, actor_id, started)
     if deadline is not None and not _ended(status):
         print(f"wkhost: {cls}/{actor_id}: timed out: not finished after --timeout "
               f"{args.timeout:g} s (it is {status.state})", file=sys.stderr)
@@ -210,7 +214,7 @@ def _query(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
 
 def _move(admin: WorkflowAdmin, args: argparse.Namespace) -> int:
     status = operate.move(admin, args, json_arg)
-    _print_status(args.cls, args.id, status, args.json)
+    print_status(args.cls, args.id, status, args.json)
     why = operate.refused(args.command, status)
     if why is not None:
         print(f"wkhost: {args.cls}/{args.id}: {why}", file=sys.stderr)
@@ -238,56 +242,3 @@ def _follow(admin: WorkflowAdmin, cls: str, actor_id: str, status: Status,
     while not _ended(status) and (left := deadline - time.monotonic()) >= 0.001:
         status = admin.status(cls, actor_id, wait=left, held_by=held_by)
     return status
-
-
-def _say_if_input_ignored(cls: str, actor_id: str, s: Started) -> None:
-    if s.created or not s.input_differs:
-        return
-    at = f" (created at {when(s.created_at)})" if s.created_at is not None else ""
-    print(f"wkhost: {cls}/{actor_id}: instance already exists{at}: its input differs "
-          "from the one given, which was ignored", file=sys.stderr)
-
-
-def _print_status(cls: str, actor_id: str, s: Status, as_json: bool,
-                  started: Started | None = None) -> None:
-    """`s` as a line (and its output and error), or as JSON; a start's JSON also says
-    what the start did (`started`: its first answer, before any --wait)."""
-    if as_json:
-        print(json.dumps(_status_doc(s, started), default=repr))
-        return
-    line = f"{cls}/{actor_id}: {s.state}, {s.positions} positions"
-    if s.waiting_for:
-        line += f", waiting for {', '.join(s.waiting_for)}"
-    if s.wake_at is not None:
-        line += f", wakes at {when(s.wake_at)}"
-    if s.parked_at is not None:
-        line += f", since {when(s.parked_at)}"
-    if s.paused_at is not None:
-        line += f", paused since {when(s.paused_at)}"
-    if s.runs > 1:  # continued as new, or restarted
-        line += f", run {s.runs} (previous run {s.previous_run_id})"
-    if s.held_by:
-        line += f", held by {s.held_by}"
-    print(line)
-    if s.output is not None:
-        print(f"  output: {json.dumps(s.output, default=repr)}")
-    if s.error:
-        print(f"  error: {s.error}")
-
-
-def _status_doc(s: Status, started: Started | None) -> dict[str, Any]:
-    doc = {"state": s.state, "wake_at": s.wake_at, "waiting_for": list(s.waiting_for),
-           "output": s.output, "error": s.error, "positions": s.positions, "run_id": s.run_id,
-           "runs": s.runs}
-    if s.previous_run_id is not None:  # continued as new
-        doc["previous_run_id"] = s.previous_run_id
-    if s.parked_at is not None:
-        doc["parked_at"] = s.parked_at
-    if s.paused_at is not None:
-        doc["paused_at"] = s.paused_at
-    if s.held_by is not None:
-        doc["held_by"] = s.held_by
-    if started is not None:
-        doc |= {"created": started.created, "input_differs": started.input_differs,
-                "created_at": started.created_at}
-    return doc

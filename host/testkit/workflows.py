@@ -15,7 +15,7 @@ from wkguest.cloudflare.states import STATUS_OF
 from wkguest.durations import Duration, to_ms
 from wkguest.workflow import cbor
 from wkguest.workflow.client import Client
-from wkguest.workflow.status import PREFIX, Event, Status, check_answer
+from wkguest.workflow.status import PREFIX, Event, Status, Update, check_answer
 
 ENDED = ("completed", "failed", "cancelled", "terminated")
 # Cloudflare's status names that are not the runner's, as the runner's states they stand
@@ -78,11 +78,13 @@ class WorkflowInstance:
 
     # -- driving it --------------------------------------------------------------------
     def start(self, input: Any = None, *, labels: dict[str, str] | None = None,
-              event: tuple[str, Any] | None = None) -> Status:
+              event: tuple[str, Any] | None = None,
+              update: tuple[str, Any] | None = None) -> Status:
         """Start it with `input` (idempotent), deliver the events mocked ahead, then
         run what is due now. `event`: (name, payload), delivered by the start itself
-        (signal-with-start: created or found running)."""
-        st = self.client.start(self.id, input, labels=labels, event=event)
+        (signal-with-start: created or found running); `update`: (name, arg), an
+        update sent so (update-with-start: `Status.update` says how it stood)."""
+        st = self.client.start(self.id, input, labels=labels, event=event, update=update)
         self._started = True
         for name, payload in self._ahead:
             self.client.send_event(self.id, name, payload)
@@ -94,6 +96,14 @@ class WorkflowInstance:
         """Deliver event `name`, then run what is due now."""
         self.client.send_event(self.id, name, payload)
         self.kit.run()
+
+    def update(self, name: str, arg: Any = None, *, update_id: str | None = None) -> Update:
+        """Send update `name` (`wf.on_update`), run what is due now, and answer how it
+        stands then (`Update.value()`: its handler's answer). Raises WorkflowError
+        ("no-update", "update-rejected": its validator refused it)."""
+        u = self.client.update(self.id, name, arg, update_id=update_id)
+        self.kit.run()
+        return self.client.update_status(self.id, u.id)
 
     def mock_event(self, name: str, payload: Any = None) -> None:
         """Event `name`, there for the wait that asks for it: sent now, or with the start

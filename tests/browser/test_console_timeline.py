@@ -125,7 +125,7 @@ def test_seed_004s_parallel_test_shows_its_branches_a_sleep_and_a_wait(
     expect(value).to_have_text("[\"A\", b'\\x00B\\xff']")
     expect(page.locator("#steps")).not_to_contain_text('[["S"')
     expect(page.locator("#summary .facts")).to_contain_text(_when_re())
-    expect(page.locator("[data-testid=legend] li")).to_have_count(15)
+    expect(page.locator("[data-testid=legend] li")).to_have_count(16)
     _axis_reads_well(page)
 
 

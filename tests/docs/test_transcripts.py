@@ -7,7 +7,8 @@ Today: README.md (the tour, the order workflow, the trip saga), docs/from-cloudf
 (seed 003's example, with its real 10 s retry and 1 minute sleep), docs/operating.md
 (order-42's history, terminate, pause and resume, a rescue after a bad deploy and one
 refused, a saga that rescue refuses, restart from a step, bulk, --held-by, the schedules
-on a fake clock).
+on a fake clock), docs/workflows.md (a cart's updates, one refused, one that outlives
+its wait).
 
 Not run:
 - the cluster's and the chaos run's commands: they need PostgreSQL and several nodes,

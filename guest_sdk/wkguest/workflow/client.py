@@ -58,7 +58,9 @@ class Client:
 
     def start(self, id: str, input: Any = None, *,
               labels: Mapping[str, str] | None = None,
-              event: tuple[str, Any] | None = None) -> Status:
+              event: tuple[str, Any] | None = None,
+              update: tuple[str, Any] | None = None,
+              update_id: str | None = None) -> Status:
         """Start instance `id` with `input` (see core/values.py for the types) and
         `labels`, which operators list it by (at most 16; keys 1 to 64 bytes, values at
         most 256: core/labels.py). An instance that exists (running, or finished and
@@ -66,11 +68,13 @@ class Client:
         `created` False, and `input_differs` True if `input` is not the instance's (it
         was ignored). `event`: (name, payload), delivered in the same request whether
         the start creates the instance or finds it running (signal-with-start; with the
-        creation, atomically). Raises WorkflowError (refused, 400: labels out of bounds;
-        with an event, "finished" if the instance has finished: nothing delivered)."""
-        msg = {"input": input, **({"labels": dict(labels)} if labels else {})}
-        if event is not None:
-            msg["event"] = {"name": event[0], "payload": event[1]}
+        creation, atomically). `update`: (name, arg), an update sent the same way
+        (update-with-start; `update_id` makes it idempotent): `Status.update` says how it
+        stands. Raises WorkflowError (refused, 400: labels out of bounds; with an event
+        or an update, "finished" if the instance has finished: nothing delivered;
+        "no-update", "update-rejected": nothing recorded, the instance not created)."""
+        msg = {"input": input, **({"labels": dict(labels)} if labels else {}),
+               **with_start_fields(event, update, update_id)}
         return Status.from_map(self._call(id, "start", msg))
 
     def status(self, id: str, held_by: bool = False) -> Status:
@@ -171,6 +175,18 @@ class Client:
         except CborError:
             doc = None
         return check_answer(status, doc, body[:200].decode("utf-8", "replace"))
+
+
+def with_start_fields(event: tuple[str, Any] | None, update: tuple[str, Any] | None,
+                      update_id: str | None) -> dict[str, Any]:
+    """A start's `event` or `update` field (the clients' start(event=, update=))."""
+    out: dict[str, Any] = {}
+    if event is not None:
+        out["event"] = {"name": event[0], "payload": event[1]}
+    if update is not None:
+        out["update"] = {"name": update[0], "arg": update[1],
+                         **({"id": update_id} if update_id else {})}
+    return out
 
 
 def _actor_transport(cls: str) -> Transport:

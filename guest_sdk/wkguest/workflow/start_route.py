@@ -6,7 +6,10 @@ instance records its parent (children/registry.py), and the answer for an existi
 says whose child it is (`parent`) and, if the input differs, the instance's (`input`),
 so the parent can name both. Its `labels` are the new instance's (core/labels.py). Its
 `event: {name, payload}` is delivered whether it creates the instance or finds it
-(signal-with-start: with_start.py).
+(signal-with-start: with_start.py); so is its `update: {name, arg, id?}`
+(update-with-start: update_route.py accepts it, in the creation's transaction when the
+start creates the instance), and the answer, which then says how the update stands
+(`update`), is held until the update ends.
 
 Runs happen in on_alarm, with one exception: an operator's start that waits (`wait_ms`)
 runs the new instance's first run in its own event (`_create_and_run`).
@@ -17,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from . import with_start
+from . import update_route, with_start
 from .children.registry import Registry
 from .core import counted, spans
 from .core.instance import StatusRow
@@ -25,8 +28,9 @@ from .core.labels import start_field
 from .core.requests import BadRequest, int_field
 from .core.values import decode, encode
 from .errors import StoreFault, UnsupportedValue, ValueTooLarge
-from .routes import Reply, encode_field, held, status_map
+from .routes import Reply, encode_field, held, reply, status_map
 from .runner import Runner
+from .updates import inbox
 
 # The hold state of a start delivered again after its hold (HOLD_STATE): the first
 # delivery created the instance, or delivered its event to the one it found.
@@ -45,22 +49,11 @@ class StartRoute:
                hold_state: str | None) -> Reply:
         """The start route's answer (see the module's doc)."""
         parent, ev = _parent_field(msg), with_start.event_field(msg)
+        up = _update_field(msg, ev is not None)
+        if up is not None:
+            return self._with_update(msg, row, up, hold_state)
         if row is not None:
-            # Delivered again after a hold: the first delivery's answer said created.
-            created_here = hold_state == _CREATED
-            if ev is not None and hold_state is None:  # signal-with-start (with_start.py)
-                refused = with_start.deliver_to(self.runner, ev, row)
-                if refused is not None:
-                    return refused
-                row = self.store.status() or row
-            answer = {**status_map(self.runner, row), "created": created_here}
-            if not created_here and "input" in msg:
-                # The instance stays as it is; the caller learns its input was ignored.
-                answer["input_differs"] = self._input_differs(msg["input"])
-            if parent is not None:  # a parent's start: whose child this one is
-                self._parent_answer(answer)
-            return held(msg, row, answer, _CREATED if created_here else
-                        _DELIVERED if ev is not None else None)
+            return self._found(msg, row, parent is not None, ev, hold_state)
         wait_ms = int_field(msg, "wait_ms", 0)  # refused before anything is recorded
         text, tagged = encode_field(msg.get("input"), self.runner.config.max_value_bytes,
                                     "the input")
@@ -81,6 +74,52 @@ class StartRoute:
             raise StoreFault("the new instance is not there after its insert")
         return held(msg, created, {**status_map(self.runner, created), "created": True},
                           _CREATED)
+
+    def _found(self, msg: dict[str, Any], row: StatusRow, parent: bool,
+               ev: dict[str, Any] | None, hold_state: str | None) -> Reply:
+        """The answer for the instance the start found (the event delivered, if any)."""
+        # Delivered again after a hold: the first delivery's answer said created.
+        created_here = hold_state == _CREATED
+        if ev is not None and hold_state is None:  # signal-with-start (with_start.py)
+            refused = with_start.deliver_to(self.runner, ev, row)
+            if refused is not None:
+                return refused
+            row = self.store.status() or row
+        answer = {**status_map(self.runner, row), "created": created_here}
+        if not created_here and "input" in msg:
+            # The instance stays as it is; the caller learns its input was ignored.
+            answer["input_differs"] = self._input_differs(msg["input"])
+        if parent:  # a parent's start: whose child this one is
+            self._parent_answer(answer)
+        return held(msg, row, answer, _CREATED if created_here else
+                    _DELIVERED if ev is not None else None)
+
+    def _with_update(self, msg: dict[str, Any], row: StatusRow | None, up: dict[str, Any],
+                     hold_state: str | None) -> Reply:
+        """Update-with-start: the instance created with the update accepted in the same
+        transaction, or the update delivered to the instance found; the start's answer
+        with the update's (`update`), held until it ends. The hold state is the first
+        delivery's "created ID" or "found ID"."""
+        how, _, held_id = (hold_state or "").partition(" ")
+        if row is None:
+            text, tagged = encode_field(msg.get("input"), self.runner.config.max_value_bytes,
+                                        "the input")
+            if _parent_field(msg) is not None:
+                raise BadRequest(400, "bad-request", "a child's start carries no update")
+            self.store.publish.start_labels(start_field(msg))
+            run_id, now = self.runner.new_run_id(), self.db.now()
+            u = update_route.deliver(self.runner, up, None, create=lambda: self._create(
+                run_id, text, tagged, now))
+            how, row = _CREATED, self.store.status()
+            if row is None:
+                raise StoreFault("the new instance is not there after its insert")
+        else:
+            u = update_route.deliver(self.runner, up, row, held_id or None)
+            how = how or "found"
+        m = update_route.shown(u, row)
+        answer = {**status_map(self.runner, row), "created": how == _CREATED, "update": m}
+        return reply(answer) if m["state"] in inbox.DONE else held(
+            msg, row, answer, f"{how} {u.id}")
 
     def _parent_answer(self, answer: dict[str, Any]) -> None:
         got = Registry(self.db).parent()
@@ -160,6 +199,18 @@ def _parent_field(msg: dict[str, Any]) -> tuple[str, str] | None:
     if not isinstance(msg.get("detached", False), bool):
         raise BadRequest(400, "bad-request", "'detached' must be true or false")
     return p["cls"], p["id"]
+
+
+def _update_field(msg: dict[str, Any], has_event: bool) -> dict[str, Any] | None:
+    """A start's `update: {name, arg, id?}` (update-with-start), or None."""
+    up = msg.get("update")
+    if up is None:
+        return None
+    if has_event:
+        raise BadRequest(400, "bad-request", "a start carries an event or an update, not both")
+    if not isinstance(up, dict):
+        raise BadRequest(400, "bad-request", "'update' must be a map {name, arg, id?}")
+    return {k: up[k] for k in ("name", "arg", "id") if k in up}
 
 
 def _sorted(text: str) -> str:

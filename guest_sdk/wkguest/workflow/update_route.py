@@ -18,7 +18,7 @@ to MAX_HOLD_MS, routes.held). An update still running when the hold ends answers
 state, "accepted" or "taken", with its id: the same request again, or `{id}` alone, asks
 again. Idempotent by id: a request with the id of an update the instance keeps answers
 that update and records nothing (a different name is a 409). An id left out is made
-here, and the answer names it. The instance keeps the last MAX_KEPT ended updates.
+here, and the answer names it. The instance keeps the last inbox.MAX_KEPT ended updates.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from .core.runner import Runner
 from .core.values import check_name, decode
 from .errors import CodeError, StoreFault, WorkflowSignal
 from .events import dry_replay
-from .routes import Reply, encode_field, held, refuse, reply
+from .routes import Reply, encode_field, held, reply
 from .updates import inbox, taking
 
 MAX_ID_CHARS = 128
@@ -47,31 +47,43 @@ def answer(runner: Runner, msg: dict[str, Any], row: StatusRow, hold_state: str 
            ) -> Reply:
     """The update route's answer (see the module's doc). `hold_state`: the id the first
     delivery answered, when the host delivers the request again after a hold."""
-    id = hold_state or id_field(msg)
+    u = deliver(runner, msg, row, hold_state)
+    m = shown(u, row)
+    return reply({"update": m}) if m["state"] in inbox.DONE else \
+        held(msg, row, {"update": m}, u.id)
+
+
+def deliver(runner: Runner, msg: dict[str, Any], row: StatusRow | None,
+            known_id: str | None = None, create: Callable[[], object] | None = None
+            ) -> inbox.Update:
+    """The update `msg` names: the one the instance keeps under its id (or `known_id`),
+    or a new one accepted, after `create()` made the instance (`row` None: an
+    update-with-start's, start_route.py). Raises BadRequest for a refusal, StoreFault."""
+    id = known_id or id_field(msg)
     name = msg.get("name")
-    if id is not None:
+    if id is not None and row is not None:
         known = inbox.read(runner.db, id)
         if known is not None:
             if name is not None and name != known.name:
-                return refuse(409, "update-id-taken", f"update {id!r} is the instance's "
-                              f"update {known.name!r}, not {name!r}: give another id")
-            return held(msg, row, {"update": shown(known, row)}, known.id) \
-                if known.state not in inbox.DONE else reply({"update": shown(known, row)})
+                raise BadRequest(409, "update-id-taken", f"update {id!r} is the instance's "
+                                 f"update {known.name!r}, not {name!r}: give another id")
+            return known
         if name is None:
-            return refuse(404, "unknown-update", f"the instance keeps no update {id!r}")
+            raise BadRequest(404, "unknown-update", f"the instance keeps no update {id!r}")
     fields = update_fields(runner, msg)
-    if row.state in FINISHED:
-        return refuse(409, "finished", f"the instance is {row.state}: it takes no update")
-    if inbox.count_waiting(runner.db) >= runner.config.max_events:
-        return refuse(429, "too-many-updates", "the instance already keeps "
-                      f"{runner.config.max_events} updates that it has not taken "
-                      "(Config.max_events)")
+    if row is not None and row.state in FINISHED:
+        raise BadRequest(409, "finished", f"the instance is {row.state}: it takes no update")
+    if row is not None and inbox.count_waiting(runner.db) >= runner.config.max_events:
+        raise BadRequest(429, "too-many-updates", "the instance already keeps "
+                         f"{runner.config.max_events} updates that it has not taken "
+                         "(Config.max_events)")
     id = id or os.urandom(8).hex()
-    accept(runner, id, *fields, alarm=row.state not in HELD)
+    accept(runner, id, *fields, alarm=row is not None and row.state not in HELD,
+           create=create)
     got = inbox.read(runner.db, id)
     if got is None:
         raise StoreFault(f"update {id!r} is not there after it was accepted")
-    return held(msg, row, {"update": shown(got, row)}, id)
+    return got
 
 
 def id_field(msg: dict[str, Any]) -> str | None:

@@ -3,7 +3,8 @@
     {"cls": C, "id": I, "action": A, "args": {...}, "note": TEXT?}
 
 A is one of the wk-workflow/v1 routes an operator moves an instance with, and args what
-that route takes (docs/workflow-protocol.md): event {name, payload}, cancel {compensate},
+that route takes (docs/workflow-protocol.md): event {name, payload}, update {name, arg,
+id}, cancel {compensate},
 terminate {reason}, pause, resume, rescue, restart {input | from | step, occurrence}.
 The answer is {"status": HTTP status, "answer": the instance's answer, "error": its
 refusal or null}.
@@ -35,6 +36,7 @@ NOTE = "console"
 _NOTE_CHARS = 400
 _ARGS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "event": {"name": str, "payload": object},
+    "update": {"name": str, "arg": object, "id": str},
     "cancel": {"compensate": bool},
     "terminate": {"reason": str},
     "pause": {}, "resume": {}, "rescue": {},

@@ -168,7 +168,7 @@ def test_the_status_through_the_protocol_and_wkhost_workflow_status(
         any_host: FakeHost, capsys: pytest.CaptureFixture[str]) -> None:
     """The status map has `runs` always and `previous_run_id` once continued; the host
     client reads it into the shared Status, which `wkhost workflow status` prints."""
-    from wkhost.cli.workflow import _print_status
+    from wkhost.cli.status_text import print_status
 
     def wf(run: Run, inp: Any) -> Any:
         if inp == 0:
@@ -178,16 +178,16 @@ def test_the_status_through_the_protocol_and_wkhost_workflow_status(
     any_host.serve("w", wf, Config())
     c = any_host.client("w")
     fresh = c.start("1", 0)
-    _print_status("w", "1", fresh, as_json=True)
+    print_status("w", "1", fresh, as_json=True)
     doc = json.loads(capsys.readouterr().out)
     assert doc["runs"] == 1 and "previous_run_id" not in doc
     any_host.run_due()
     code, m = Raw(any_host, "w")("1", "status")
     assert code == 200 and (m["runs"], m["previous_run_id"]) == (2, fresh.run_id)
     s = Status.from_map(m)
-    _print_status("w", "1", s, as_json=False)
+    print_status("w", "1", s, as_json=False)
     line = capsys.readouterr().out.splitlines()[0]
     assert line.endswith(f", run 2 (previous run {fresh.run_id})"), line
-    _print_status("w", "1", s, as_json=True)
+    print_status("w", "1", s, as_json=True)
     doc = json.loads(capsys.readouterr().out)
     assert (doc["runs"], doc["previous_run_id"], doc["run_id"]) == (2, fresh.run_id, s.run_id)

@@ -144,3 +144,24 @@ def test_an_update_to_a_finished_instance_is_refused_and_a_waiting_one_fails(
     with pytest.raises(WorkflowError) as e:
         c.update("1", "add", "x")
     assert e.value.kind == "finished"
+
+
+def test_a_validator_runs_read_only(any_host: FakeHost) -> None:
+    """The validator runs in wkguest.readonly's block, as a query handler does: a change
+    it asks for is refused (on a host, the event is marked read-only too: the block's
+    own tests and tests/e2e/test_updates.py's accepted update after the mark)."""
+    from wkguest import readonly
+
+    def flow(wf: Run, inp: Any) -> Any:
+        wf.on_update("poke", lambda arg: arg, lambda arg: readonly.refuse("an HTTP fetch"))
+        return wf.wait_for_event("never", DAY)
+
+    any_host.serve("p", flow, Config())
+    c = any_host.client("p")
+    c.start("1")
+    any_host.run_due()
+    with pytest.raises(WorkflowError) as e:
+        c.update("1", "poke", 1)
+    assert e.value.kind == "update-rejected"
+    assert "the validator of update 'poke' may only read" in e.value.message
+    assert c.status("1").updates_pending == 0

@@ -197,3 +197,50 @@ def test_too_many_waiting_updates_are_refused(host: FakeHost, raw: Any) -> None:
     c.update("1", "note", 2)
     st, ans = raw("n")("1", "update", {"name": "note", "arg": 3})
     assert (st, ans["error"]) == (429, "too-many-updates")
+
+
+def stepper(wf: Run, inp: Any) -> Any:
+    seen: list[Any] = []
+    wf.on_update("note", lambda arg: seen.append(arg) or len(seen))
+    wf.step("first", lambda: None)
+    wf.wait_for_event("go", HOUR)
+    return seen
+
+
+@pytest.mark.parametrize("restart", [{}, {"from_position": 1}])
+def test_a_restart_before_an_update_gives_it_back_and_the_run_takes_it_again(
+        host: FakeHost, restart: dict[str, Any]) -> None:
+    host.serve("s", stepper, Config())
+    c = host.client("s")
+    c.start("1")
+    host.run_due()
+    u = c.update("1", "note", "x")
+    host.run_due()
+    assert c.update_status("1", u.id).position == 1
+    c.restart("1", **restart)
+    host.run_due()
+    again = c.update_status("1", u.id)
+    # taken at the first position the new run reaches with it waiting: from the start,
+    # before the first step
+    at = restart.get("from_position", 0)
+    assert (again.state, again.position, again.value()) == ("completed", at, 1)
+    c.send_event("1", "go")
+    host.run_due()
+    assert c.status("1").output == ["x"]
+
+
+def test_the_instance_keeps_its_newest_ended_updates(host: FakeHost,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from wkguest.workflow.updates import inbox
+    monkeypatch.setattr(inbox, "MAX_KEPT", 2)
+    host.serve("n", napper, Config())
+    c = host.client("n")
+    c.start("1")
+    host.run_due()
+    for i in range(4):
+        c.update("1", "note", i, update_id=f"u{i}")
+        host.advance(1)
+    with pytest.raises(WorkflowError) as e:  # forgotten as the fourth was accepted
+        c.update_status("1", "u0")
+    assert e.value.status == 404
+    assert [c.update_status("1", f"u{i}").value() for i in (1, 2, 3)] == [2, 3, 4]

@@ -101,7 +101,7 @@ KINDS: dict[str, Kind] = {
     PATCH_MARKER: Kind(PATCHED, True, "done"),
     EMITTED: Kind("emit", True, "done"),
     GROUP_SETTLED: Kind(GROUP, True, "done", "group"),
-    UPDATE_APPLIED: Kind(UPDATE, True, "done", "update-taken"),
+    UPDATE_APPLIED: Kind(UPDATE, True, "taken", "update-taken"),
     UPDATE_DONE: Kind(UPDATE, True, "done", "update-done"),
     STEP_RETRYING: Kind(STEP, False, "retrying", "attempt"),
     SLEEPING: Kind(SLEEP, False, "sleeping", "sleep"),

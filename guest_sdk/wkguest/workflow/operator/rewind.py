@@ -11,7 +11,8 @@ Each move is one transaction made durable by its COMMIT, after the alarm it need
 Taking the journal back to position P (`truncate`): the events that waits took at P or
 after (a wait's entry, a group's wait branch, a child's notice) are given back to
 _wk_wf_event under their first sequence numbers, so the waits that run again take them
-again, in the order they came (as Temporal's reset reapplies signals); a restart or a
+again, in the order they came (as Temporal's reset reapplies signals), and so are the
+updates taken there (updates/inbox.py), so the run takes them again; a restart or a
 rescue keeps the attempts of the positions it removes as earlier attempts
 (core/earlier_attempts.py);
 then the entries from P on, and the group branch rows from P on, are deleted (the
@@ -32,12 +33,14 @@ from ..core import earlier_attempts
 from ..core.kinds import STEP_FAILED, WAIT_TOOK_EVENT, WAIT_TOOK_EVENT_TAGGED
 from ..errors import StoreFault
 from ..saga.compensations import PREFIX as COMPENSATION_PREFIX
+from ..updates import inbox as updates
 
 PAUSE = "_wk_wf_pause"
 BRANCH = "_wk_wf_branch"  # groups/rows.py's
 SAGA = "_wk_wf_saga"  # saga/cancelling.py's
 CHILDREN = "_wk_wf_child"  # children/registry.py's
 PARENT = "_wk_wf_parent"
+UPDATES = "_wk_wf_update"  # updates/inbox.py's
 # The attempts' history (core/attempt_history.py), their tracebacks, and the attempts
 # restarts kept (core/earlier_attempts.py).
 HISTORY = ("_wk_wf_attempt", "_wk_wf_attempt_traceback", earlier_attempts.TABLE)
@@ -69,7 +72,7 @@ class Rewind:
         self.db = db
 
     def tables(self) -> set[str]:
-        names = (PAUSE, BRANCH, SAGA, CHILDREN, PARENT, *HISTORY)
+        names = (PAUSE, BRANCH, SAGA, CHILDREN, PARENT, UPDATES, *HISTORY)
         got = self.db.query_packed("SELECT name FROM sqlite_master WHERE type = 'table'"
                                    f" AND name IN ({', '.join(repr(n) for n in names)})")
         return {str(r[0]) for r in _rows(got)}
@@ -127,6 +130,8 @@ class Rewind:
         a cancel with compensation under way, a pause. `kept`: the move (restart, rescue)
         and its time, which keeps the removed positions' attempts as earlier ones."""
         out: list[Statement] = [(_give_back("_wk_wf_step"), (pos,))]
+        if UPDATES in tables:
+            out += updates.give_back(pos)
         if kept is not None:
             out += earlier_attempts.keep(pos, *kept, tables)
         if BRANCH in tables:

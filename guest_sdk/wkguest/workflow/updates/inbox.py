@@ -26,6 +26,9 @@ from ..core.kinds import TAGS, UPDATE_APPLIED, UPDATE_DONE, UPDATE_EVENT
 
 ACCEPTED, TAKEN, COMPLETED, FAILED = "accepted", "taken", "completed", "failed"
 DONE = frozenset({COMPLETED, FAILED})
+# The ended updates an instance keeps, newest first, so that a long-lived one's table stays
+# bounded: an older one's id is then unknown (404 unknown-update).
+MAX_KEPT = 1000
 
 TABLE = ("CREATE TABLE IF NOT EXISTS _wk_wf_update ("
          " id TEXT PRIMARY KEY, name TEXT NOT NULL, state TEXT NOT NULL,"
@@ -41,6 +44,9 @@ _INBOX = "INSERT INTO _wk_wf_event (name, payload, tagged, received_at) VALUES (
 _WAITING = ("SELECT e.seq, u.id, u.name, u.arg, u.arg_tagged FROM _wk_wf_event AS e"
             " JOIN _wk_wf_update AS u ON u.id = json_extract(e.payload, '$')"
             " WHERE e.name = ? ORDER BY e.seq")
+_FORGET = ("DELETE FROM _wk_wf_update WHERE id IN (SELECT id FROM _wk_wf_update"
+           f" WHERE state IN ('{COMPLETED}', '{FAILED}') ORDER BY done_at DESC, pos DESC"
+           " LIMIT -1 OFFSET ?)")
 _COUNT = "SELECT count(*) FROM _wk_wf_event WHERE name = ?"
 _PUT_ENTRY = ("INSERT INTO _wk_wf_step (pos, kind, name, result, updated_at)"
               " VALUES (?, ?, ?, ?, ?)")
@@ -92,8 +98,8 @@ def count_waiting(db: Backend) -> int:
 def accept_writes(id: str, name: str, text: str, tagged: bool, now: int
                   ) -> list[tuple[str, Sequence[Param]]]:
     """The statements that accept update `id`: its row, and its row in the inbox (the
-    caller's transaction around them)."""
-    return [(TABLE, ()), (_PUT, (id, name, text, int(tagged), now)),
+    caller's transaction around them); and the ended updates past MAX_KEPT forgotten."""
+    return [(TABLE, ()), (_FORGET, (MAX_KEPT,)), (_PUT, (id, name, text, int(tagged), now)),
             (_INBOX, (UPDATE_EVENT, json.dumps(id), now))]
 
 
@@ -144,6 +150,20 @@ def end(db: Backend, id: str, name: str, pos: int, entry: str, outcome: Outcome,
                        " updated_at) VALUES (?, ?, ?, ?, ?)", (at, kind, what, wake, now)))
     writes.append(("COMMIT", ()))
     db.exec_many(writes)
+
+
+def give_back(pos: int) -> list[tuple[str, Sequence[Param]]]:
+    """The statements that put the updates this run took at `pos` or after back in the
+    inbox, in the order they were accepted, each as it was accepted (an operator's
+    restart or rescue from `pos`: the run takes them again, as it takes again the events
+    its waits took there)."""
+    mine = "pos >= ? AND run_id = (SELECT run_id FROM _wk_wf)"
+    return [("INSERT INTO _wk_wf_event (name, payload, tagged, received_at)"
+             " SELECT ?, json_quote(id), 0, accepted_at FROM _wk_wf_update"
+             f" WHERE {mine} ORDER BY pos", (UPDATE_EVENT, pos)),
+            (f"UPDATE _wk_wf_update SET state = '{ACCEPTED}', run_id = NULL, pos = NULL,"
+             " result = NULL, result_tagged = 0, error = NULL, done_at = NULL"
+             f" WHERE {mine}", (pos,))]
 
 
 def shown(u: Update) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 // An operator's moves on an instance, each behind a confirmation (the <dialog> of
-// app.html): send an event, pause, resume, rescue, restart, cancel, terminate.
+// app.html): send an event or an update, pause, resume, rescue, restart, cancel, terminate.
 import {clear, h} from "./dom.js";
 import {act} from "./api.js";
 
@@ -16,6 +16,10 @@ const MOVES = [
   {action: "event", label: "Send event", offered: unfinished, text: "Record an event for the instance.",
    fields: [{name: "name", label: "event name", required: true},
             {name: "payload", label: "payload (JSON)", kind: JSON_FIELD, value: "null"}]},
+  {action: "update", label: "Send update", offered: unfinished, text: "Send an update: the workflow's handler of that name runs once the instance takes it (its validator may refuse it first, recording nothing).",
+   fields: [{name: "name", label: "update name", required: true},
+            {name: "arg", label: "argument (JSON)", kind: JSON_FIELD, value: "null"},
+            {name: "id", label: "update id (empty: a new one; the same id asks again)"}]},
   {action: "pause", label: "Pause",
    offered: (state) => ["running", "waiting", "compensating"].includes(state), text: "It starts no new work until resumed; it still records events."},
   {action: "resume", label: "Resume", offered: (state) => state === "paused", text: "A paused instance goes on where it stopped."},

@@ -174,6 +174,7 @@ function moves(root, params, state) {
   const done = async (move, out) => {
     result().className = out.error ? "error" : "ok";
     result().textContent = out.error ? `${move.label} refused: ${out.error}`
+      : out.answer?.update ? `${move.label}: update ${out.answer.update.id} is ${out.answer.update.state}`
       : `${move.label}: done${out.answer?.state ? `, now ${out.answer.state}` : ""}`;
     await refresh(root, params);
   };

@@ -2,7 +2,8 @@
 // them, on one time axis (the host's clock). A step's attempts are bars coloured by
 // their outcome; a group's branches are lanes under it; a sleep and a wait are spans to
 // their end, or while they last dashed on to their wake time or deadline; emits and the
-// recorded helpers are marks; so are an earlier run's emitted events (continue-as-new)
+// recorded helpers are marks; an update is a span from where the workflow took it to
+// its handler's end; so are an earlier run's emitted events (continue-as-new)
 // and the operator's moves. The attempts a restart from a step took from a position
 // (the steps route's `earlier`) are bars too, hatched, in its lane before its own.
 // Hovering an item shows its gist, a click all of it.
@@ -12,7 +13,7 @@
 // group's sleeps and waits have none but the group's (dom.js's groupOf). "Now" is the
 // latest host time the page has seen, not the browser's clock: the host's may differ
 // (a test's fake clock, a skewed machine).
-import {branchValue, childOf, consoleUrl, duration, finished, groupOf, h, number,
+import {branchValue, childOf, consoleUrl, decode, duration, finished, groupOf, h, number,
         positionState, positionValue, show, when} from "./dom.js";
 import {axis, laneEl, legend, panelFor, scaleOf} from "./timeline_draw.js";
 
@@ -29,8 +30,12 @@ function contextOf(doc) {
     for (const a of st.history || []) now = Math.max(now, a.ended_at ?? a.started_at);
   }
   return {status: s, now, end: finished(s) ? (s.finished_at ?? s.updated_at) : null,
-          emitted: new Map((doc.events?.events || []).map((e) => [e.offset, e]))};
+          emitted: new Map((doc.events?.events || []).map((e) => [e.offset, e])),
+          updateEnds: new Map(doc.steps.filter((st) => st.kind === "update" && st.state === "done")
+                                .map((st) => [valueOf(st)?.[0], st]))};
 }
+
+const valueOf = (st) => decode(st.value ?? "")?.value;
 
 function began(steps, i, ctx) {
   const st = steps[i], prev = steps[i - 1];
@@ -180,7 +185,29 @@ function markLane(st, b, e, ctx) {
                                            `${st.kind} ${st.name} at ${when(e)}: ${value}`, rows)])];
 }
 
-const LANES = {step: stepLane, sleep: sleepLane, wait: waitLane, group: groupLanes};
+// An update (updates/taking.py): the position where the workflow took it (state
+// "taken", value [id, arg, tagged, displaced]) and its handler's end, later (state
+// "done", value [id, ok, answer or error, tagged]), drawn as one lane: a span from the
+// taking to the end, or on while its handler runs. The end has no lane of its own.
+function updateLanes(st, b, e, ctx) {
+  if (st.state !== "taken") return [];
+  const [id, arg] = valueOf(st) ?? [];
+  const end = ctx.updateEnds.get(id), out = end ? valueOf(end) : null;
+  const note = !end ? (finished(ctx.status) ? "its handler did not end" : "its handler runs")
+    : out?.[1] ? `→ ${show(out[2])}` : `✗ ${out?.[2]}`;
+  const to = end ? end.updated_at : (ctx.end ?? ctx.now);
+  const rows = [["position", `${st.pos} update ${st.name}`], ["update id", id],
+                ["arg", show(arg)], ["taken at", when(st.updated_at)],
+                ["ended at", end ? `${when(end.updated_at)} (position ${end.pos})` : "—"],
+                ["outcome", note]];
+  const state = end ? (out?.[1] ? "done" : "failed") : "running";
+  return [laneOf(st, ctx, note, [spanItem(`${st.pos}/update`, st.updated_at, to,
+                                          `update state-${state}`,
+                                          `update ${st.name} (${id}): ${note}`, rows)])];
+}
+
+const LANES = {step: stepLane, sleep: sleepLane, wait: waitLane, group: groupLanes,
+               update: updateLanes};
 
 function positionLanes(steps, ctx) {
   return steps.flatMap((st, i) => withEarlier(st, (LANES[st.kind] || markLane)(
@@ -190,6 +217,7 @@ function positionLanes(steps, ctx) {
 // A position's lane (a group's own) with the attempts restarts and rescues took from it,
 // and their count first in its note: "×3 before the restart · ×1 → ...".
 function withEarlier(st, [lane, ...rest]) {
+  if (!lane) return [];  // a position drawn in another's lane (an update's end)
   const before = (st.earlier || []).map((a) => earlierItem(st, a));
   if (!before.length) return [lane, ...rest];
   const n = before.length + (st.earlier_more ?? 0);

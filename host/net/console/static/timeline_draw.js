@@ -57,7 +57,8 @@ const LEGEND = [["bar outcome-returned", "attempt returned"], ["bar outcome-fail
                 ["bar outcome-timed-out", "timed out"], ["bar outcome-cut", "cut"],
                 ["bar outcome-failed earlier", "before a restart or a rescue"],
                 ["next", "next attempt"], ["span group", "group"], ["span sleep", "sleep"],
-                ["span wait", "wait"], ["span settled", "branch, settled by the group's end"],
+                ["span wait", "wait"], ["span update", "update, taken to its handler's end"],
+                ["span settled", "branch, settled by the group's end"],
                 ["span planned", "until its wake time or deadline"],
                 ["span state-ended", "ended with the instance"], ["mark took", "event taken"],
                 ["mark", "emit, recorded value"], ["mark op", "operator's move"]];
