@@ -45,16 +45,24 @@ from ..errors import BadRequest, GuestFailed, HostError, Overloaded
 from ..events.holds import HOLD_STATE, is_hold_header
 from ..types import ActorRef, Request, Response, Sender
 from ..wire import ERROR_KIND, answer_headers
-from . import audit, classes_route, console, listing, metrics_route, test_route_gate
+from . import (
+    audit,
+    classes_route,
+    clock_route,
+    console,
+    listing,
+    metrics_route,
+    test_route_gate,
+)
 from .audit_entry import is_protocol_read
 from .bodies import expect_handler, read_body
 from .cluster_door import cluster_middlewares
 from .forward import pass_on
+from .json_face import JSON, Face, NotInSubset, refusal
 from .node_hop import NodeClients
-from .operator import caller_of, is_operator, plain, read_only
+from .operator import caller_of, plain, read_only
 from .peer_clients import PeerClients
 from .peer_routes import add_peer_routes
-from .peers import advance_clock
 from .tokens import Tokens
 
 log = logging.getLogger("wkhost.http")
@@ -92,7 +100,7 @@ def make_app(host: Host, admin_token: str, peer_clients: PeerClients | None = No
         metrics_route.add_routes(app)
     if host.config.console:
         console.add_routes(app)
-    app.router.add_post("/_wk/clock/advance", _advance_clock)
+    clock_route.add_routes(app)
     app.router.add_route("*", r"/{tail:[\s\S]*}", _to_actor,  # ids may hold a newline
                          expect_handler=expect_handler)
     return app
@@ -129,15 +137,21 @@ async def _to_actor(request: web.Request) -> web.Response:
     headers = [(k.lower(), v) for k, v in request.headers.items()
                if not (operator and k.lower() == "authorization") and not is_hold_header(k)]
     body = await read_body(request)
+    face = Face.of(path, request.headers.get("Content-Type"), request.headers.get("Accept"))
+    if face is not None:  # the protocol in JSON (json_face.py)
+        try:
+            headers, body = face.request(headers, body)
+        except NotInSubset as e:
+            return web.Response(status=400, body=refusal(str(e)), content_type=JSON)
     raw_query = request.raw_path.partition("?")[2]  # aiohttp's query_string is decoded
     req = Request(request.method, path, raw_query, headers, body)
     sender = Sender.operator() if operator else Sender.public()
     trace = tracing.from_client(request.headers)  # here, not where it was passed on
     if tracing.tracer is None:
-        return await _serve(request, host, ref, req, sender, trace)
+        return await _serve(request, host, ref, req, sender, trace, face)
     with tracing.serving(request.method, cls, _http_attributes(request, cls),
                          trace) as span:
-        out = await _serve(request, host, ref, req, sender, tracing.carrier_of(span))
+        out = await _serve(request, host, ref, req, sender, tracing.carrier_of(span), face)
         tracing.answered(span, out.status)
         return out
 
@@ -155,13 +169,16 @@ def _as_operator(request: web.Request) -> bool:
 
 
 async def _serve(request: web.Request, host: Host, ref: ActorRef, req: Request,
-                 sender: Sender, trace: dict[str, str]) -> web.Response:
+                 sender: Sender, trace: dict[str, str], face: Face | None) -> web.Response:
     """`req`'s answer, held (and delivered again) as long as the actor asks, its events
-    in the trace `trace` (a carrier: the front door's span's, or the client's)."""
+    in the trace `trace` (a carrier: the front door's span's, or the client's), in JSON
+    if the client asked (`face`)."""
     resp = await asyncio.wrap_future(host.submit(_deliver, host, ref, req, sender, False,
                                                  trace))
     if resp.hold is not None:
         resp = await _held(host, ref, req, sender, resp, lambda: _gone(request), trace)
+    if face is not None:
+        resp.headers, resp.body = face.answer(resp.status, resp.headers, resp.body)
     return to_web(resp)
 
 
@@ -263,37 +280,3 @@ async def _health(request: web.Request) -> web.Response:
                               "instances_reused": host.spares.taken,
                               "process": host.config.partition.me,
                               "processes": host.config.partition.count})
-
-
-async def _advance_clock(request: web.Request) -> web.Response:
-    testing = request.app["host"].testing
-    if testing.fake_clock is None:
-        return plain(404, "the clock moves only on a host started with --fake-clock")
-    if not is_operator(request):
-        return plain(403, "moving the clock is for operators")
-    try:
-        ms = int(request.query["ms"])
-        settle_ms = int(request.query.get("settle_ms", "0"))
-    except (KeyError, ValueError):
-        raise BadRequest("give ?ms=N (and optionally &settle_ms=M), whole numbers of "
-                         "milliseconds") from None
-    if settle_ms < 0:
-        raise BadRequest("settle_ms must be 0 or more")
-    now = testing.advance_clock(ms)
-    host = request.app["host"]
-    scheduler = host.scheduler
-    # A test kit skips time to the next alarm: told where one process has them all.
-    alone = host.config.partition.count == 1
-    if not settle_ms:
-        await advance_clock(request.app, now)  # the other processes' clocks, if any
-        return web.json_response({"now": now, **_next_alarm(scheduler, alone)})
-    # Every process waits at once, each up to settle_ms, for what came due there.
-    there, here = await asyncio.gather(
-        advance_clock(request.app, now, settle_ms),
-        asyncio.to_thread(scheduler.wait_settled, settle_ms / 1000))
-    return web.json_response({"now": now, "settled": there and here,
-                              **_next_alarm(scheduler, alone)})
-
-
-def _next_alarm(scheduler: Any, alone: bool) -> dict[str, int | None]:
-    return {"next_alarm": scheduler.next_due()} if alone else {}

@@ -48,6 +48,7 @@ class Saga:
             return settle.finish(state, None, False, error)
         if loaded.state != COMPENSATING:  # said at once: a trap inside one keeps it
             self.marks.compensating(runner.db.now())
+        run.updates = None  # a workflow undoing its steps takes no more updates
         try:
             count, failed = done.run_all() if isinstance(done, Compensations) else (0, [])
         except WorkflowSignal as s:
