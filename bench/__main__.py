@@ -52,8 +52,8 @@ QUICK_RESULTS = REPO / ".cache" / "bench-quick"
 
 MODULES = ("bench_core", "calibrate_fuel", "bench_frontdoor", "bench_conversion",
            "bench_workflows", "bench_hostile", "bench_continue", "bench_groups", "bench_overlap",
-           "bench_updates", "bench_listing", "bench_observe", "bench_memory", "bench_cluster",
-           "bench_testkit")
+           "bench_updates", "bench_json", "bench_listing", "bench_observe", "bench_memory",
+           "bench_cluster", "bench_testkit")
 LEVELS = (1, 8, 32)
 
 

@@ -25,7 +25,7 @@ from .options import (
     operator_token,
     with_exit_codes,
 )
-from .text import TIME_HELP, parse_time, when
+from .text import TIME_HELP, parse_time, seconds_arg, when
 
 _ACTORS_EPILOG = """\
 examples:
@@ -118,17 +118,29 @@ def add_start_labels(p: argparse.ArgumentParser) -> None:
                    "the answer comes once its handler ends (update-with-start)")
     p.add_argument("--arg", default="null", help="with --update: its argument, as JSON or "
                    "@FILE (default null)")
+    p.add_argument("--debounce", type=seconds_arg, metavar="DURATION",
+                   help="begin the instance once this long (5s, 1m) has passed with no newer "
+                        "debounced start of this id, with the newest --input")
+    p.add_argument("--idempotency-key", metavar="KEY", help="the start's Idempotency-Key: "
+                   "the same start sent again with it answers as the first did, and "
+                   "delivers its --event never again")
 
 
 def with_start(args: argparse.Namespace, payload: Any, arg: Any) -> dict[str, Any]:
     """The start's `event=` or `update=` from --event or --update (not both: bad usage)."""
     if args.event is not None and args.update is not None:
         raise CliError("give --event or --update, not both")
+    key: dict[str, Any] = ({"idempotency_key": args.idempotency_key}
+                           if args.idempotency_key else {})
+    if args.debounce is not None:
+        if not args.debounce > 0:
+            raise CliError("--debounce must be a length of time above 0")
+        key["debounce_ms"] = round(args.debounce * 1000)
     if args.event is not None:
-        return {"event": (args.event, payload)}
+        return {"event": (args.event, payload), **key}
     # An id of its own, so that --wait can ask again how it stands.
-    return {} if args.update is None else {"update": (args.update, arg),
-                                          "update_id": os.urandom(8).hex()}
+    return key if args.update is None else {"update": (args.update, arg),
+                                            "update_id": os.urandom(8).hex(), **key}
 
 
 def start_labels(items: list[str]) -> dict[str, str]:

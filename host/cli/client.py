@@ -55,12 +55,11 @@ from wkguest.workflow.status import (
 )
 
 from .admin import NoAnswer, request
+from .admin_listing import Listing
 from .answers import content_type, decode_answer, text_of, wait_ms
-from .instances import Instance, listing_url, workflow_instances
 
 __all__ = ["Event", "Started", "Status", "Update", "WorkflowAdmin", "WorkflowError"]
 
-_LIST_PAGE = 1000
 
 
 @dataclass(frozen=True)
@@ -78,7 +77,7 @@ class Started(Status):
                    created_at=at if isinstance(at, int) and not isinstance(at, bool) else None)
 
 
-class WorkflowAdmin:
+class WorkflowAdmin(Listing):
     def __init__(self, base_url: str, token: str, *, timeout: float = 30.0) -> None:
         self.base_url = base_url.rstrip("/")
         self.token = token
@@ -91,7 +90,9 @@ class WorkflowAdmin:
               labels: dict[str, str] | None = None,
               event: tuple[str, Any] | None = None,
               update: tuple[str, Any] | None = None,
-              update_id: str | None = None) -> Started:
+              update_id: str | None = None,
+              idempotency_key: str | None = None, debounce_ms: int | None = None
+              ) -> Started:
         """Start `id` with `input` and `labels` (what operators list it by: `wkhost
         workflow list --label K=V`), or find it: an instance that exists is left as it
         is, its labels too (`created` False; `input_differs` True if `input` is not its
@@ -101,10 +102,14 @@ class WorkflowAdmin:
         found (signal-with-start; a finished instance: WorkflowError "finished").
         `update` (name, arg), with `update_id`: sent in the same request, created or
         found (update-with-start); `Started.update` says how it stands, and with `wait`
-        the answer comes once its handler has ended."""
+        the answer comes once its handler has ended. `idempotency_key` (the
+        Idempotency-Key header): the same start sent again answers as the first did.
+        `debounce_ms`: begin it once that long has passed with no newer such start."""
         msg = {"input": input, **wait_ms(wait), **({"labels": labels} if labels else {}),
-               **with_start_fields(event, update, update_id)}
-        return Started.from_start(self._call(cls, id, "start", msg, wait))
+               **with_start_fields(event, update, update_id),
+               **({} if debounce_ms is None else {"debounce_ms": debounce_ms})}
+        key = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+        return Started.from_start(self._call(cls, id, "start", msg, wait, key))
 
     def status(self, cls: str, id: str, *, wait: float = 0, held_by: bool = False) -> Status:
         """With `wait` (seconds), as for start: the status once finished or parked, or
@@ -236,43 +241,19 @@ class WorkflowAdmin:
         answer: dict[str, Any] = self._call(cls, id, "summary", {})
         return answer
 
-    def ids(self, cls: str) -> list[str]:
-        """Every actor id of `cls` the host knows (workflow instances or not)."""
-        ids: list[str] = []
-        while True:
-            page = self._listing_page(cls, {"after": ids[-1] if ids else "",
-                                            "limit": _LIST_PAGE})["ids"]
-            ids.extend(page)
-            if len(page) < _LIST_PAGE:
-                return ids
-
-    def list(self, cls: str, state: str | None = None) -> list[Instance]:
-        """(id, summary) of each instance of `cls`, in `state` if given, in id order. The
-        summary: its "state", "updated_at" (ms, host clock: when it entered that state),
-        "labels" and "started_at" (its first published state; None if an older host
-        published it), from the host's index, as `wkhost workflow list` reads it."""
-        return workflow_instances(lambda params: self._listing_page(cls, params),
-                                  status=state)
-
-    def _listing_page(self, cls: str, params: dict[str, Any]) -> dict[str, Any]:
-        status, body, _, _ = self._send("GET", listing_url(self.base_url, cls, params))
-        if status != 200:
-            raise WorkflowError("refused", text_of(body) or f"status {status}", status)
-        page: dict[str, Any] = json.loads(body)
-        return page
-
     # -- transport -----------------------------------------------------------------
 
     def url(self, cls: str, id: str, route: str) -> str:
         return f"{self.base_url}/{quote(cls, safe='')}/{quote(id, safe='')}{PREFIX}{route}"
 
     def _call(self, cls: str, id: str, route: str, msg: dict[str, Any],
-              wait: float = 0) -> Any:
+              wait: float = 0, headers: dict[str, str] | None = None) -> Any:
         status, body, ctype, kind = self._send(
             "POST", self.url(cls, id, route), cbor2.dumps(msg, canonical=True),
             # The host delivers it only to a class that declares the protocol: another
             # class runs none of its code for it.
-            {"Content-Type": CONTENT_TYPE, "wk-protocol": PROTOCOL}, self.timeout + wait)
+            {"Content-Type": CONTENT_TYPE, "wk-protocol": PROTOCOL, **(headers or {})},
+            self.timeout + wait)
         # The front door answers a host error with its status, one line of text and its
         # kind (an unknown class is a 404 too): the kind tells this one.
         if kind == "NotThatProtocol":

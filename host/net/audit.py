@@ -35,6 +35,7 @@ from ..storage.audit_log import AuditLog, Entry, Filter, parse_cursor
 from ..storage.paths import check_class, check_id
 from .audit_entry import DESCRIBED_BYTES, Answered, describe, is_action
 from .operator import caller_of, is_operator, may_read, plain
+from .tokens import INGRESS
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 NOTE = "wk-audit-note"
@@ -64,7 +65,8 @@ async def middleware(request: web.Request, handler: Handler) -> web.StreamRespon
         caller = caller_of(request)
     except web.HTTPUnauthorized:
         return await handler(request)
-    if caller is None or not caller.acts:  # refused where it is handled: nothing done
+    if caller is None or not (caller.acts or caller.role == INGRESS):  # refused where
+        # it is handled (a reader's action): nothing done
         return await handler(request)
     loop = asyncio.get_running_loop()
     started, at = loop.time(), request.app["host"].clock.now_ms()

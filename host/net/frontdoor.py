@@ -52,6 +52,7 @@ from . import (
     console,
     listing,
     metrics_route,
+    openapi,
     test_route_gate,
 )
 from .audit_entry import is_protocol_read
@@ -60,10 +61,10 @@ from .cluster_door import cluster_middlewares
 from .forward import pass_on
 from .json_face import JSON, Face, NotInSubset, refusal
 from .node_hop import NodeClients
-from .operator import caller_of, plain, read_only
+from .operator import caller_of, ingress_allows, plain, read_only
 from .peer_clients import PeerClients
 from .peer_routes import add_peer_routes
-from .tokens import Tokens
+from .tokens import INGRESS, Tokens
 
 log = logging.getLogger("wkhost.http")
 
@@ -101,6 +102,7 @@ def make_app(host: Host, admin_token: str, peer_clients: PeerClients | None = No
     if host.config.console:
         console.add_routes(app)
     clock_route.add_routes(app)
+    openapi.add_routes(app)
     app.router.add_route("*", r"/{tail:[\s\S]*}", _to_actor,  # ids may hold a newline
                          expect_handler=expect_handler)
     return app
@@ -163,6 +165,10 @@ def _as_operator(request: web.Request) -> bool:
     caller = caller_of(request)
     if caller is None:
         return False
+    if caller.role == INGRESS:  # its class's starts and statuses, as the operator's
+        if not ingress_allows(caller, request.method, request.raw_path):
+            raise web.HTTPForbidden(reason=read_only(caller))
+        return True
     if not caller.acts and not is_protocol_read(request.raw_path):
         raise web.HTTPForbidden(reason=read_only(caller))
     return True

@@ -34,6 +34,7 @@ WRITES = {"bench_core": ["core"], "calibrate_fuel": ["fuel"], "bench_frontdoor":
           "bench_conversion": ["conversion"], "bench_hostile": ["bench_hostile"],
           "bench_continue": ["continue"], "bench_groups": ["groups"],
           "bench_overlap": ["overlap"], "bench_updates": ["updates"],
+          "bench_json": ["json"],
           "bench_listing": ["listing"], "bench_observe": ["observe"], "bench_memory": ["memory"],
           "bench_cluster": ["cluster"], "bench_testkit": ["testkit"], "soak": ["soak"],
           "profile_workflows": [],

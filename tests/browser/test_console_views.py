@@ -136,7 +136,7 @@ def test_moves_are_confirmed_then_seen_in_the_status_and_the_audit_log(
     state = page.locator("#summary [data-testid=state]")
     expect(state).to_have_text("waiting", timeout=WAIT_MS)
 
-    assert offered(page) == ["event", "pause", "restart", "cancel", "terminate"]
+    assert offered(page) == ["event", "update", "pause", "restart", "cancel", "terminate"]
     page.click("#action-terminate")  # asked, then not confirmed: nothing happens
     expect(page.locator("#confirm")).to_be_visible()
     page.click("#confirm-no")
@@ -145,7 +145,7 @@ def test_moves_are_confirmed_then_seen_in_the_status_and_the_audit_log(
     _move(page, "pause", note="looking into it")
     expect(state).to_have_text("paused", timeout=WAIT_MS)
     assert shop.status("w1")["state"] == "paused"
-    assert offered(page) == ["event", "resume", "restart", "cancel", "terminate"]
+    assert offered(page) == ["event", "update", "resume", "restart", "cancel", "terminate"]
     expect(page.locator("[data-testid=audit-row][data-action=pause]")).to_contain_text(
         "console: looking into it", timeout=WAIT_MS)
     _move(page, "resume")

@@ -118,3 +118,10 @@ def test_json_outside_the_subset_is_refused_in_the_protocols_form(server: Server
     st, _, out = server.request("POST", f"/{CLS}/c-bad/wk-workflow/v1/status", b"{}",
                                 {"Content-Type": "application/json"}, operator=True)
     assert st == 404 and json.loads(out)["error"] == "unknown"  # nothing was started
+
+
+def test_the_server_serves_its_openapi_document(server: Server) -> None:
+    st, _, body = server.request("GET", "/_wk/openapi.json")  # no token: it is public
+    doc = json.loads(body)
+    assert st == 200 and doc["openapi"].startswith("3.1")
+    assert "/{class}/{id}/wk-workflow/v1/update" in doc["paths"]

@@ -88,4 +88,4 @@ def test_a_bad_tokens_file_stops_serve_naming_its_line(tmp_path: Path,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 1, done.stderr
     assert done.stderr.strip() == (f"wkhost: error: --tokens-file {tokens}:2: the role is "
-                                   "operator or reader, not 'owner'")
+                                   "operator, reader or ingress:CLASS, not 'owner'")

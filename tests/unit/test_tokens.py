@@ -40,7 +40,7 @@ def test_without_a_file_the_admin_token_is_the_one(tmp_path: Path) -> None:
 @pytest.mark.parametrize("text, why", [
     ("ann operator\n", "a line is NAME ROLE SECRET, not 2 word(s)"),
     ("Ann operator " + ANN, "the name 'Ann' is not 1 to 64 of a-z 0-9 . _ -"),
-    ("ann admin " + ANN, "the role is operator or reader, not 'admin'"),
+    ("ann admin " + ANN, "the role is operator, reader or ingress:CLASS, not 'admin'"),
     ("ann reader short", "a secret has 16 characters or more"),
     ("ann reader sha256:abc", "sha256: is followed by 64 lowercase hex digits"),
     (f"ann reader {ANN}\nann operator {RITA}", "the name 'ann' is taken"),
@@ -54,3 +54,14 @@ def test_a_bad_line_is_refused_with_its_place(tmp_path: Path, text: str, why: st
         read_tokens(ADMIN, path)
     line = 2 + text.rstrip("\n").count("\n")
     assert str(refused.value) == f"{path}:{line}: {why}"
+
+
+def test_an_ingress_token_names_its_class(tmp_path: Path) -> None:
+    f = tmp_path / "tokens"
+    f.write_text("web ingress:carts " + ANN + "\n")
+    caller = read_tokens(ADMIN, f).who(ANN)
+    assert caller is not None and (caller.role, caller.cls) == ("ingress", "carts")
+    assert not caller.acts and not caller.sees
+    f.write_text("web ingress:a/b " + ANN + "\n")
+    with pytest.raises(TokensFileError, match="ingress:CLASS"):
+        read_tokens(ADMIN, f)

@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..durations import Duration, to_ms
 from . import cbor
 from .errors import CborError, WorkflowError
 from .status import (
@@ -60,7 +61,9 @@ class Client:
               labels: Mapping[str, str] | None = None,
               event: tuple[str, Any] | None = None,
               update: tuple[str, Any] | None = None,
-              update_id: str | None = None) -> Status:
+              update_id: str | None = None,
+              idempotency_key: str | None = None,
+              debounce: Duration | None = None) -> Status:
         """Start instance `id` with `input` (see core/values.py for the types) and
         `labels`, which operators list it by (at most 16; keys 1 to 64 bytes, values at
         most 256: core/labels.py). An instance that exists (running, or finished and
@@ -72,9 +75,15 @@ class Client:
         (update-with-start; `update_id` makes it idempotent): `Status.update` says how it
         stands. Raises WorkflowError (refused, 400: labels out of bounds; with an event
         or an update, "finished" if the instance has finished: nothing delivered;
-        "no-update", "update-rejected": nothing recorded, the instance not created)."""
+        "no-update", "update-rejected": nothing recorded, the instance not created).
+        `idempotency_key`: a start sent again with it answers as the first did (`created`
+        included) and delivers its event never again. `debounce` (a duration): the
+        instance begins once that long has passed with no newer debounced start of this
+        id, with the newest input (`created` is the first's alone)."""
         msg = {"input": input, **({"labels": dict(labels)} if labels else {}),
-               **with_start_fields(event, update, update_id)}
+               **with_start_fields(event, update, update_id),
+               **({"idempotency_key": idempotency_key} if idempotency_key else {}),
+               **({} if debounce is None else {"debounce_ms": to_ms(debounce, "debounce")})}
         return Status.from_map(self._call(id, "start", msg))
 
     def status(self, id: str, held_by: bool = False) -> Status:

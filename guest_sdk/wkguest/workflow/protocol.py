@@ -83,11 +83,12 @@ class Protocol:
         self.start = StartRoute(runner)
 
     def handle(self, method: str, path: str, body: bytes, sender: str,
-               hold_state: str | None = None) -> Reply:
+               hold_state: str | None = None, idempotency_key: str | None = None) -> Reply:
         """Answer one request. Never raises for bad input (400..429) or storage (503).
 
         `hold_state` is the request's `wk-hold-state` header: set by the host when it
-        delivers again a request whose answer it held (`wait_ms`, below)."""
+        delivers again a request whose answer it held (`wait_ms`, below).
+        `idempotency_key`: its Idempotency-Key header (a start's: start_keys.py)."""
         try:
             new_actor, self.runner.just_created = self.runner.just_created, False
             row = None if new_actor else self.store.status()
@@ -95,7 +96,8 @@ class Protocol:
                 error = self.runner.note_trap()
                 if error is not None:
                     row.error = error
-            out = self._dispatch(method, path, body, sender, row, hold_state)
+            out = self._dispatch(method, path, body, sender, row, hold_state,
+                                 idempotency_key)
             if row is None and out.status != 200:
                 self.runner.forget()
                 self.db.delete_self()  # never started: leave nothing behind
@@ -105,7 +107,7 @@ class Protocol:
             return refuse(503, "storage", f"the instance's storage failed: {e}")
 
     def _dispatch(self, method: str, path: str, body: bytes, sender: str,
-                  row: StatusRow | None, hold_state: str | None) -> Reply:
+                  row: StatusRow | None, hold_state: str | None, key: str | None) -> Reply:
         version, _, route = path.removeprefix("/wk-workflow/").partition("/")
         if not path.startswith("/wk-workflow/") or version != "v1":
             return refuse(404, "route", f"{path!r} is not a route of wk-workflow/v1")
@@ -123,7 +125,7 @@ class Protocol:
         try:
             msg = message(body)
             if route == "start":
-                return self.start.answer(msg, row, sender, hold_state)
+                return self.start.answer(msg, row, sender, hold_state, key)
             if route in _TOOLS:
                 return _TOOLS[route](self.runner, msg)
             if row is None:

@@ -19,6 +19,7 @@ from .core.config import Config
 from .protocol import HOLD_STATE, Protocol
 from .real_backend import RealBackend
 from .runner import Runner, Workflow
+from .start_keys import HEADER as IDEMPOTENCY_KEY
 from .status import PROTOCOL as PROTOCOL  # what the class declares (status.py)
 
 
@@ -52,7 +53,7 @@ def serve(fn: Workflow, config: Config | None = None) -> type[Any]:
 
         def handle(self, req: Request) -> Response:
             out = self.protocol.handle(req.method, req.path, req.body, req.sender.kind,
-                                       req.header(HOLD_STATE))
+                                       req.header(HOLD_STATE), req.header(IDEMPOTENCY_KEY))
             return Response(out.status, out.headers, out.body)
 
     WorkflowActor.__name__ = WorkflowActor.__qualname__ = f"Workflow_{fn.__name__}"

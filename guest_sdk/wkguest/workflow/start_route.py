@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from . import update_route, with_start
+from . import debounce, start_keys, update_route, with_start
 from .children.registry import Registry
 from .core import counted, spans
 from .core.instance import StatusRow
@@ -46,14 +46,31 @@ class StartRoute:
         self.db = runner.db
 
     def answer(self, msg: dict[str, Any], row: StatusRow | None, sender: str,
-               hold_state: str | None) -> Reply:
-        """The start route's answer (see the module's doc)."""
+               hold_state: str | None, key_header: str | None = None) -> Reply:
+        """The start route's answer (see the module's doc). `key_header`: the request's
+        Idempotency-Key (start_keys.py)."""
         parent, ev = _parent_field(msg), with_start.event_field(msg)
         up = _update_field(msg, ev is not None)
+        key, window = start_keys.key_of(msg, key_header), debounce.window_of(msg)
+        if window is not None and (ev is not None or up is not None or parent is not None):
+            raise BadRequest(400, "bad-request", "a debounced start carries no event, "
+                             "update or parent")
         if up is not None:
             return self._with_update(msg, row, up, hold_state)
+        if row is not None and window is not None and hold_state is None:
+            moved = self._debounce_again(msg, row, window)
+            if moved is not None:
+                return moved
         if row is not None:
-            return self._found(msg, row, parent is not None, ev, hold_state)
+            return self._found(msg, row, parent is not None, ev, hold_state, key)
+        if key is not None:  # before the create: its durable write syncs it too
+            start_keys.keep(self.db, key, True, self.db.now())
+        return self._new(msg, sender, parent, ev, window)
+
+    def _new(self, msg: dict[str, Any], sender: str, parent: tuple[str, str] | None,
+             ev: dict[str, Any] | None, window: int | None) -> Reply:
+        """Create the instance: with its event (signal-with-start), held back (debounce),
+        run at once (an operator's start that waits), or as it is."""
         wait_ms = int_field(msg, "wait_ms", 0)  # refused before anything is recorded
         text, tagged = encode_field(msg.get("input"), self.runner.config.max_value_bytes,
                                     "the input")
@@ -63,28 +80,50 @@ class StartRoute:
         self.store.publish.start_labels(labels)  # so are they; its publish carries them
         now = self.db.now()
         run_id = self.runner.new_run_id()
+        answer: dict[str, Any] = {"created": True}
         if ev is not None:  # one transaction with its event
             created = with_start.create_with(
                 self.runner, ev, lambda: self._create(run_id, text, tagged, now))
+        elif window is not None:
+            created = debounce.create(self.runner, lambda: self._create(
+                run_id, text, tagged, now), window)
+            answer["debounced_until"] = created and created.wake_at
         elif wait_ms > 0 and sender == "operator":
             created = self._create_and_run(run_id, text, tagged, now)
         else:
             created = self._create(run_id, text, tagged, now)
         if created is None:
             raise StoreFault("the new instance is not there after its insert")
-        return held(msg, created, {**status_map(self.runner, created), "created": True},
-                          _CREATED)
+        return held(msg, created, {**status_map(self.runner, created), **answer}, _CREATED)
+
+    def _debounce_again(self, msg: dict[str, Any], row: StatusRow, window: int
+                        ) -> Reply | None:
+        """A debounced start of a debouncing instance: its new input and window's end;
+        None if it is not debouncing (answered as any start that found it)."""
+        text, tagged = encode_field(msg.get("input"), self.runner.config.max_value_bytes,
+                                    "the input")
+        until = debounce.replace(self.runner, text, tagged, window)
+        if until is None:
+            return None
+        row = self.store.status() or row
+        return reply({**status_map(self.runner, row), "created": False,
+                      "debounced_until": until})
 
     def _found(self, msg: dict[str, Any], row: StatusRow, parent: bool,
-               ev: dict[str, Any] | None, hold_state: str | None) -> Reply:
+               ev: dict[str, Any] | None, hold_state: str | None, key: str | None) -> Reply:
         """The answer for the instance the start found (the event delivered, if any)."""
         # Delivered again after a hold: the first delivery's answer said created.
         created_here = hold_state == _CREATED
-        if ev is not None and hold_state is None:  # signal-with-start (with_start.py)
-            refused = with_start.deliver_to(self.runner, ev, row)
+        was = None if key is None or hold_state else start_keys.seen(self.db, key)
+        if was is not None:  # a start this instance took, sent again: answered as it was
+            created_here, ev = was, None
+        elif ev is not None and hold_state is None:  # signal-with-start (with_start.py)
+            refused = with_start.deliver_to(self.runner, ev, row, key)
             if refused is not None:
                 return refused
             row = self.store.status() or row
+        elif key is not None and hold_state is None:
+            start_keys.keep(self.db, key, False, self.db.now())
         answer = {**status_map(self.runner, row), "created": created_here}
         if not created_here and "input" in msg:
             # The instance stays as it is; the caller learns its input was ignored.

@@ -67,6 +67,7 @@ class Status:
     paused_at: int | None = None
     held_by: str | None = None
     updates_pending: int = 0  # accepted updates the workflow has not taken yet
+    events_pending: int = 0  # events received that no wait has taken yet
     update: Update | None = None  # an update-with-start's: how its update stands
 
     @property
@@ -111,6 +112,7 @@ class Status:
             paused_at=_opt_int(m.get("paused_at")),
             held_by=_opt_str(m.get("held_by")),
             updates_pending=_opt_int(m.get("updates_pending")) or 0,
+            events_pending=_opt_int(m.get("events_pending")) or 0,
             update=Update.from_answer(m) if "update" in m else None,
         )
 

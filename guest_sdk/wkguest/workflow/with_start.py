@@ -20,7 +20,7 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from . import routes
+from . import routes, start_keys
 from .core.instance import StatusRow
 from .core.requests import BadRequest
 from .core.runner import Runner
@@ -45,10 +45,25 @@ def event_field(msg: dict[str, Any]) -> dict[str, Any] | None:
     return ev
 
 
-def deliver_to(runner: Runner, ev: dict[str, Any], row: StatusRow) -> Reply | None:
+def deliver_to(runner: Runner, ev: dict[str, Any], row: StatusRow,
+               key: str | None = None) -> Reply | None:
     """The event to an instance the start found: None once delivered, else the
-    refusal (finished, too many events) that answers the start."""
-    out = routes.event(runner, ev, row)
+    refusal (finished, too many events) that answers the start. With the start's
+    idempotency `key`, kept in the event's transaction (start_keys.py)."""
+    if key is None:
+        out = routes.event(runner, ev, row)
+        return None if out.status == 200 else out
+    db = runner.db
+    db.exec("/*wk:with-start-begin*/ BEGIN IMMEDIATE")
+    try:
+        start_keys.keep(db, key, False, db.now())
+        out = routes.event(runner, ev, row)
+        db.exec_durable("/*wk:with-start-commit*/ COMMIT" if out.status == 200
+                        else "ROLLBACK")
+    except BaseException:
+        with contextlib.suppress(StoreFault):  # else the host rolls it back
+            db.exec("ROLLBACK")
+        raise
     return None if out.status == 200 else out
 
 

@@ -85,6 +85,9 @@ async def _login(request: web.Request) -> web.StreamResponse:
         log.info("console: a login with a wrong token, from %s", request.remote)
         return _page("login.html", 401, next=nxt,
                      message="That is not one of this host's tokens.")
+    if not caller.sees:  # an ingress's token: its class's starts and statuses alone
+        return _page("login.html", 403, next=nxt,
+                     message="That token is an ingress's: it opens no console.")
     log.info("console: %s (%s) logged in, from %s", caller.name, caller.role, request.remote)
     resp = _see_other(nxt)
     session.set_cookie(request, resp, session.new_cookie(request.app["token"], caller))
