@@ -17,11 +17,13 @@ host's clock in ms.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from ..errors import CallErrorKind
+from .errors import StoreFault
 
 Param = None | int | float | str | bytes
 Labels = tuple[tuple[str, str], ...]  # a metric's labels, as (name, value) pairs
@@ -149,3 +151,27 @@ class Backend(Protocol):
     def call(self, cls: str, id: str, method: str, path: str, body: bytes) -> tuple[int, bytes]:
         """A wk-workflow/v1 request to actor `cls`/`id`'s handle: (status, body).
         Raises CallFailed if the call itself failed."""
+
+
+T = TypeVar("T")
+
+
+def atomically(db: Backend, work: Callable[[], T], begin: str = "BEGIN IMMEDIATE",
+               commit: str = "COMMIT", durable: bool = True) -> T:
+    """`work()`'s writes in one transaction: `begin`, then `commit`, through exec_durable
+    when `durable` (its fsync makes them durable together). If anything raises, they are
+    rolled back and the exception goes on (if even the ROLLBACK fails, the host rolls
+    back what an event leaves open). `begin` and `commit` may carry a crash point's tag
+    (`/*wk:...*/`)."""
+    db.exec(begin)
+    try:
+        out = work()
+        if durable:
+            db.exec_durable(commit)
+        else:
+            db.exec(commit)
+    except BaseException:
+        with contextlib.suppress(StoreFault):
+            db.exec("ROLLBACK")
+        raise
+    return out

@@ -17,16 +17,16 @@ leaves the instance as it was (or none), and its alarm then finds it so.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from typing import Any
 
+from .backend import atomically
 from .core.instance import StatusRow
 from .core.requests import BadRequest, int_field
 from .core.runner import Runner
-from .errors import StoreFault
 
 MAX_WINDOW_MS = 30 * 86_400_000
+_BEGIN, _COMMIT = "/*wk:debounce-begin*/ BEGIN IMMEDIATE", "/*wk:debounce-commit*/ COMMIT"
 
 _HOLD = ("/*wk:debounce*/ UPDATE _wk_wf SET retry_at = ?, wake_at = ?, updated_at = ?"
          " WHERE state = 'running'")
@@ -60,8 +60,7 @@ def create(runner: Runner, create: Callable[[], StatusRow | None], window_ms: in
             row.wake_at = until
         return row
 
-    created: StatusRow | None = _in_transaction(runner, held)
-    return created
+    return atomically(runner.db, held, _BEGIN, _COMMIT)
 
 
 def replace(runner: Runner, text: str, tagged: bool, window_ms: int) -> int | None:
@@ -77,20 +76,8 @@ def replace(runner: Runner, text: str, tagged: bool, window_ms: int) -> int | No
             db.alarm_set(until)
         return changed
 
-    if not _in_transaction(runner, moved):
+    if not atomically(db, moved, _BEGIN, _COMMIT):
         return None
     runner.forget()  # the warm journal holds the input it replaced
     return until
 
-
-def _in_transaction(runner: Runner, work: Callable[[], Any]) -> Any:
-    db = runner.db
-    db.exec("/*wk:debounce-begin*/ BEGIN IMMEDIATE")
-    try:
-        out = work()
-        db.exec_durable("/*wk:debounce-commit*/ COMMIT")
-    except BaseException:
-        with contextlib.suppress(StoreFault):  # else the host rolls it back
-            db.exec("ROLLBACK")
-        raise
-    return out

@@ -23,13 +23,13 @@ here, and the answer names it. The instance keeps the last inbox.MAX_KEPT ended 
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Callable
 from typing import Any
 
 from wkguest.readonly import read_only
 
+from .backend import atomically
 from .core.explain import describe
 from .core.instance import FINISHED, HELD, StatusRow
 from .core.requests import BadRequest
@@ -117,17 +117,15 @@ def accept(runner: Runner, id: str, name: str, text: str, tagged: bool, *, alarm
     now = db.now()
     if alarm:  # before the validator's read-only mark, which refuses alarms
         db.alarm_set(now)
-    db.exec_many([("/*wk:update-begin*/ BEGIN IMMEDIATE", ()),
-                  *inbox.accept_writes(id, name, text, tagged, now)])
-    try:
+
+    def accepted() -> None:
+        db.exec_many(inbox.accept_writes(id, name, text, tagged, now))
         if create is not None:
             create()
         validate(runner, name, decode(text, tagged))
-        db.exec_durable("/*wk:update-commit*/ COMMIT")
-    except BaseException:
-        with contextlib.suppress(StoreFault):  # else the host rolls it back
-            db.exec("ROLLBACK")
-        raise
+
+    atomically(db, accepted, "/*wk:update-begin*/ BEGIN IMMEDIATE",
+               "/*wk:update-commit*/ COMMIT")
 
 
 def validate(runner: Runner, name: str, arg: Any) -> None:

@@ -16,19 +16,27 @@ delivery did.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from typing import Any
 
 from . import routes, start_keys
+from .backend import atomically
 from .core.instance import StatusRow
 from .core.requests import BadRequest
 from .core.runner import Runner
 from .core.values import check_name
-from .errors import StoreFault
 from .routes import Reply, encode_field
 
 Create = Callable[[], StatusRow | None]
+_BEGIN, _COMMIT = "/*wk:with-start-begin*/ BEGIN IMMEDIATE", "/*wk:with-start-commit*/ COMMIT"
+
+
+class _Refused(Exception):
+    """The event was refused (finished, too many events): its transaction rolls back."""
+
+    def __init__(self, reply: Reply) -> None:
+        super().__init__(reply.status)
+        self.reply = reply
 
 
 def event_field(msg: dict[str, Any]) -> dict[str, Any] | None:
@@ -54,17 +62,18 @@ def deliver_to(runner: Runner, ev: dict[str, Any], row: StatusRow,
         out = routes.event(runner, ev, row)
         return None if out.status == 200 else out
     db = runner.db
-    db.exec("/*wk:with-start-begin*/ BEGIN IMMEDIATE")
-    try:
+
+    def keep_and_deliver() -> None:
         start_keys.keep(db, key, False, db.now())
         out = routes.event(runner, ev, row)
-        db.exec_durable("/*wk:with-start-commit*/ COMMIT" if out.status == 200
-                        else "ROLLBACK")
-    except BaseException:
-        with contextlib.suppress(StoreFault):  # else the host rolls it back
-            db.exec("ROLLBACK")
-        raise
-    return None if out.status == 200 else out
+        if out.status != 200:
+            raise _Refused(out)  # the key goes with it: a retry is a new start
+
+    try:
+        atomically(db, keep_and_deliver, _BEGIN, _COMMIT)
+    except _Refused as e:
+        return e.reply
+    return None
 
 
 def create_with(runner: Runner, ev: dict[str, Any], create: Create) -> StatusRow | None:
@@ -73,15 +82,12 @@ def create_with(runner: Runner, ev: dict[str, Any], create: Create) -> StatusRow
     text, tagged = encode_field(ev.get("payload"), runner.config.max_value_bytes,
                                 "the event's payload")
     db = runner.db
-    db.exec("/*wk:with-start-begin*/ BEGIN IMMEDIATE")
-    try:
+
+    def add_and_create() -> StatusRow | None:
         runner.store.add_event(str(ev["name"]), text, tagged, db.now())
-        created = create()
-        db.exec_durable("/*wk:with-start-commit*/ COMMIT")
-    except BaseException:
-        with contextlib.suppress(StoreFault):  # else the host rolls it back
-            db.exec("ROLLBACK")
-        raise
+        return create()
+
+    created = atomically(db, add_and_create, _BEGIN, _COMMIT)
     return created if created is None else _with_event(created)
 
 

@@ -17,11 +17,10 @@ lose without breaking a promise (an attempt counted, a sleep seen as passed) use
 
 from __future__ import annotations
 
-import contextlib
 import json
 from typing import Any
 
-from ..backend import Backend, Param
+from ..backend import Backend, Param, atomically
 from ..errors import StoreFault
 from . import migration
 from .carried import Carried
@@ -275,18 +274,13 @@ class Store:
         the rest of the run (`Frontier.unsynced`); a crash before it leaves the event
         untaken, and the next run takes it again."""
         kind = WAIT_TOOK_EVENT_TAGGED if tagged else WAIT_TOOK_EVENT
-        self.db.exec("BEGIN IMMEDIATE")
-        try:
+        def take() -> None:
             self.db.exec("/*wk:take-event*/" + _PUT_FINAL,
                          (pos, kind, name, payload, None, wake_at, seq, now))
             if self.db.exec("DELETE FROM _wk_wf_event WHERE seq = ?", (seq,)) != 1:
                 raise StoreFault(f"event {seq} vanished while being taken")
-            self.db.exec("/*wk:take-commit*/ COMMIT")
-        except BaseException:
-            # If even ROLLBACK fails, the host rolls back what an event leaves open.
-            with contextlib.suppress(StoreFault):
-                self.db.exec("ROLLBACK")
-            raise
+
+        atomically(self.db, take, commit="/*wk:take-commit*/ COMMIT", durable=False)
 
 
 _PUT_FINAL = (

@@ -15,9 +15,9 @@ run does them again: a step branch whose result was lost runs again, as a step w
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any, NamedTuple
 
+from ..backend import atomically
 from ..core.kinds import CUT_OPEN, GROUP_OPEN, STEP_RETRYING
 from ..core.schema import ENTRY_COLUMNS
 from ..core.store import Store
@@ -93,16 +93,12 @@ class BranchRows:
     def take_event(self, idx: int, kind: str, name: str, seq: int, payload: str,
                    deadline: int | None, now: int) -> None:
         """Move event `seq` into branch `idx`'s row, in one transaction."""
-        self.db.exec("BEGIN IMMEDIATE")
-        try:
+        def take() -> None:
             self.put(idx, kind, name, now, result=payload, wake_at=deadline, event_seq=seq)
             if self.db.exec("DELETE FROM _wk_wf_event WHERE seq = ?", (seq,)) != 1:
                 raise StoreFault(f"event {seq} vanished while being taken")
-            self.db.exec("COMMIT")
-        except BaseException:
-            with contextlib.suppress(StoreFault):
-                self.db.exec("ROLLBACK")
-            raise
+
+        atomically(self.db, take, durable=False)
 
     def wake(self, wake_at: int | None, now: int) -> None:
         """The open group's earliest wake time, on its entry (the steps route shows it)."""

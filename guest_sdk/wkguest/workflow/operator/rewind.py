@@ -23,12 +23,11 @@ emitted, and a tx step that runs again writes again.
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Sequence
 from typing import Any
 
-from ..backend import Backend, Param
+from ..backend import Backend, Param, atomically
 from ..core import earlier_attempts
 from ..core.kinds import STEP_FAILED, WAIT_TOOK_EVENT, WAIT_TOOK_EVENT_TAGGED
 from ..errors import StoreFault
@@ -159,15 +158,12 @@ class Rewind:
     def commit(self, statements: list[Statement]) -> None:
         """`statements` in one transaction, made durable by its COMMIT."""
         db = self.db
-        db.exec("/*wk:op-begin*/ BEGIN IMMEDIATE")
-        try:
+
+        def run_all() -> None:
             for sql, params in statements:
                 db.exec(sql, params)
-            db.exec_durable("/*wk:op-commit*/ COMMIT")
-        except BaseException:
-            with contextlib.suppress(StoreFault):  # else the host rolls it back
-                db.exec("ROLLBACK")
-            raise
+
+        atomically(db, run_all, "/*wk:op-begin*/ BEGIN IMMEDIATE", "/*wk:op-commit*/ COMMIT")
 
 
 def _rows(packed: str) -> list[list[Any]]:

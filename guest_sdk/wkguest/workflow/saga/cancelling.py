@@ -12,11 +12,10 @@ after it.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from ..backend import Backend
+from ..backend import Backend, atomically
 from ..core.explain import describe
 from ..core.instance import FINISHED_SQL, Loaded
 from ..core.journal import Journal
@@ -143,17 +142,8 @@ class Marks:
                                    self.db.exec(_STOP, (pos,))), durable=False)
 
     def _transaction(self, work: Callable[[], object], durable: bool) -> None:
-        self.db.exec("BEGIN IMMEDIATE")
-        try:
-            work()
-            if durable:
-                self.db.exec_durable("/*wk:saga-commit*/ COMMIT")
-            else:
-                self.db.exec("COMMIT")
-        except BaseException:
-            with contextlib.suppress(StoreFault):  # else the host rolls it back
-                self.db.exec("ROLLBACK")
-            raise
+        atomically(self.db, work, commit="/*wk:saga-commit*/ COMMIT" if durable else "COMMIT",
+                   durable=durable)
 
     def _exists(self) -> bool:
         self.known = self.db.query_row(_EXISTS) is not None
