@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .backend import atomically
+from .core import counted
 from .core.instance import StatusRow
 from .core.requests import BadRequest, int_field
 from .core.runner import Runner
@@ -79,5 +80,6 @@ def replace(runner: Runner, text: str, tagged: bool, window_ms: int) -> int | No
     if not atomically(db, moved, _BEGIN, _COMMIT):
         return None
     runner.forget()  # the warm journal holds the input it replaced
+    counted.debounced(db)
     return until
 

@@ -30,6 +30,7 @@ from typing import Any
 from wkguest.readonly import read_only
 
 from .backend import atomically
+from .core import counted
 from .core.explain import describe
 from .core.instance import FINISHED, HELD, StatusRow
 from .core.requests import BadRequest
@@ -126,6 +127,7 @@ def accept(runner: Runner, id: str, name: str, text: str, tagged: bool, *, alarm
 
     atomically(db, accepted, "/*wk:update-begin*/ BEGIN IMMEDIATE",
                "/*wk:update-commit*/ COMMIT")
+    counted.update(db, "accepted")
 
 
 def validate(runner: Runner, name: str, arg: Any) -> None:

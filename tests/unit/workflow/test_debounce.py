@@ -67,3 +67,13 @@ def test_a_bad_window_is_refused_and_nothing_started(host: FakeHost, raw: Any,
     assert (status, answer["error"]) == (400, "bad-request"), answer
     with pytest.raises(WorkflowError):
         host.client("d").status("1")
+
+
+def test_each_folded_start_is_counted(host: FakeHost) -> None:
+    host.serve("d", digest, Config())
+    c = host.client("d")
+    for i in range(3):
+        c.start("u-1", i, debounce=1000)
+    folded = [n for _, n, _, _ in host.instance("d", "u-1").backend.counted
+              if n == "workflow_debounced"]
+    assert len(folded) == 2

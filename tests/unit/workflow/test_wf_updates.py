@@ -165,3 +165,16 @@ def test_a_validator_runs_read_only(any_host: FakeHost) -> None:
     assert e.value.kind == "update-rejected"
     assert "the validator of update 'poke' may only read" in e.value.message
     assert c.status("1").updates_pending == 0
+
+
+def test_updates_are_counted_once_each_as_accepted_and_as_ended(host: FakeHost) -> None:
+    c = started(host)
+    c.update("1", "add", "abc")
+    c.update("1", "boom")
+    host.run_due()
+    backend = host.instance("c", "1").backend
+    host.instance("c", "1").runner.forget()  # a replay counts nothing again
+    c.query("1", "items")
+    outcomes = [labels["outcome"] for kind, name, labels, _ in backend.counted
+                if name == "workflow_updates"]
+    assert sorted(outcomes) == ["accepted", "accepted", "completed", "failed"]

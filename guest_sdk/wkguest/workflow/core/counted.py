@@ -5,6 +5,10 @@ the host with the actor's class (a workflow's class):
     wkguest_workflow_finished_total{state}     runs finished: completed, failed,
                                                cancelled, terminated
     wkguest_workflow_parked_total              instances parked
+    wkguest_workflow_updates_total{outcome}    updates accepted, and ended: completed,
+                                               failed (updates/)
+    wkguest_workflow_debounced_total           debounced starts folded into an instance
+                                               still in its window (debounce.py)
     wkguest_workflow_step_retries_total{step}  attempts that failed and are retried
     wkguest_workflow_step_duration_seconds{step}  each attempt's time, by the host's clock
     wkguest_workflow_step_attempts{step}       the attempts a step (or branch) took to
@@ -37,6 +41,14 @@ def finished(db: Backend, state: str) -> None:
 
 def parked(db: Backend) -> None:
     db.count("workflow_parked", _NONE)
+
+
+def update(db: Backend, outcome: str) -> None:
+    db.count("workflow_updates", (("outcome", outcome),))
+
+
+def debounced(db: Backend) -> None:
+    db.count("workflow_debounced", _NONE)
 
 
 def retried(db: Backend, step: str) -> None:

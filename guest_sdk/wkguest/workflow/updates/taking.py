@@ -29,6 +29,7 @@ import json
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from ..core import counted
 from ..core.cursor import Cursor
 from ..core.explain import describe
 from ..core.frontier import Frontier
@@ -212,6 +213,7 @@ def _record_end(front: Frontier, id: str, name: str, pos: int, entry: str,
                 row: inbox.Outcome, back: inbox.Displaced | None) -> None:
     front.open(pos)
     inbox.end(front.db, id, name, pos, entry, row, front.db.now(), back)
+    counted.update(front.db, "failed" if row[2] is not None else "completed")
     front.unsynced = True
     front.journal.append(UPDATE_DONE, name, entry, json.loads(entry))
     if back is not None:
